@@ -1,0 +1,58 @@
+// detail::Backend: what a collective library must provide (DESIGN §5). The
+// Communicator validates arguments and adds context to errors; a backend
+// only moves and reduces bytes. Calls block until this rank's part is done
+// unless the backend documents otherwise (synchronize() then waits).
+// A backend is used from one thread at a time; abort() may be called from
+// any thread to make blocked calls fail instead of hanging.
+// Failures are trainrun::Error; nothing else escapes a backend.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lib/world.h"
+#include "trainrun/types.h"
+
+namespace trainrun::rendezvous {
+class Store;
+}
+
+namespace trainrun::detail {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+
+  virtual void allreduce(const void* send, void* recv, std::size_t count, DataType type,
+                         ReduceOp op) = 0;
+  // In place when send == nullptr: this rank's block already sits in recv.
+  virtual void allgather(const void* send, void* recv, std::size_t count, DataType type) = 0;
+  virtual void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts,
+                          DataType type) = 0;
+  virtual void broadcast(void* buf, std::size_t count, DataType type, int root) = 0;
+  // Block r of send (send_counts[r] elements) goes to rank r; block r of
+  // recv comes from rank r. send and recv never alias.
+  virtual void alltoall(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
+                        const std::vector<std::size_t>& recv_counts, DataType type) = 0;
+  // send holds sum(counts) elements; recv gets counts[rank] reduced ones.
+  // send and recv never alias.
+  virtual void reducescatter(const void* send, void* recv, const std::vector<std::size_t>& counts,
+                             DataType type, ReduceOp op) = 0;
+  virtual void barrier() = 0;
+  virtual void synchronize() = 0;
+  virtual void abort() noexcept = 0;
+};
+
+// What a backend may use while it starts: the world, and the job's
+// rendezvous store (null when the job has none, e.g. under mpirun).
+struct BackendContext {
+  const World& world;
+  std::shared_ptr<rendezvous::Store> store;
+  int generation = 0;  // how many communicators this process made before
+};
+
+}  // namespace trainrun::detail

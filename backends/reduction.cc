@@ -1,0 +1,127 @@
+#include "backends/reduction.h"
+
+#include <cstdint>
+#include <type_traits>
+
+#include "lib/half_float.h"
+
+namespace trainrun::detail {
+namespace {
+
+// Integer sums and products wrap (two's complement) instead of being
+// undefined on overflow: computed in the unsigned type of the same width.
+template <typename T>
+using Wide = std::conditional_t<std::is_integral_v<T>,
+                                std::make_unsigned_t<std::conditional_t<std::is_integral_v<T>, T, int>>,
+                                T>;
+struct Sum {
+  template <typename T> static T apply(T a, T b) {
+    return static_cast<T>(static_cast<Wide<T>>(static_cast<Wide<T>>(a) + static_cast<Wide<T>>(b)));
+  }
+};
+struct Product {
+  template <typename T> static T apply(T a, T b) {
+    return static_cast<T>(static_cast<Wide<T>>(static_cast<Wide<T>>(a) * static_cast<Wide<T>>(b)));
+  }
+};
+struct Min {
+  template <typename T> static T apply(T a, T b) { return b < a ? b : a; }
+};
+struct Max {
+  template <typename T> static T apply(T a, T b) { return a < b ? b : a; }
+};
+
+// Plain loops over plain types: compiled at -O3 so they vectorise.
+template <typename T, typename Op>
+void reduce_plain(void* out, const void* a, const void* b, std::size_t n) {
+  T* o = static_cast<T*>(out);
+  const T* x = static_cast<const T*>(a);
+  const T* y = static_cast<const T*>(b);
+  for (std::size_t i = 0; i < n; ++i) o[i] = Op::apply(x[i], y[i]);
+}
+
+struct Float16 {
+  static float load(std::uint16_t v) { return float16_to_float(v); }
+  static std::uint16_t store(float v) { return float_to_float16(v); }
+};
+struct BFloat16 {
+  static float load(std::uint16_t v) { return bfloat16_to_float(v); }
+  static std::uint16_t store(float v) { return float_to_bfloat16(v); }
+};
+
+template <typename Half, typename Op>
+void reduce_half(void* out, const void* a, const void* b, std::size_t n) {
+  auto* o = static_cast<std::uint16_t*>(out);
+  const auto* x = static_cast<const std::uint16_t*>(a);
+  const auto* y = static_cast<const std::uint16_t*>(b);
+  for (std::size_t i = 0; i < n; ++i) {
+    o[i] = Half::store(Op::apply(Half::load(x[i]), Half::load(y[i])));
+  }
+}
+
+template <typename Op>
+ReduceFn pick(DataType type) {
+  switch (type) {
+    case DataType::UInt8: return reduce_plain<std::uint8_t, Op>;
+    case DataType::Int8: return reduce_plain<std::int8_t, Op>;
+    case DataType::Int32: return reduce_plain<std::int32_t, Op>;
+    case DataType::Int64: return reduce_plain<std::int64_t, Op>;
+    case DataType::Float16: return reduce_half<Float16, Op>;
+    case DataType::BFloat16: return reduce_half<BFloat16, Op>;
+    case DataType::Float32: return reduce_plain<float, Op>;
+    case DataType::Float64: return reduce_plain<double, Op>;
+  }
+  return nullptr;
+}
+
+template <typename T>
+void divide_plain(void* buf, std::size_t n, int divisor) {
+  T* p = static_cast<T*>(buf);
+  if constexpr (std::is_floating_point_v<T>) {
+    const T inverse = T(1) / static_cast<T>(divisor);
+    // Multiplying by 1/n is not always the correctly rounded quotient; divide
+    // when n is not a power of two so every rank gets the exact float result.
+    if ((divisor & (divisor - 1)) == 0) {
+      for (std::size_t i = 0; i < n; ++i) p[i] *= inverse;
+    } else {
+      for (std::size_t i = 0; i < n; ++i) p[i] /= static_cast<T>(divisor);
+    }
+  } else {
+    for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<T>(p[i] / static_cast<T>(divisor));
+  }
+}
+
+template <typename Half>
+void divide_half(void* buf, std::size_t n, int divisor) {
+  auto* p = static_cast<std::uint16_t*>(buf);
+  for (std::size_t i = 0; i < n; ++i) p[i] = Half::store(Half::load(p[i]) / static_cast<float>(divisor));
+}
+
+}  // namespace
+
+ReduceFn reduce_function(DataType type, ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum:
+    case ReduceOp::Average: return pick<Sum>(type);
+    case ReduceOp::Product: return pick<Product>(type);
+    case ReduceOp::Min: return pick<Min>(type);
+    case ReduceOp::Max: return pick<Max>(type);
+  }
+  return nullptr;
+}
+
+void divide_in_place(void* buf, std::size_t n, DataType type, int divisor) {
+  if (divisor == 1) return;
+  switch (type) {
+    case DataType::UInt8: return divide_plain<std::uint8_t>(buf, n, divisor);
+    case DataType::Int8: return divide_plain<std::int8_t>(buf, n, divisor);
+    case DataType::Int32: return divide_plain<std::int32_t>(buf, n, divisor);
+    case DataType::Int64: return divide_plain<std::int64_t>(buf, n, divisor);
+    case DataType::Float16: return divide_half<Float16>(buf, n, divisor);
+    case DataType::BFloat16: return divide_half<BFloat16>(buf, n, divisor);
+    case DataType::Float32: return divide_plain<float>(buf, n, divisor);
+    case DataType::Float64: return divide_plain<double>(buf, n, divisor);
+  }
+}
+
+}  // namespace trainrun::detail

@@ -1,0 +1,20 @@
+// Element-wise reduction kernels shared by every backend that reduces on
+// the CPU (Gloo's reduce callback, MPI user ops, staging paths).
+// Float16/BFloat16 accumulate each pair in float and round to nearest even.
+// Pure functions, thread-safe.
+#pragma once
+
+#include <cstddef>
+
+#include "trainrun/types.h"
+
+namespace trainrun::detail {
+
+// out[i] = a[i] (op) b[i]; out may alias a or b. Average reduces as Sum.
+using ReduceFn = void (*)(void* out, const void* a, const void* b, std::size_t n);
+ReduceFn reduce_function(DataType type, ReduceOp op);
+
+// The divide step of Average: buf[i] /= divisor (integers truncate toward zero).
+void divide_in_place(void* buf, std::size_t n, DataType type, int divisor);
+
+}  // namespace trainrun::detail

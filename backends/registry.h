@@ -1,0 +1,24 @@
+// Which backends this build has, which one a world uses by default, and the
+// factory. The only place that knows which backends were compiled in.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+
+namespace trainrun::detail {
+
+struct BackendInfo {
+  std::string name;
+  std::string version;  // of the library behind it, e.g. "Gloo 0.5.0"
+};
+
+std::vector<BackendInfo> built_backends();
+// TRAINRUN_BACKEND if set, else mpi under Open MPI/Slurm when built, else gloo.
+std::string choose_backend(const World& world);
+// Throws Error(InvalidArgument) for an unknown or not-built name.
+std::unique_ptr<Backend> create_backend(const std::string& name, const BackendContext& context);
+
+}  // namespace trainrun::detail

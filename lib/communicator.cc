@@ -1,0 +1,129 @@
+#include "trainrun/communicator.h"
+
+#include <cstring>
+#include <numeric>
+
+#include "backends/backend.h"
+#include "lib/world.h"
+#include "trainrun/error.h"
+
+namespace trainrun {
+namespace {
+
+[[noreturn]] void invalid(const std::string& message) {
+  throw Error(Error::Code::InvalidArgument, message);
+}
+
+void require(bool ok, const char* what) {
+  if (!ok) invalid(what);
+}
+
+const char* offset(const void* base, std::size_t elements, DataType type) {
+  return static_cast<const char*>(base) + elements * size_of(type);
+}
+
+}  // namespace
+
+Communicator::Communicator(std::unique_ptr<detail::World> world,
+                           std::unique_ptr<detail::Backend> backend)
+    : world_(std::move(world)), backend_(std::move(backend)) {}
+
+Communicator::~Communicator() = default;
+
+int Communicator::rank() const { return world_->rank; }
+int Communicator::size() const { return world_->size; }
+int Communicator::local_rank() const { return world_->local_rank; }
+int Communicator::local_size() const { return world_->local_size; }
+int Communicator::cross_rank() const { return world_->cross_rank; }
+int Communicator::cross_size() const { return world_->cross_size; }
+const std::string& Communicator::hostname() const { return world_->hostname; }
+std::string Communicator::backend_name() const { return backend_->name(); }
+detail::Backend& Communicator::backend() { return *backend_; }
+
+// Every error leaving a collective names the rank, its host and the op.
+template <typename Fn>
+void Communicator::call(const char* op, Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    throw Error(e.code(), "rank " + std::to_string(world_->rank) + " (" + world_->hostname + "): " +
+                              op + ": " + e.what());
+  }
+}
+
+void Communicator::allreduce(const void* send, void* recv, std::size_t count, DataType type,
+                             ReduceOp op) {
+  call("allreduce", [&] {
+    require(count == 0 || (send && recv), "send and recv must not be null");
+    backend_->allreduce(send, recv, count, type, op);
+  });
+}
+
+void Communicator::allgather(const void* send, void* recv, std::size_t count, DataType type) {
+  call("allgather", [&] {
+    require(count == 0 || recv, "recv must not be null");
+    const bool in_place = !send || send == recv || send == offset(recv, count * world_->rank, type);
+    backend_->allgather(in_place ? nullptr : send, recv, count, type);
+  });
+}
+
+void Communicator::allgatherv(const void* send, std::size_t count, void* recv,
+                              const std::vector<std::size_t>& counts, DataType type) {
+  call("allgatherv", [&] {
+    if (counts.size() != static_cast<std::size_t>(world_->size)) {
+      invalid("counts has " + std::to_string(counts.size()) + " entries, the world has " +
+              std::to_string(world_->size) + " ranks");
+    }
+    if (counts[world_->rank] != count) {
+      invalid("count " + std::to_string(count) + " differs from counts[" +
+              std::to_string(world_->rank) + "] = " + std::to_string(counts[world_->rank]));
+    }
+    const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
+    require(total == 0 || recv, "recv must not be null");
+    const std::size_t before = std::accumulate(counts.begin(), counts.begin() + world_->rank, std::size_t{0});
+    const bool in_place = !send || send == recv || send == offset(recv, before, type);
+    backend_->allgatherv(in_place ? nullptr : send, recv, counts, type);
+  });
+}
+
+void Communicator::broadcast(void* buf, std::size_t count, DataType type, int root) {
+  call("broadcast", [&] {
+    if (root < 0 || root >= world_->size) {
+      invalid("root " + std::to_string(root) + " is not a rank of this " +
+              std::to_string(world_->size) + "-rank world");
+    }
+    require(count == 0 || buf, "buf must not be null");
+    backend_->broadcast(buf, count, type, root);
+  });
+}
+
+void Communicator::alltoall(const void* send, void* recv, std::size_t count, DataType type) {
+  call("alltoall", [&] {
+    require(count == 0 || (send && recv), "send and recv must not be null");
+    const std::vector<std::size_t> counts(static_cast<std::size_t>(world_->size), count);
+    if (send == recv) {
+      scratch_.assign(static_cast<const char*>(send), offset(send, count * world_->size, type));
+      send = scratch_.data();
+    }
+    backend_->alltoall(send, counts, recv, counts, type);
+  });
+}
+
+void Communicator::reducescatter(const void* send, void* recv, std::size_t count, DataType type,
+                                 ReduceOp op) {
+  call("reducescatter", [&] {
+    require(count == 0 || (send && recv), "send and recv must not be null");
+    const std::vector<std::size_t> counts(static_cast<std::size_t>(world_->size), count);
+    if (send == recv) {
+      scratch_.assign(static_cast<const char*>(send), offset(send, count * world_->size, type));
+      send = scratch_.data();
+    }
+    backend_->reducescatter(send, recv, counts, type, op);
+  });
+}
+
+void Communicator::barrier() {
+  call("barrier", [&] { backend_->barrier(); });
+}
+
+}  // namespace trainrun

@@ -1,0 +1,79 @@
+// The core collective API (DESIGN §5). Every rank issues the same calls in
+// the same order; each call blocks until this rank's part is complete.
+//
+// Buffers are host memory (and, when a CUDA backend is built, device
+// memory). `count` is in elements of `type`. In-place forms:
+//   allreduce, broadcast:  send == recv.
+//   allgather(v):          send == recv, or send == nullptr: this rank's
+//                          block is already at its offset in recv.
+//   reducescatter:         send == recv: the full input is in recv; the
+//                          result lands at the start of recv.
+//   alltoall:              send == recv.
+// A Communicator is not thread-safe: use it from one thread at a time.
+// It is owned by trainrun::init() and lives until trainrun::shutdown().
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "trainrun/types.h"
+
+namespace trainrun {
+
+namespace detail {
+class Backend;
+struct World;
+}  // namespace detail
+
+class Communicator {
+ public:
+  Communicator(std::unique_ptr<detail::World> world, std::unique_ptr<detail::Backend> backend);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const;
+  int size() const;
+  int local_rank() const;
+  int local_size() const;
+  int cross_rank() const;
+  int cross_size() const;
+  const std::string& hostname() const;
+  std::string backend_name() const;  // "gloo" | "mpi" | "nccl"
+
+  void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op);
+  // recv holds size() * count elements, rank r's block at r * count.
+  void allgather(const void* send, void* recv, std::size_t count, DataType type);
+  // recv holds sum(counts) elements, rank r's block after those of ranks < r.
+  void allgatherv(const void* send, std::size_t count, void* recv,
+                  const std::vector<std::size_t>& counts, DataType type);
+  void broadcast(void* buf, std::size_t count, DataType type, int root);
+  // send and recv hold size() * count elements; block r goes to / comes from rank r.
+  void alltoall(const void* send, void* recv, std::size_t count, DataType type);
+  // send holds size() * count elements; recv gets this rank's reduced block.
+  void reducescatter(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op);
+  void barrier();
+
+  // The backend behind this communicator (for the engine layer).
+  detail::Backend& backend();
+
+ private:
+  template <typename Fn>
+  void call(const char* op, Fn&& fn);
+
+  std::unique_ptr<detail::World> world_;
+  std::unique_ptr<detail::Backend> backend_;
+  std::vector<char> scratch_;  // copies of in-place alltoall/reducescatter input
+};
+
+// Starts the process-wide communicator from the environment (TRAINRUN_*,
+// else OMPI_COMM_WORLD_*, else SLURM_*, else a single process) on the first
+// call; later calls return the same one. Throws trainrun::Error.
+Communicator& init();
+// Tears the communicator down; init() may be called again afterwards.
+void shutdown();
+bool is_initialized();
+
+}  // namespace trainrun

@@ -1,0 +1,7 @@
+// Umbrella header: everything a training program needs.
+#pragma once
+
+#include "trainrun/communicator.h"
+#include "trainrun/error.h"
+#include "trainrun/types.h"
+#include "trainrun/version.h"

@@ -1,0 +1,55 @@
+// detail::World: who this process is in the job and how to reach its peers,
+// read once from the environment (DESIGN §3): TRAINRUN_* when trainrun
+// started us, else Open MPI's OMPI_COMM_WORLD_*, else Slurm's SLURM_*, else
+// a single process. Plain value type; world_from_env is pure given `env`.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace trainrun::detail {
+
+struct World {
+  enum class Source { Trainrun, OpenMpi, Slurm, Single };
+
+  int rank = 0;
+  int size = 1;
+  int local_rank = 0;
+  int local_size = 1;
+  int cross_rank = 0;
+  int cross_size = 1;
+  std::string hostname;
+  Source source = Source::Single;
+  std::string backend;  // TRAINRUN_BACKEND; empty: the registry's default
+
+  // Rendezvous; empty address when the job has none (MPI, single process).
+  std::string rendezvous_addr;
+  std::uint16_t rendezvous_port = 0;
+  std::string job_id;
+  std::string secret_hex;
+  std::string iface;  // TRAINRUN_IFACE
+  std::chrono::milliseconds start_timeout{30'000};
+  std::chrono::milliseconds collective_timeout{1'800'000};
+
+  bool has_rendezvous() const { return !rendezvous_addr.empty(); }
+};
+
+const char* to_string(World::Source source);
+
+using EnvLookup = std::function<const char*(const char*)>;
+
+// Throws Error(InvalidArgument) naming the variable and its value when a
+// variable is present but malformed or inconsistent (rank >= size, ...).
+World world_from_env(const EnvLookup& env);
+
+// Horovod's cross rank/size for a host layout: `slots_per_host[h]` ranks on
+// host h; returns {index of `host` among hosts that have a slot at
+// `local_rank`, number of such hosts}.
+std::pair<int, int> cross_rank_and_size(const std::vector<int>& slots_per_host, int host,
+                                        int local_rank);
+
+}  // namespace trainrun::detail

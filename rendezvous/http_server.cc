@@ -1,0 +1,347 @@
+#include "rendezvous/http_server.h"
+
+#include <sys/resource.h>
+
+#include <atomic>
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <charconv>
+#include <optional>
+#include <thread>
+
+#include "rendezvous/kv_request.h"
+#include "trainrun/error.h"
+
+namespace trainrun::rendezvous {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace p = protocol;
+using tcp = asio::ip::tcp;
+
+std::string_view view(beast::string_view s) { return {s.data(), s.size()}; }
+
+// Lets the server hold as many connections as its limit allows: the soft
+// descriptor limit (often 1024) is raised to the hard one.
+void raise_descriptor_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
+}  // namespace
+
+struct HttpServer::Impl {
+  Impl(const Secret& secret, Options opts) : options(std::move(opts)), auth(secret) {}
+
+  Options options;
+  Authenticator auth;
+  KvTable table;
+  asio::io_context io{1};
+  std::optional<tcp::acceptor> acceptor;
+  std::thread thread;
+  std::uint16_t port = 0;
+  std::atomic<std::uint64_t> requests{0}, unauthorized{0}, rejected{0}, connections{0},
+      peak_open{0};
+  std::atomic<std::size_t> open{0};
+
+  void accept();
+};
+
+namespace {
+
+// One client connection. Lives as long as an async operation holds it;
+// runs only on the server's single I/O thread.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, HttpServer::Impl& server)
+      : stream_(std::move(socket)), server_(server), wait_timer_(stream_.get_executor()) {
+    const std::size_t now_open = ++server_.open;
+    std::uint64_t peak = server_.peak_open.load();
+    while (now_open > peak && !server_.peak_open.compare_exchange_weak(peak, now_open)) {
+    }
+  }
+  ~Session() { --server_.open; }
+
+  void start() { read_header(); }
+
+ private:
+  void read_header() {
+    header_.emplace();
+    header_->header_limit(p::kMaxHeaderBytes);
+    stream_.expires_after(first_request_ ? server_.options.header_timeout
+                                         : server_.options.idle_timeout);
+    http::async_read_header(stream_, buffer_, *header_,
+                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                              self->on_header(ec);
+                            });
+  }
+
+  void on_header(beast::error_code ec) {
+    if (ec == http::error::end_of_stream || ec == asio::error::eof ||
+        ec == asio::error::connection_reset || ec == asio::error::operation_aborted) {
+      return close();
+    }
+    if (ec == beast::error::timeout) {
+      // An idle keep-alive connection just goes away; a half-sent header is 408.
+      if (!first_request_ && buffer_.size() == 0) return close();
+      return reject(408, "header not received in time");
+    }
+    if (ec == http::error::header_limit) return reject(431, "request header too large");
+    if (ec) return reject(400, "malformed request");
+
+    ++server_.requests;
+    const auto& req = header_->get();
+    keep_alive_ = req.keep_alive();
+    if (req.version() != 11 && req.version() != 10) return reject(400, "unsupported HTTP version");
+    parsed_ = parse_kv_request(view(req.method_string()), view(req.target()));
+    if (!parsed_.request) return reject(parsed_.status, parsed_.reason);
+
+    const std::string_view authorization = view(req[p::kHeaderAuthorization.data()]);
+    declared_digest_ = std::string(view(req[p::kHeaderContentSha256.data()]));
+    const std::string scheme = std::string(p::kAuthScheme) + " ";
+    const std::string_view signature =
+        authorization.substr(0, scheme.size()) == scheme ? authorization.substr(scheme.size())
+                                                         : std::string_view();
+    const SignedRequest signed_request{view(req.method_string()), view(req.target()),
+                                       declared_digest_, view(req[p::kHeaderTimestamp.data()]),
+                                       view(req[p::kHeaderNonce.data()])};
+    if (server_.auth.check(signed_request, signature, now_unix_ms()) != AuthResult::Ok) {
+      // Identical for every key, present or not, and sent before any body byte is read.
+      ++server_.unauthorized;
+      return respond(401, "unauthorized\n", true);
+    }
+
+    if (req.chunked()) return reject(400, "chunked request bodies are not accepted");
+    const std::uint64_t length = req.payload_size().value_or(0);
+    if (length > p::kMaxBodyBytes) return reject(413, "body exceeds the limit");
+    const KvOp op = parsed_.request->op;
+    const bool takes_body = op == KvOp::Put || op == KvOp::Add;
+    if (!takes_body && length != 0) return reject(400, "this request takes no body");
+
+    body_.emplace(std::move(*header_));
+    body_->body_limit(p::kMaxBodyBytes);
+    if (body_->is_done()) return on_body({});
+    stream_.expires_after(server_.options.body_timeout);
+    http::async_read(stream_, buffer_, *body_,
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                       self->on_body(ec);
+                     });
+  }
+
+  void on_body(beast::error_code ec) {
+    if (ec == beast::error::timeout) return reject(408, "body not received in time");
+    if (ec == http::error::body_limit) return reject(413, "body exceeds the limit");
+    if (ec) return close();
+    stream_.expires_never();
+    const std::string& body = body_->get().body();
+    if (sha256_hex(body) != declared_digest_) {
+      ++server_.unauthorized;
+      return respond(401, "unauthorized\n", true);
+    }
+    handle(body);
+  }
+
+  void handle(const std::string& body) {
+    KvRequest& request = *parsed_.request;
+    switch (request.op) {
+      case KvOp::Health:
+        return respond(200, "ok\n", false);
+      case KvOp::Put:
+        server_.table.set(request.keys.front(), body);
+        return respond(200, "", false);
+      case KvOp::Add: {
+        std::int64_t delta = 0;
+        const auto r = std::from_chars(body.data(), body.data() + body.size(), delta);
+        if (r.ec != std::errc() || r.ptr != body.data() + body.size()) {
+          return reject(400, "add takes a decimal int64 body");
+        }
+        const auto value = server_.table.add(request.keys.front(), delta);
+        if (!value) return reject(409, "stored value is not an int64 or the sum overflows");
+        return respond(200, std::to_string(*value), false);
+      }
+      case KvOp::Get:
+      case KvOp::GetMany:
+        return start_wait();
+    }
+  }
+
+  void start_wait() {
+    KvRequest& request = *parsed_.request;
+    auto callback = [weak = weak_from_this(), executor = stream_.get_executor()](
+                        KvTable::Values values) {
+      asio::post(executor, [weak, values = std::move(values)]() mutable {
+        if (auto self = weak.lock()) self->on_values(std::move(values));
+      });
+    };
+    auto now = server_.table.get_or_wait(request.keys, std::move(callback), &wait_id_);
+    if (now) return answer_values(std::move(*now));
+    if (request.wait.count() == 0) {
+      server_.table.cancel(wait_id_);
+      return answer_missing();
+    }
+    waiting_ = true;
+    wait_timer_.expires_after(request.wait);
+    wait_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec || !self->waiting_) return;
+      // cancel() fails when the values arrived concurrently; their post answers.
+      if (self->server_.table.cancel(self->wait_id_)) {
+        self->waiting_ = false;
+        self->answer_missing();
+      }
+    });
+  }
+
+  void on_values(KvTable::Values values) {
+    if (!waiting_) return;
+    waiting_ = false;
+    wait_timer_.cancel();
+    answer_values(std::move(values));
+  }
+
+  void answer_values(KvTable::Values values) {
+    if (parsed_.request->op == KvOp::Get) return respond(200, std::move(values.front()), false);
+    respond(200, encode_frames(values), false);
+  }
+
+  void answer_missing() {
+    std::string body;
+    for (const auto& key : server_.table.missing(parsed_.request->keys)) {
+      body.append(key.substr(key.find('/') + 1)).push_back('\n');
+    }
+    respond(404, std::move(body), false);
+  }
+
+  void reject(int status, std::string_view reason) {
+    ++server_.rejected;
+    respond(status, std::string(reason) + "\n", true);
+  }
+
+  void respond(int status, std::string body, bool close_after) {
+    close_after_ = close_after || !keep_alive_;
+    response_ = {};
+    response_.version(11);
+    response_.result(static_cast<http::status>(status));
+    response_.set(http::field::content_type, status == 200 && !body.empty()
+                                                 ? "application/octet-stream"
+                                                 : "text/plain");
+    response_.keep_alive(!close_after_);
+    response_.body() = std::move(body);
+    response_.prepare_payload();
+    stream_.expires_after(server_.options.body_timeout);
+    http::async_write(stream_, response_,
+                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                        self->on_write(ec);
+                      });
+  }
+
+  void on_write(beast::error_code ec) {
+    if (ec || close_after_) return close();
+    first_request_ = false;
+    header_.reset();
+    body_.reset();
+    read_header();
+  }
+
+  void close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.close();
+  }
+
+  beast::tcp_stream stream_;
+  HttpServer::Impl& server_;
+  asio::steady_timer wait_timer_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::empty_body>> header_;
+  std::optional<http::request_parser<http::string_body>> body_;
+  http::response<http::string_body> response_;
+  KvParse parsed_;
+  std::string declared_digest_;
+  KvTable::WaitId wait_id_ = 0;
+  bool waiting_ = false;
+  bool first_request_ = true;
+  bool keep_alive_ = true;
+  bool close_after_ = false;
+};
+
+}  // namespace
+
+void HttpServer::Impl::accept() {
+  acceptor->async_accept([this](beast::error_code ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted) return;
+    if (!ec) {
+      ++connections;
+      if (open.load() >= options.max_connections) {
+        ++rejected;
+        auto sock = std::make_shared<tcp::socket>(std::move(socket));
+        static const std::string kBusy =
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 20\r\nConnection: close\r\n\r\n"
+            "too many connections";
+        asio::async_write(*sock, asio::buffer(kBusy), [sock](beast::error_code, std::size_t) {
+          beast::error_code ignored;
+          sock->shutdown(tcp::socket::shutdown_both, ignored);
+        });
+      } else {
+        std::make_shared<Session>(std::move(socket), *this)->start();
+      }
+    }
+    accept();
+  });
+}
+
+HttpServer::HttpServer(const Secret& secret, Options options)
+    : impl_(std::make_unique<Impl>(secret, std::move(options))) {}
+
+HttpServer::~HttpServer() { stop(); }
+
+void HttpServer::start() {
+  raise_descriptor_limit();
+  Impl& s = *impl_;
+  beast::error_code ec;
+  const auto address = asio::ip::make_address(s.options.bind_address, ec);
+  const std::string where = s.options.bind_address + ":" + std::to_string(s.options.port);
+  if (ec) throw Error(Error::Code::InvalidArgument, "rendezvous: invalid bind address '" + s.options.bind_address + "'");
+  const tcp::endpoint endpoint(address, s.options.port);
+  s.acceptor.emplace(s.io);
+  auto check = [&](const char* what) {
+    if (ec) throw Error(Error::Code::Io, "rendezvous: cannot " + std::string(what) + " " + where + ": " + ec.message());
+  };
+  s.acceptor->open(endpoint.protocol(), ec);
+  check("open a socket for");
+  s.acceptor->set_option(asio::socket_base::reuse_address(true), ec);
+  s.acceptor->bind(endpoint, ec);
+  check("bind");
+  s.acceptor->listen(asio::socket_base::max_listen_connections, ec);
+  check("listen on");
+  s.port = s.acceptor->local_endpoint().port();
+  s.accept();
+  s.thread = std::thread([&s] { s.io.run(); });
+}
+
+void HttpServer::stop() {
+  Impl& s = *impl_;
+  if (!s.thread.joinable()) return;
+  asio::post(s.io, [&s] {
+    beast::error_code ignored;
+    s.acceptor->close(ignored);
+    s.io.stop();
+  });
+  s.thread.join();
+}
+
+std::uint16_t HttpServer::port() const { return impl_->port; }
+const std::string& HttpServer::bind_address() const { return impl_->options.bind_address; }
+KvTable& HttpServer::table() { return impl_->table; }
+
+HttpServer::Stats HttpServer::stats() const {
+  return Stats{impl_->requests.load(), impl_->unauthorized.load(), impl_->rejected.load(),
+               impl_->connections.load(), impl_->peak_open.load()};
+}
+
+}  // namespace trainrun::rendezvous

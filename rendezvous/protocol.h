@@ -1,0 +1,111 @@
+// The launcher <-> worker contract: environment names, the HTTP URL scheme,
+// authentication header names and every limit the rendezvous enforces.
+// This header is the single source of truth: nothing else spells these
+// strings or numbers. Constants only; no state, safe from any thread.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace trainrun::protocol {
+
+// ---- Worker environment (DESIGN §3) -------------------------------------
+inline constexpr const char* kEnvRank = "TRAINRUN_RANK";
+inline constexpr const char* kEnvSize = "TRAINRUN_SIZE";
+inline constexpr const char* kEnvLocalRank = "TRAINRUN_LOCAL_RANK";
+inline constexpr const char* kEnvLocalSize = "TRAINRUN_LOCAL_SIZE";
+inline constexpr const char* kEnvCrossRank = "TRAINRUN_CROSS_RANK";
+inline constexpr const char* kEnvCrossSize = "TRAINRUN_CROSS_SIZE";
+inline constexpr const char* kEnvHostname = "TRAINRUN_HOSTNAME";
+inline constexpr const char* kEnvBackend = "TRAINRUN_BACKEND";
+inline constexpr const char* kEnvRendezvousAddr = "TRAINRUN_RENDEZVOUS_ADDR";
+inline constexpr const char* kEnvRendezvousPort = "TRAINRUN_RENDEZVOUS_PORT";
+inline constexpr const char* kEnvJobId = "TRAINRUN_JOB_ID";
+inline constexpr const char* kEnvSecret = "TRAINRUN_SECRET";
+// Network interface Gloo binds to; the launcher sets it when it knows better
+// than "the address that routes to the rendezvous server".
+inline constexpr const char* kEnvIface = "TRAINRUN_IFACE";
+// Seconds every rank may take to reach the rendezvous (launcher --start-timeout).
+inline constexpr const char* kEnvStartTimeout = "TRAINRUN_START_TIMEOUT";
+// Seconds one collective may block before it fails with Error::Code::Timeout.
+inline constexpr const char* kEnvCollectiveTimeout = "TRAINRUN_COLLECTIVE_TIMEOUT";
+
+// Compatibility exports so existing Horovod / torch code runs unchanged.
+inline constexpr const char* kEnvHorovodRank = "HOROVOD_RANK";
+inline constexpr const char* kEnvHorovodSize = "HOROVOD_SIZE";
+inline constexpr const char* kEnvHorovodLocalRank = "HOROVOD_LOCAL_RANK";
+inline constexpr const char* kEnvHorovodLocalSize = "HOROVOD_LOCAL_SIZE";
+inline constexpr const char* kEnvHorovodCrossRank = "HOROVOD_CROSS_RANK";
+inline constexpr const char* kEnvHorovodCrossSize = "HOROVOD_CROSS_SIZE";
+inline constexpr const char* kEnvTorchRank = "RANK";
+inline constexpr const char* kEnvTorchWorldSize = "WORLD_SIZE";
+inline constexpr const char* kEnvTorchLocalRank = "LOCAL_RANK";
+inline constexpr const char* kEnvTorchLocalWorldSize = "LOCAL_WORLD_SIZE";
+inline constexpr const char* kEnvTorchMasterAddr = "MASTER_ADDR";
+inline constexpr const char* kEnvTorchMasterPort = "MASTER_PORT";
+
+// Fallback worlds when trainrun did not start the process.
+inline constexpr const char* kEnvOmpiRank = "OMPI_COMM_WORLD_RANK";
+inline constexpr const char* kEnvOmpiSize = "OMPI_COMM_WORLD_SIZE";
+inline constexpr const char* kEnvOmpiLocalRank = "OMPI_COMM_WORLD_LOCAL_RANK";
+inline constexpr const char* kEnvOmpiLocalSize = "OMPI_COMM_WORLD_LOCAL_SIZE";
+inline constexpr const char* kEnvOmpiNodeRank = "OMPI_COMM_WORLD_NODE_RANK";
+inline constexpr const char* kEnvSlurmProcId = "SLURM_PROCID";
+inline constexpr const char* kEnvSlurmNTasks = "SLURM_NTASKS";
+inline constexpr const char* kEnvSlurmLocalId = "SLURM_LOCALID";
+inline constexpr const char* kEnvSlurmNodeId = "SLURM_NODEID";
+inline constexpr const char* kEnvSlurmNNodes = "SLURM_NNODES";
+inline constexpr const char* kEnvSlurmTasksPerNode = "SLURM_TASKS_PER_NODE";
+
+// ---- URL scheme (DESIGN §4) ---------------------------------------------
+//   PUT  /v1/kv/{scope}/{key}                      body = opaque bytes
+//   GET  /v1/kv/{scope}/{key}?wait_ms=N            200 + bytes, or 404 at timeout
+//   GET  /v1/kv/{scope}?keys=a,b,c&wait_ms=N       all keys, framed (see below)
+//   GET  /v1/kv/{scope}?prefix=P&first=A&count=N   keys P{A} .. P{A+N-1}, framed
+//   POST /v1/kv/{scope}/{key}/add                  body = int64 text -> new value
+//   GET  /v1/health
+// A multi-key answer is, per requested key in order, an 8-byte little-endian
+// length followed by that many bytes. A multi-key 404 lists the missing keys,
+// one per line. Scope and key names: 1..kMaxNameBytes of [A-Za-z0-9._-].
+inline constexpr std::string_view kKvPrefix = "/v1/kv/";
+inline constexpr std::string_view kHealthPath = "/v1/health";
+inline constexpr std::string_view kAddSuffix = "/add";
+inline constexpr std::string_view kQueryWaitMs = "wait_ms";
+inline constexpr std::string_view kQueryKeys = "keys";
+inline constexpr std::string_view kQueryPrefix = "prefix";
+inline constexpr std::string_view kQueryFirst = "first";
+inline constexpr std::string_view kQueryCount = "count";
+inline constexpr std::size_t kFrameLengthBytes = 8;
+
+// Scopes used by trainrun itself.
+inline constexpr std::string_view kScopeJob = "job";   // rank.{r} = "host pid"
+inline constexpr std::string_view kKeyRankPrefix = "rank.";
+
+// ---- Authentication ------------------------------------------------------
+// Signature = hex(HMAC-SHA256(secret, METHOD \n TARGET \n BODY_SHA256_HEX \n
+//                              TIMESTAMP_MS \n NONCE_HEX)).
+inline constexpr std::string_view kHeaderAuthorization = "Authorization";
+inline constexpr std::string_view kHeaderTimestamp = "X-Trainrun-Timestamp";
+inline constexpr std::string_view kHeaderNonce = "X-Trainrun-Nonce";
+inline constexpr std::string_view kHeaderContentSha256 = "X-Trainrun-Content-Sha256";
+inline constexpr std::string_view kAuthScheme = "TRAINRUN-HMAC-SHA256";
+inline constexpr std::size_t kSecretBytes = 32;
+inline constexpr std::size_t kNonceBytes = 16;
+// A request whose timestamp is further than this from the server's clock is
+// stale; nonces are remembered for twice this long to refuse replays.
+inline constexpr std::chrono::milliseconds kMaxClockSkew{120'000};
+
+// ---- Limits ----------------------------------------------------------------
+inline constexpr std::size_t kMaxHeaderBytes = 16 * 1024;          // else 431
+inline constexpr std::size_t kMaxBodyBytes = 4 * 1024 * 1024;      // else 413
+inline constexpr std::size_t kMaxNameBytes = 128;                  // scope or key
+inline constexpr std::size_t kMaxKeysPerGet = 65536;
+inline constexpr std::size_t kMaxConnections = 8192;               // else 503
+inline constexpr std::chrono::milliseconds kMaxWait{60'000};       // wait_ms clamp
+inline constexpr std::chrono::milliseconds kHeaderTimeout{10'000}; // else 408
+inline constexpr std::chrono::milliseconds kBodyTimeout{30'000};   // else 408
+inline constexpr std::chrono::milliseconds kIdleTimeout{60'000};   // keep-alive
+
+}  // namespace trainrun::protocol
