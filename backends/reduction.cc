@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "lib/half_float.h"
+#include <trainrun/half.h>
 
 namespace trainrun::detail {
 namespace {

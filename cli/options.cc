@@ -83,7 +83,15 @@ ParseResult parse_options(int argc, const char* const* argv) {
     result.exit_code = 2;
     return result;
   }
-  result.options.command = app.remaining();
+  std::vector<std::string> command = app.remaining();
+  if (!command.empty() && command.front() == "--") command.erase(command.begin());
+  else if (!command.empty() && command.front().size() > 1 && command.front()[0] == '-') {
+    std::cerr << "trainrun: error: unknown option '" << command.front() << "'\n"
+              << "Run 'trainrun --help' for usage.\n";
+    result.exit_code = 2;
+    return result;
+  }
+  result.options.command = std::move(command);
   return result;
 }
 

@@ -88,11 +88,19 @@ std::string sign(const Secret& secret, const SignedRequest& request) {
     message.append(part);
     message.push_back('\n');
   }
+  return hmac_sha256_hex(secret, message);
+}
+
+std::string hmac_sha256_hex(const Secret& secret, std::string_view message) {
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int mac_size = 0;
   HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
        reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac, &mac_size);
   return to_hex(mac, mac_size);
+}
+
+bool constant_time_equal(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
 const char* to_string(AuthResult result) {
@@ -117,8 +125,7 @@ AuthResult Authenticator::check(const SignedRequest& request, std::string_view s
       signature.size() != SHA256_DIGEST_LENGTH * 2) {
     return AuthResult::Malformed;
   }
-  const std::string expected = sign(secret_, request);
-  if (CRYPTO_memcmp(expected.data(), signature.data(), expected.size()) != 0) {
+  if (!constant_time_equal(sign(secret_, request), signature)) {
     return AuthResult::BadSignature;
   }
   const std::int64_t skew = protocol::kMaxClockSkew.count();

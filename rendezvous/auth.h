@@ -38,6 +38,10 @@ struct SignedRequest {
 };
 
 std::string sign(const Secret& secret, const SignedRequest& request);
+// hex(HMAC-SHA256(secret, message)).
+std::string hmac_sha256_hex(const Secret& secret, std::string_view message);
+// Constant-time comparison of two strings of the same length.
+bool constant_time_equal(std::string_view a, std::string_view b);
 
 enum class AuthResult { Ok, Malformed, BadSignature, Stale, Replayed };
 const char* to_string(AuthResult result);

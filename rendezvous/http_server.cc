@@ -7,6 +7,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <charconv>
+#include <limits>
 #include <optional>
 #include <thread>
 
@@ -60,7 +61,10 @@ namespace {
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, HttpServer::Impl& server)
-      : stream_(std::move(socket)), server_(server), wait_timer_(stream_.get_executor()) {
+      : stream_(std::move(socket)),
+        server_(server),
+        deadline_(stream_.get_executor()),
+        wait_timer_(stream_.get_executor()) {
     const std::size_t now_open = ++server_.open;
     std::uint64_t peak = server_.peak_open.load();
     while (now_open > peak && !server_.peak_open.compare_exchange_weak(peak, now_open)) {
@@ -71,11 +75,25 @@ class Session : public std::enable_shared_from_this<Session> {
   void start() { read_header(); }
 
  private:
+  // Beast's own stream timeouts close the socket, which would leave no way
+  // to answer 408; this deadline only cancels the pending read or write.
+  void arm(std::chrono::milliseconds timeout) {
+    timed_out_ = false;
+    deadline_.expires_after(timeout);
+    deadline_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec) return;
+      self->timed_out_ = true;
+      beast::error_code ignored;
+      self->stream_.socket().cancel(ignored);
+    });
+  }
+
   void read_header() {
     header_.emplace();
     header_->header_limit(p::kMaxHeaderBytes);
-    stream_.expires_after(first_request_ ? server_.options.header_timeout
-                                         : server_.options.idle_timeout);
+    // Checked by us, after authentication; Beast would answer before it.
+    header_->body_limit(std::numeric_limits<std::uint64_t>::max());
+    arm(first_request_ ? server_.options.header_timeout : server_.options.idle_timeout);
     http::async_read_header(stream_, buffer_, *header_,
                             [self = shared_from_this()](beast::error_code ec, std::size_t) {
                               self->on_header(ec);
@@ -83,17 +101,18 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void on_header(beast::error_code ec) {
-    if (ec == http::error::end_of_stream || ec == asio::error::eof ||
-        ec == asio::error::connection_reset || ec == asio::error::operation_aborted) {
-      return close();
-    }
-    if (ec == beast::error::timeout) {
+    deadline_.cancel();
+    if (timed_out_) {
       // An idle keep-alive connection just goes away; a half-sent header is 408.
       if (!first_request_ && buffer_.size() == 0) return close();
       return reject(408, "header not received in time");
     }
+    if (ec == http::error::end_of_stream || ec == asio::error::eof ||
+        ec == asio::error::connection_reset || ec == asio::error::operation_aborted) {
+      return close();
+    }
     if (ec == http::error::header_limit) return reject(431, "request header too large");
-    if (ec) return reject(400, "malformed request");
+    if (ec) return reject(400, "malformed request: " + ec.message());
 
     ++server_.requests;
     const auto& req = header_->get();
@@ -118,7 +137,7 @@ class Session : public std::enable_shared_from_this<Session> {
     }
 
     if (req.chunked()) return reject(400, "chunked request bodies are not accepted");
-    const std::uint64_t length = req.payload_size().value_or(0);
+    const std::uint64_t length = header_->content_length().value_or(0);
     if (length > p::kMaxBodyBytes) return reject(413, "body exceeds the limit");
     const KvOp op = parsed_.request->op;
     const bool takes_body = op == KvOp::Put || op == KvOp::Add;
@@ -127,7 +146,7 @@ class Session : public std::enable_shared_from_this<Session> {
     body_.emplace(std::move(*header_));
     body_->body_limit(p::kMaxBodyBytes);
     if (body_->is_done()) return on_body({});
-    stream_.expires_after(server_.options.body_timeout);
+    arm(server_.options.body_timeout);
     http::async_read(stream_, buffer_, *body_,
                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
                        self->on_body(ec);
@@ -135,10 +154,10 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void on_body(beast::error_code ec) {
-    if (ec == beast::error::timeout) return reject(408, "body not received in time");
+    deadline_.cancel();
+    if (timed_out_) return reject(408, "body not received in time");
     if (ec == http::error::body_limit) return reject(413, "body exceeds the limit");
     if (ec) return close();
-    stream_.expires_never();
     const std::string& body = body_->get().body();
     if (sha256_hex(body) != declared_digest_) {
       ++server_.unauthorized;
@@ -233,7 +252,7 @@ class Session : public std::enable_shared_from_this<Session> {
     response_.keep_alive(!close_after_);
     response_.body() = std::move(body);
     response_.prepare_payload();
-    stream_.expires_after(server_.options.body_timeout);
+    arm(server_.options.body_timeout);  // a client that does not read is dropped
     http::async_write(stream_, response_,
                       [self = shared_from_this()](beast::error_code ec, std::size_t) {
                         self->on_write(ec);
@@ -241,7 +260,8 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void on_write(beast::error_code ec) {
-    if (ec || close_after_) return close();
+    deadline_.cancel();
+    if (ec || timed_out_ || close_after_) return close();
     first_request_ = false;
     header_.reset();
     body_.reset();
@@ -256,7 +276,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   beast::tcp_stream stream_;
   HttpServer::Impl& server_;
-  asio::steady_timer wait_timer_;
+  asio::steady_timer deadline_;    // header, body and write phases
+  asio::steady_timer wait_timer_;  // long-poll GET
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::empty_body>> header_;
   std::optional<http::request_parser<http::string_body>> body_;
@@ -265,6 +286,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string declared_digest_;
   KvTable::WaitId wait_id_ = 0;
   bool waiting_ = false;
+  bool timed_out_ = false;
   bool first_request_ = true;
   bool keep_alive_ = true;
   bool close_after_ = false;

@@ -1,10 +1,5 @@
 #include "rendezvous/http_store.h"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -17,6 +12,7 @@
 #include <thread>
 
 #include "rendezvous/kv_request.h"
+#include "rendezvous/net.h"
 #include "rendezvous/protocol.h"
 #include "trainrun/error.h"
 
@@ -26,28 +22,9 @@ namespace {
 namespace p = protocol;
 using std::chrono::milliseconds;
 
-std::string errno_text(int err) {
-  const char* name = strerrorname_np(err);
-  return std::string(std::strerror(err)) + " (" + (name ? name : "errno " + std::to_string(err)) + ")";
-}
-
 [[noreturn]] void throw_io(const std::string& message) { throw Error(Error::Code::Io, message); }
 
-int remaining_ms(std::chrono::steady_clock::time_point deadline) {
-  const auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
-  return left.count() < 0 ? 0 : static_cast<int>(std::min<long long>(left.count(), 1 << 30));
-}
-
-// Waits for `events` on fd; false on timeout. Throws on poll failure.
-bool wait_fd(int fd, short events, std::chrono::steady_clock::time_point deadline) {
-  pollfd pfd{fd, events, 0};
-  while (true) {
-    const int rc = ::poll(&pfd, 1, remaining_ms(deadline));
-    if (rc > 0) return true;
-    if (rc == 0) return false;
-    if (errno != EINTR) throw_io("poll: " + errno_text(errno));
-  }
-}
+using net::errno_text;
 
 std::string describe_keys(std::string_view body) {
   std::string out;
@@ -90,46 +67,13 @@ void HttpStore::disconnect() {
 }
 
 void HttpStore::connect_once(Clock::time_point deadline) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* result = nullptr;
-  const std::string port_text = std::to_string(port_);
-  const int gai = ::getaddrinfo(host_.c_str(), port_text.c_str(), &hints, &result);
-  if (gai != 0) {
-    throw_io("rendezvous server " + address_ + ": cannot resolve host: " + gai_strerror(gai));
+  int error = 0;
+  std::string resolve_error;
+  fd_ = net::connect_tcp(host_, std::to_string(port_), deadline, &error, &resolve_error);
+  if (!resolve_error.empty()) {
+    throw_io("rendezvous server " + address_ + ": cannot resolve host: " + resolve_error);
   }
-  int last_errno = 0;
-  for (addrinfo* ai = result; ai; ai = ai->ai_next) {
-    const int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-      last_errno = errno;
-      continue;
-    }
-    int rc = ::connect(fd, ai->ai_addr, ai->ai_addrlen);
-    if (rc != 0 && errno == EINPROGRESS) {
-      if (!wait_fd(fd, POLLOUT, deadline)) {
-        last_errno = ETIMEDOUT;
-      } else {
-        socklen_t len = sizeof last_errno;
-        ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &last_errno, &len);
-        rc = last_errno == 0 ? 0 : -1;
-      }
-    } else if (rc != 0) {
-      last_errno = errno;
-    }
-    if (rc == 0) {
-      const int one = 1;
-      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      ::freeaddrinfo(result);
-      fd_ = fd;
-      return;
-    }
-    ::close(fd);
-  }
-  ::freeaddrinfo(result);
-  errno = last_errno;
-  throw std::system_error(last_errno, std::generic_category());
+  if (fd_ < 0) throw std::system_error(error, std::generic_category());
 }
 
 void HttpStore::ensure_connected() {
@@ -174,7 +118,7 @@ HttpResponse HttpStore::exchange(const std::string& wire, Clock::time_point dead
     if (n > 0) {
       sent += static_cast<std::size_t>(n);
     } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (!wait_fd(fd_, POLLOUT, deadline)) throw_io("rendezvous server " + address_ + ": send timed out");
+      if (!net::wait_fd(fd_, POLLOUT, deadline)) throw_io("rendezvous server " + address_ + ": send timed out");
     } else if (n < 0 && errno != EINTR) {
       throw std::system_error(errno, std::generic_category(), "send");
     }
@@ -191,7 +135,7 @@ HttpResponse HttpStore::exchange(const std::string& wire, Clock::time_point dead
     } else if (n == 0) {
       throw std::system_error(ECONNRESET, std::generic_category(), "connection closed by server");
     } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if (!wait_fd(fd_, POLLIN, deadline)) {
+      if (!net::wait_fd(fd_, POLLIN, deadline)) {
         throw Error(Error::Code::Timeout, "rendezvous server " + address_ + ": no response in time");
       }
     } else if (errno != EINTR) {

@@ -110,7 +110,7 @@ std::string wait_suffix(std::chrono::milliseconds wait) {
 }  // namespace
 
 bool is_valid_name(std::string_view name) {
-  if (name.empty() || name.size() > p::kMaxNameBytes) return false;
+  if (name.empty() || name.size() > p::kMaxNameBytes || name == "." || name == "..") return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
            c == '.' || c == '_' || c == '-';

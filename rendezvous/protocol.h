@@ -68,7 +68,8 @@ inline constexpr const char* kEnvSlurmTasksPerNode = "SLURM_TASKS_PER_NODE";
 //   GET  /v1/health
 // A multi-key answer is, per requested key in order, an 8-byte little-endian
 // length followed by that many bytes. A multi-key 404 lists the missing keys,
-// one per line. Scope and key names: 1..kMaxNameBytes of [A-Za-z0-9._-].
+// one per line. Scope and key names: 1..kMaxNameBytes of [A-Za-z0-9._-],
+// other than "." and "..".
 inline constexpr std::string_view kKvPrefix = "/v1/kv/";
 inline constexpr std::string_view kHealthPath = "/v1/health";
 inline constexpr std::string_view kAddSuffix = "/add";

@@ -1,14 +1,9 @@
 #include "backends/gloo/gloo_backend.h"
 
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <cstring>
 #include <gloo/allgather.h>
 #include <gloo/allgatherv.h>
-#include <gloo/allreduce.h>
 #include <gloo/alltoallv.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
@@ -18,8 +13,14 @@
 #include <gloo/types.h>
 #include <numeric>
 
+#include "backends/gloo/direct_collectives.h"
 #include "backends/gloo/mesh_context.h"
+#include "backends/gloo/socket_mesh.h"
 #include "backends/reduction.h"
+#include "rendezvous/auth.h"
+#include "rendezvous/kv_request.h"
+#include "rendezvous/net.h"
+#include "rendezvous/store.h"
 #include "trainrun/error.h"
 
 namespace trainrun::detail {
@@ -46,6 +47,10 @@ std::vector<std::int64_t> as_int64(const std::vector<std::size_t>& counts) {
   return std::vector<std::int64_t>(counts.begin(), counts.end());
 }
 
+// Broadcasts up to this size take the direct path (SocketMesh on the
+// calling thread); above it Gloo's pipelined broadcast is bandwidth-bound.
+constexpr std::size_t kDirectBroadcastMaxBytes = 256 * 1024;
+
 // Slot prefix for the algorithms this file implements itself; Gloo's own
 // collectives use prefixes 0x01..0x08.
 constexpr std::uint8_t kReduceScatterSlotPrefix = 0x40;
@@ -56,23 +61,43 @@ class GlooBackend final : public Backend {
       : rank_(context.world.rank), size_(context.world.size),
         timeout_(context.world.collective_timeout), store_(context.store) {
     if (size_ == 1) return;  // every collective is a local copy
-    if (!store_) {
+    const auto secret = rendezvous::secret_from_hex(context.world.secret_hex);
+    if (!store_ || !secret) {
       throw Error(Error::Code::InvalidArgument,
                   "the gloo backend needs a rendezvous (start the job with trainrun, or set "
                   "TRAINRUN_RENDEZVOUS_ADDR/PORT/SECRET)");
     }
     gloo::transport::tcp::attr attr;
+    const std::string address = net::local_address_toward(context.world.rendezvous_addr);
     if (!context.world.iface.empty()) {
       attr.iface = context.world.iface;
     } else {
-      attr.hostname = local_address_toward(context.world.rendezvous_addr);
+      attr.hostname = address;
     }
     guarded([&] {
       device_ = gloo::transport::tcp::CreateDevice(attr);
       context_ = std::make_shared<MeshContext>(rank_, size_);
       context_->setTimeout(timeout_);
-      context_->connect(*store_, "gloo." + std::to_string(context.generation), device_,
-                        context.world.start_timeout);
+      mesh_ = std::make_unique<SocketMesh>(rank_, size_, *secret, timeout_);
+      // One rendezvous exchange carries both transports' addresses.
+      const std::string scope = "gloo." + std::to_string(context.generation);
+      const std::string mine = rendezvous::encode_frames(
+          {context_->create_pairs(device_), mesh_->listen(device_address())});
+      store_->set(scope, "addr." + std::to_string(rank_), mine);
+      const auto blobs = store_->get_range(scope, "addr.", 0, static_cast<std::uint64_t>(size_),
+                                           context.world.start_timeout);
+      std::vector<std::string> gloo_blobs, mesh_addresses;
+      for (int peer = 0; peer < size_; ++peer) {
+        auto parts = rendezvous::decode_frames(blobs[peer], 2);
+        if (!parts) {
+          throw Error(Error::Code::Internal,
+                      "rendezvous: rank " + std::to_string(peer) + " published a malformed address blob");
+        }
+        gloo_blobs.push_back(std::move((*parts)[0]));
+        mesh_addresses.push_back(std::move((*parts)[1]));
+      }
+      context_->connect_pairs(gloo_blobs);
+      mesh_->connect(mesh_addresses, context.world.start_timeout);
     });
   }
 
@@ -81,23 +106,22 @@ class GlooBackend final : public Backend {
     device_.reset();
   }
 
+  // The address Gloo's device bound to (the interface's, under TRAINRUN_IFACE).
+  std::string device_address() const {
+    const std::string description = device_->str();  // e.g. "tcp, pci=..., ip=10.0.0.2"
+    const std::size_t at = description.find("ip=");
+    if (at == std::string::npos) return "127.0.0.1";
+    return description.substr(at + 3, description.find_first_of(", ", at + 3) - at - 3);
+  }
+
   std::string name() const override { return "gloo"; }
 
   void allreduce(const void* send, void* recv, std::size_t count, DataType type,
                  ReduceOp op) override {
-    if (size_ == 1 || count == 0) return copy(send, recv, count * size_of(type));
-    guarded([&] {
-      with_carrier(type, [&](auto carrier) {
-        using T = decltype(carrier);
-        gloo::AllreduceOptions opts(context_);
-        if (send != recv) opts.setInput(mut<T>(send), count);
-        opts.setOutput(static_cast<T*>(recv), count);
-        opts.setReduceFunction(reduce_function(type, op));
-        opts.setTag(next_tag());
-        opts.setTimeout(timeout_);
-        gloo::allreduce(opts);
-      });
-    });
+    const std::size_t bytes = count * size_of(type);
+    if (size_ == 1 || count == 0) return copy(send, recv, bytes);
+    copy(send, recv, bytes);
+    direct_allreduce(*mesh_, recv, count, size_of(type), reduce_function(type, op), scratch_);
     if (op == ReduceOp::Average) divide_in_place(recv, count, type, size_);
   }
 
@@ -136,6 +160,9 @@ class GlooBackend final : public Backend {
 
   void broadcast(void* buf, std::size_t count, DataType type, int root) override {
     if (size_ == 1 || count == 0) return;
+    if (count * size_of(type) <= kDirectBroadcastMaxBytes) {
+      return direct_broadcast(*mesh_, buf, count * size_of(type), root);
+    }
     guarded([&] {
       with_carrier(type, [&](auto carrier) {
         using T = decltype(carrier);
@@ -174,18 +201,13 @@ class GlooBackend final : public Backend {
   }
 
   void barrier() override {
-    if (size_ == 1) return;
-    guarded([&] {
-      gloo::BarrierOptions opts(context_);
-      opts.setTag(next_tag());
-      opts.setTimeout(timeout_);
-      gloo::barrier(opts);
-    });
+    if (size_ > 1) direct_barrier(*mesh_);
   }
 
   void synchronize() override {}
 
   void abort() noexcept override {
+    if (mesh_) mesh_->abort();
     try {
       if (context_) context_->closeConnections();
     } catch (...) {
@@ -264,7 +286,9 @@ class GlooBackend final : public Backend {
   std::shared_ptr<rendezvous::Store> store_;
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<MeshContext> context_;
+  std::unique_ptr<SocketMesh> mesh_;  // latency-bound collectives
   std::uint32_t tag_ = 0;
+  std::vector<char> scratch_;   // direct allreduce receive segment, reused
   std::vector<char> partial_;   // reduce-scatter accumulator, reused
   std::vector<char> incoming_;  // reduce-scatter receive block, reused
 };
@@ -278,32 +302,6 @@ std::unique_ptr<Backend> make_gloo_backend(const BackendContext& context) {
 std::string gloo_version() {
   return "Gloo " + std::to_string(GLOO_VERSION_MAJOR) + "." + std::to_string(GLOO_VERSION_MINOR) +
          "." + std::to_string(GLOO_VERSION_PATCH) + " (tcp)";
-}
-
-std::string local_address_toward(const std::string& host) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_DGRAM;
-  addrinfo* result = nullptr;
-  if (::getaddrinfo(host.c_str(), "9", &hints, &result) != 0 || !result) {
-    throw Error(Error::Code::Io, "cannot resolve rendezvous host '" + host + "' to pick an interface");
-  }
-  const int fd = ::socket(result->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  sockaddr_storage local{};
-  socklen_t length = sizeof local;
-  const bool ok = fd >= 0 && ::connect(fd, result->ai_addr, result->ai_addrlen) == 0 &&
-                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0;
-  const int err = errno;
-  if (fd >= 0) ::close(fd);
-  ::freeaddrinfo(result);
-  if (!ok) {
-    throw Error(Error::Code::Io, "no route to rendezvous host '" + host + "': " + std::strerror(err));
-  }
-  char text[INET6_ADDRSTRLEN] = {};
-  const void* address = local.ss_family == AF_INET6
-                            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr)
-                            : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr);
-  ::inet_ntop(local.ss_family, address, text, sizeof text);
-  return text;
 }
 
 }  // namespace trainrun::detail

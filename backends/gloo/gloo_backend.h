@@ -12,8 +12,4 @@ namespace trainrun::detail {
 std::unique_ptr<Backend> make_gloo_backend(const BackendContext& context);
 std::string gloo_version();
 
-// The local address a socket toward `host` would use (UDP connect +
-// getsockname): the interface that routes to the rendezvous, never a guess.
-std::string local_address_toward(const std::string& host);
-
 }  // namespace trainrun::detail

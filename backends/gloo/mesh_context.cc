@@ -6,23 +6,20 @@
 
 namespace trainrun::detail {
 
-void MeshContext::connect(rendezvous::Store& store, const std::string& scope,
-                          const std::shared_ptr<gloo::transport::Device>& device,
-                          std::chrono::milliseconds rendezvous_timeout) {
-  auto transport = device->createContext(rank, size);
-  transport->setTimeout(getTimeout());
-
-  // Our blob holds the address of our pair to every other rank, in rank order.
+std::string MeshContext::create_pairs(const std::shared_ptr<gloo::transport::Device>& device) {
+  pending_ = device->createContext(rank, size);
+  pending_->setTimeout(getTimeout());
+  pending_device_ = device;
   std::string blob;
   for (int peer = 0; peer < size; ++peer) {
     if (peer == rank) continue;
-    const std::vector<char> address = transport->createPair(peer)->address().bytes();
+    const std::vector<char> address = pending_->createPair(peer)->address().bytes();
     blob.append(address.data(), address.size());
   }
-  store.set(scope, "addr." + std::to_string(rank), blob);
-  const std::vector<std::string> blobs =
-      store.get_range(scope, "addr.", 0, static_cast<std::uint64_t>(size), rendezvous_timeout);
+  return blob;
+}
 
+void MeshContext::connect_pairs(const std::vector<std::string>& blobs) {
   for (int peer = 0; peer < size; ++peer) {
     if (peer == rank) continue;
     const std::string& theirs = blobs[peer];
@@ -34,10 +31,10 @@ void MeshContext::connect(rendezvous::Store& store, const std::string& scope,
     // In the peer's blob, our entry comes at our rank, minus one past the peer.
     const std::size_t index = static_cast<std::size_t>(rank > peer ? rank - 1 : rank);
     const char* begin = theirs.data() + index * address_size;
-    transport->getPair(peer)->connect(std::vector<char>(begin, begin + address_size));
+    pending_->getPair(peer)->connect(std::vector<char>(begin, begin + address_size));
   }
-  device_ = device;
-  transportContext_ = std::move(transport);
+  device_ = std::move(pending_device_);
+  transportContext_ = std::move(pending_);
 }
 
 }  // namespace trainrun::detail

@@ -1,17 +1,15 @@
-// MeshContext: a gloo::Context whose full mesh is wired through trainrun's
-// rendezvous store with one PUT and one multi-key GET per rank (Gloo's own
-// connectFullMesh waits and gets each peer's key separately: N^2 requests
-// for the job). Owned by GlooBackend; not thread-safe.
+// MeshContext: a gloo::Context whose pairs are wired from address blobs the
+// caller exchanges itself (GlooBackend does it with one PUT and one
+// multi-key GET per rank; Gloo's own connectFullMesh waits and gets each
+// peer's key separately, N^2 requests for the job). Not thread-safe.
 #pragma once
 
-#include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <gloo/context.h>
 #include <gloo/transport/device.h>
-
-#include "rendezvous/store.h"
 
 namespace trainrun::detail {
 
@@ -19,12 +17,15 @@ class MeshContext : public gloo::Context {
  public:
   MeshContext(int rank, int size) : gloo::Context(rank, size) {}
 
-  // Publishes this rank's pair addresses under scope/addr.{rank}, fetches
-  // everyone's in one request and connects every pair. Throws
-  // Error(Timeout) naming the ranks that never published.
-  void connect(rendezvous::Store& store, const std::string& scope,
-               const std::shared_ptr<gloo::transport::Device>& device,
-               std::chrono::milliseconds rendezvous_timeout);
+  // Creates one pair per peer on `device`; returns this rank's blob (the
+  // address of its pair to every other rank, in rank order) to publish.
+  std::string create_pairs(const std::shared_ptr<gloo::transport::Device>& device);
+  // Connects every pair, given every rank's blob indexed by rank.
+  void connect_pairs(const std::vector<std::string>& blobs);
+
+ private:
+  std::shared_ptr<gloo::transport::Context> pending_;
+  std::shared_ptr<gloo::transport::Device> pending_device_;
 };
 
 }  // namespace trainrun::detail

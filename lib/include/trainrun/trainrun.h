@@ -3,5 +3,6 @@
 
 #include "trainrun/communicator.h"
 #include "trainrun/error.h"
+#include "trainrun/half.h"
 #include "trainrun/types.h"
 #include "trainrun/version.h"

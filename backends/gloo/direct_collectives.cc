@@ -1,0 +1,140 @@
+#include "backends/gloo/direct_collectives.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace trainrun::detail {
+
+namespace {
+
+// Recursive doubling moves the whole vector log2(size) times but costs only
+// log2(size) latencies; the ring moves 2(size-1)/size of it in 2(size-1) steps.
+constexpr std::size_t kRingMinBytes = 64 * 1024;
+// Ring steps move at most this much before reducing it, so the reduction of
+// one segment overlaps the arrival of the next in the socket buffer.
+constexpr std::size_t kRingSegmentBytes = 256 * 1024;
+
+void recursive_doubling(SocketMesh& mesh, void* data, std::size_t count, std::size_t element,
+                        ReduceFn reduce, std::vector<char>& scratch) {
+  const int rank = mesh.rank(), size = mesh.size();
+  const std::size_t bytes = count * element;
+  scratch.resize(bytes);
+  char* mine = static_cast<char*>(data);
+  char* theirs = scratch.data();
+  // Combine as f(lower rank's value, higher rank's value) on both sides.
+  auto combine = [&](int peer) {
+    if (peer < rank) reduce(mine, theirs, mine, count);
+    else reduce(mine, mine, theirs, count);
+  };
+
+  int pof2 = 1;
+  while (pof2 * 2 <= size) pof2 *= 2;
+  const int extra = size - pof2;
+  // Fold: among the first 2*extra ranks, even ones hand their data to the
+  // next odd one and sit out; the rest renumber to 0..pof2-1.
+  int virtual_rank;
+  if (rank < 2 * extra) {
+    if (rank % 2 == 0) {
+      mesh.exchange(rank + 1, mine, bytes, nullptr, 0);
+      mesh.exchange(rank + 1, nullptr, 0, mine, bytes);  // the final result
+      return;
+    }
+    mesh.exchange(rank - 1, nullptr, 0, theirs, bytes);
+    combine(rank - 1);
+    virtual_rank = rank / 2;
+  } else {
+    virtual_rank = rank - extra;
+  }
+  auto real_rank = [&](int v) { return v < extra ? 2 * v + 1 : v + extra; };
+  for (int distance = 1; distance < pof2; distance *= 2) {
+    const int peer = real_rank(virtual_rank ^ distance);
+    mesh.exchange(peer, mine, bytes, theirs, bytes);
+    // Recursive doubling pairs partners that hold sums over disjoint rank
+    // sets; ordering by rank keeps both sides' float results identical.
+    combine(peer);
+  }
+  if (rank < 2 * extra) mesh.exchange(rank - 1, mine, bytes, nullptr, 0);
+}
+
+// Ring allreduce: block b of the vector is fully reduced on rank b-1 after
+// the reduce-scatter, then circulated. Each block's final value is computed
+// once and copied, so every rank ends with identical bits.
+void ring(SocketMesh& mesh, void* data, std::size_t count, std::size_t element, ReduceFn reduce,
+          std::vector<char>& scratch) {
+  const int rank = mesh.rank(), size = mesh.size();
+  const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  char* base = static_cast<char*>(data);
+  auto block_begin = [&](int b) { return count * static_cast<std::size_t>(b) / size * element; };
+  auto block_bytes = [&](int b) { return block_begin(b + 1) - block_begin(b); };
+  const std::size_t segment = std::max(element, kRingSegmentBytes / element * element);
+  scratch.resize(segment);
+  // Reduce-scatter: in step s send block (rank - s), fold in block (rank - s - 1).
+  for (int step = 0; step < size - 1; ++step) {
+    const int out_block = (rank - step + size) % size, in_block = (rank - step - 1 + size) % size;
+    const std::size_t out_bytes = block_bytes(out_block), in_bytes = block_bytes(in_block);
+    char* out = base + block_begin(out_block);
+    char* in = base + block_begin(in_block);
+    for (std::size_t done = 0; done < std::max(out_bytes, in_bytes); done += segment) {
+      const std::size_t send = done < out_bytes ? std::min(segment, out_bytes - done) : 0;
+      const std::size_t receive = done < in_bytes ? std::min(segment, in_bytes - done) : 0;
+      mesh.exchange(right, out + done, send, left, scratch.data(), receive);
+      reduce(in + done, in + done, scratch.data(), receive / element);
+    }
+  }
+  // Allgather: pass the finished blocks around.
+  for (int step = 0; step < size - 1; ++step) {
+    const int out_block = (rank + 1 - step + size) % size, in_block = (rank - step + size) % size;
+    mesh.exchange(right, base + block_begin(out_block), block_bytes(out_block), left,
+                  base + block_begin(in_block), block_bytes(in_block));
+  }
+}
+
+}  // namespace
+
+void direct_allreduce(SocketMesh& mesh, void* data, std::size_t count, std::size_t element,
+                      ReduceFn reduce, std::vector<char>& scratch) {
+  if (mesh.size() == 1 || count == 0) return;
+  // With two ranks recursive doubling is one exchange against the ring's two.
+  const std::size_t ring_min = mesh.size() == 2 ? 4 * kRingMinBytes : kRingMinBytes;
+  if (count * element >= ring_min && count >= static_cast<std::size_t>(mesh.size())) {
+    ring(mesh, data, count, element, reduce, scratch);
+  } else {
+    recursive_doubling(mesh, data, count, element, reduce, scratch);
+  }
+}
+
+void direct_broadcast(SocketMesh& mesh, void* data, std::size_t bytes, int root) {
+  const int size = mesh.size();
+  if (size == 1 || bytes == 0) return;
+  const int relative = (mesh.rank() - root + size) % size;
+  // Binomial tree: receive once from the parent, then send to children.
+  int mask = 1;
+  while (mask < size) {
+    if (relative & mask) {
+      mesh.exchange((mesh.rank() - mask + size) % size, nullptr, 0, data, bytes);
+      break;
+    }
+    mask <<= 1;
+  }
+  for (mask >>= 1; mask > 0; mask >>= 1) {
+    if (relative + mask < size) mesh.exchange((mesh.rank() + mask) % size, data, bytes, nullptr, 0);
+  }
+}
+
+void direct_barrier(SocketMesh& mesh) {
+  // Dissemination barrier: log2(size) rounds of one byte each way.
+  const int rank = mesh.rank(), size = mesh.size();
+  for (int distance = 1; distance < size; distance *= 2) {
+    char out = 1, in = 0;
+    const int to = (rank + distance) % size, from = (rank - distance + size) % size;
+    if (to == from) {
+      mesh.exchange(to, &out, 1, &in, 1);
+    } else {
+      // Send first (never blocks on one byte), then wait for the other side.
+      mesh.exchange(to, &out, 1, nullptr, 0);
+      mesh.exchange(from, nullptr, 0, &in, 1);
+    }
+  }
+}
+
+}  // namespace trainrun::detail

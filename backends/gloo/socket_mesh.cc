@@ -1,0 +1,225 @@
+#include "backends/gloo/socket_mesh.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+
+#include "rendezvous/net.h"
+#include "trainrun/error.h"
+
+namespace trainrun::detail {
+namespace {
+
+constexpr std::size_t kChallengeBytes = 16;
+constexpr std::size_t kMacHexBytes = 64;
+
+[[noreturn]] void io_error(const std::string& message) { throw Error(Error::Code::Io, message); }
+
+using net::errno_text;
+using net::milliseconds_until;
+
+void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
+// "host port" as published; IPv6 hosts contain ':' so a space separates.
+std::pair<std::string, std::string> split_address(const std::string& published) {
+  const std::size_t space = published.rfind(' ');
+  if (space == std::string::npos) return {published, ""};
+  return {published.substr(0, space), published.substr(space + 1)};
+}
+
+// Blocking-with-deadline transfer of exactly `size` bytes on a non-blocking fd.
+void transfer(int fd, bool sending, void* data, std::size_t size,
+              std::chrono::steady_clock::time_point deadline, const std::string& peer) {
+  auto* p = static_cast<char*>(data);
+  std::size_t done = 0;
+  while (done < size) {
+    const ssize_t n = sending ? ::send(fd, p + done, size - done, MSG_NOSIGNAL)
+                              : ::recv(fd, p + done, size - done, 0);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n == 0) io_error("connection to " + peer + " closed during the handshake");
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) io_error("handshake with " + peer + ": " + errno_text(errno));
+    pollfd pfd{fd, static_cast<short>(sending ? POLLOUT : POLLIN), 0};
+    if (::poll(&pfd, 1, milliseconds_until(deadline)) == 0) {
+      throw Error(Error::Code::Timeout, "handshake with " + peer + " timed out");
+    }
+  }
+}
+
+}  // namespace
+
+SocketMesh::SocketMesh(int rank, int size, const rendezvous::Secret& secret,
+                       std::chrono::milliseconds timeout)
+    : rank_(rank), size_(size), secret_(secret), timeout_(timeout),
+      fds_(static_cast<std::size_t>(size), -1), addresses_(static_cast<std::size_t>(size)) {}
+
+SocketMesh::~SocketMesh() {
+  if (listener_ >= 0) ::close(listener_);
+  for (int fd : fds_) {
+    if (fd >= 0) ::close(fd);
+  }
+}
+
+std::string SocketMesh::listen(const std::string& address) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICHOST | AI_PASSIVE;
+  addrinfo* result = nullptr;
+  if (::getaddrinfo(address.c_str(), "0", &hints, &result) != 0 || !result) {
+    io_error("direct mesh: cannot use address '" + address + "'");
+  }
+  listener_ = ::socket(result->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const bool ok = listener_ >= 0 && ::bind(listener_, result->ai_addr, result->ai_addrlen) == 0 &&
+                  ::listen(listener_, SOMAXCONN) == 0;
+  const int err = errno;
+  ::freeaddrinfo(result);
+  if (!ok) io_error("direct mesh: cannot listen on " + address + ": " + errno_text(err));
+  sockaddr_storage bound{};
+  socklen_t length = sizeof bound;
+  ::getsockname(listener_, reinterpret_cast<sockaddr*>(&bound), &length);
+  const int port = bound.ss_family == AF_INET6
+                       ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                       : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  return address + " " + std::to_string(port);
+}
+
+std::string SocketMesh::peer_name(int peer) const {
+  return "rank " + std::to_string(peer) + " (" + addresses_[peer] + ")";
+}
+
+void SocketMesh::connect(const std::vector<std::string>& published, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  for (int peer = 0; peer < size_; ++peer) {
+    const auto [host, port] = split_address(published[peer]);
+    addresses_[peer] = host + ":" + port;
+  }
+  // 1. Connect to every lower rank (their listeners exist: they published).
+  for (int peer = 0; peer < rank_; ++peer) {
+    const auto [host, port] = split_address(published[peer]);
+    int error = 0;
+    fds_[peer] = net::connect_tcp(host, port, deadline, &error);
+    if (fds_[peer] < 0) io_error("direct mesh: cannot connect to " + peer_name(peer) + ": " + errno_text(error));
+  }
+  // 2. Accept every higher rank and challenge it.
+  std::vector<std::pair<int, std::string>> accepted;
+  set_nonblocking(listener_);
+  while (static_cast<int>(accepted.size()) < size_ - 1 - rank_) {
+    pollfd pfd{listener_, POLLIN, 0};
+    if (::poll(&pfd, 1, milliseconds_until(deadline)) == 0) {
+      throw Error(Error::Code::Timeout, "direct mesh: " + std::to_string(size_ - 1 - rank_ - accepted.size()) +
+                                            " higher rank(s) never connected");
+    }
+    const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) continue;
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    std::string challenge = rendezvous::random_hex(kChallengeBytes);
+    transfer(fd, true, challenge.data(), challenge.size(), deadline, "a connecting rank");
+    accepted.emplace_back(fd, std::move(challenge));
+  }
+  ::close(listener_);
+  listener_ = -1;
+  // 3. Answer each lower rank's challenge: our rank and a MAC binding both ranks.
+  for (int peer = 0; peer < rank_; ++peer) {
+    std::string challenge(2 * kChallengeBytes, '\0');
+    transfer(fds_[peer], false, challenge.data(), challenge.size(), deadline, peer_name(peer));
+    const std::string message = "trainrun-mesh\n" + challenge + "\n" + std::to_string(rank_) + "\n" +
+                                std::to_string(peer);
+    std::string reply(4, '\0');
+    const std::uint32_t me = static_cast<std::uint32_t>(rank_);
+    std::memcpy(reply.data(), &me, 4);
+    reply += rendezvous::hmac_sha256_hex(secret_, message);
+    transfer(fds_[peer], true, reply.data(), reply.size(), deadline, peer_name(peer));
+  }
+  // 4. Check the answers of the higher ranks.
+  for (auto& [fd, challenge] : accepted) handshake_accepted(fd, challenge, deadline);
+}
+
+void SocketMesh::handshake_accepted(int fd, const std::string& challenge, Clock::time_point deadline) {
+  std::string reply(4 + kMacHexBytes, '\0');
+  transfer(fd, false, reply.data(), reply.size(), deadline, "a connecting rank");
+  std::uint32_t claimed = 0;
+  std::memcpy(&claimed, reply.data(), 4);
+  const std::string message = "trainrun-mesh\n" + challenge + "\n" + std::to_string(claimed) + "\n" +
+                              std::to_string(rank_);
+  const bool valid = static_cast<int>(claimed) > rank_ && static_cast<int>(claimed) < size_ &&
+                     fds_[claimed] < 0 &&
+                     rendezvous::constant_time_equal(rendezvous::hmac_sha256_hex(secret_, message),
+                                                     std::string_view(reply).substr(4));
+  if (!valid) {
+    ::close(fd);
+    io_error("direct mesh: a connection claiming to be rank " + std::to_string(claimed) +
+             " failed authentication");
+  }
+  fds_[claimed] = fd;
+}
+
+void SocketMesh::exchange(int to, const void* send, std::size_t send_bytes, int from, void* recv,
+                          std::size_t recv_bytes) {
+  const int out_fd = fds_[to], in_fd = fds_[from];
+  const char* out = static_cast<const char*>(send);
+  char* in = static_cast<char*>(recv);
+  std::size_t sent = 0, received = 0;
+  const auto deadline = Clock::now() + timeout_;
+  while (sent < send_bytes || received < recv_bytes) {
+    // Move both directions without waiting; sleep in poll only when neither can.
+    bool progressed = false;
+    if (sent < send_bytes) {
+      const ssize_t n = ::send(out_fd, out + sent, send_bytes - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        sent += static_cast<std::size_t>(n);
+        progressed = true;
+      } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        io_error("send to " + peer_name(to) + " failed: " + errno_text(errno) +
+                 (aborted_ ? " (aborted)" : ""));
+      }
+    }
+    if (received < recv_bytes) {
+      const ssize_t n = ::recv(in_fd, in + received, recv_bytes - received, MSG_DONTWAIT);
+      if (n > 0) {
+        received += static_cast<std::size_t>(n);
+        progressed = true;
+      } else if (n == 0) {
+        io_error("connection to " + peer_name(from) + " closed (did that rank exit?)");
+      } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        io_error("receive from " + peer_name(from) + " failed: " + errno_text(errno));
+      }
+    }
+    if (progressed) continue;
+    pollfd pfds[2];
+    nfds_t count = 0;
+    if (sent < send_bytes) pfds[count++] = {out_fd, POLLOUT, 0};
+    if (received < recv_bytes) {
+      if (count == 1 && out_fd == in_fd) pfds[0].events |= POLLIN;
+      else pfds[count++] = {in_fd, POLLIN, 0};
+    }
+    if (::poll(pfds, count, milliseconds_until(deadline)) == 0) {
+      const int stuck = received < recv_bytes ? from : to;
+      throw Error(Error::Code::Timeout, "no progress with " + peer_name(stuck) + " for " +
+                                            std::to_string(timeout_.count() / 1000) + " s");
+    }
+    if (aborted_) io_error("aborted while talking to " + peer_name(received < recv_bytes ? from : to));
+  }
+}
+
+void SocketMesh::abort() noexcept {
+  aborted_ = true;
+  for (int fd : fds_) {
+    if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
+  }
+}
+
+}  // namespace trainrun::detail

@@ -1,0 +1,109 @@
+#include "rendezvous/net.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "trainrun/error.h"
+
+namespace trainrun::net {
+
+std::string errno_text(int err) {
+  const char* name = strerrorname_np(err);
+  return std::string(std::strerror(err)) + " (" + (name ? name : "errno " + std::to_string(err)) + ")";
+}
+
+int milliseconds_until(Deadline deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - std::chrono::steady_clock::now());
+  return static_cast<int>(std::clamp<long long>(left.count(), 0, 1 << 30));
+}
+
+bool wait_fd(int fd, short events, Deadline deadline) {
+  pollfd pfd{fd, events, 0};
+  while (true) {
+    const int rc = ::poll(&pfd, 1, milliseconds_until(deadline));
+    if (rc > 0) return true;
+    if (rc == 0) return false;
+    if (errno != EINTR) throw Error(Error::Code::Io, "poll: " + errno_text(errno));
+  }
+}
+
+int connect_tcp(const std::string& host, const std::string& port, Deadline deadline, int* error,
+                std::string* resolve_error) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* result = nullptr;
+  const int gai = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &result);
+  if (gai != 0) {
+    if (resolve_error) *resolve_error = gai_strerror(gai);
+    *error = EHOSTUNREACH;
+    return -1;
+  }
+  *error = 0;
+  for (addrinfo* ai = result; ai; ai = ai->ai_next) {
+    const int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      *error = errno;
+      continue;
+    }
+    int rc = ::connect(fd, ai->ai_addr, ai->ai_addrlen);
+    if (rc != 0 && errno == EINPROGRESS) {
+      if (!wait_fd(fd, POLLOUT, deadline)) {
+        *error = ETIMEDOUT;
+      } else {
+        socklen_t length = sizeof *error;
+        ::getsockopt(fd, SOL_SOCKET, SO_ERROR, error, &length);
+        rc = *error == 0 ? 0 : -1;
+      }
+    } else if (rc != 0) {
+      *error = errno;
+    }
+    if (rc == 0) {
+      const int one = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      ::freeaddrinfo(result);
+      *error = 0;
+      return fd;
+    }
+    ::close(fd);
+  }
+  ::freeaddrinfo(result);
+  return -1;
+}
+
+std::string local_address_toward(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* result = nullptr;
+  if (::getaddrinfo(host.c_str(), "9", &hints, &result) != 0 || !result) {
+    throw Error(Error::Code::Io, "cannot resolve '" + host + "' to pick a network interface");
+  }
+  const int fd = ::socket(result->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_storage local{};
+  socklen_t length = sizeof local;
+  const bool ok = fd >= 0 && ::connect(fd, result->ai_addr, result->ai_addrlen) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0;
+  const int err = errno;
+  if (fd >= 0) ::close(fd);
+  ::freeaddrinfo(result);
+  if (!ok) throw Error(Error::Code::Io, "no route to '" + host + "': " + errno_text(err));
+  char text[INET6_ADDRSTRLEN] = {};
+  const void* address =
+      local.ss_family == AF_INET6
+          ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr)
+          : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr);
+  ::inet_ntop(local.ss_family, address, text, sizeof text);
+  return text;
+}
+
+}  // namespace trainrun::net

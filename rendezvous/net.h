@@ -1,0 +1,28 @@
+// Small POSIX socket helpers shared by every client-side connection in
+// trainrun (rendezvous client, direct mesh, launcher probes): connect with a
+// deadline, wait on a descriptor, describe errno. Stateless, thread-safe.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+namespace trainrun::net {
+
+using Deadline = std::chrono::steady_clock::time_point;
+
+// "Connection refused (ECONNREFUSED)".
+std::string errno_text(int err);
+// Milliseconds left until `deadline` (0 when passed), for poll().
+int milliseconds_until(Deadline deadline);
+// Waits for `events` on fd until the deadline; false on timeout.
+bool wait_fd(int fd, short events, Deadline deadline);
+// A connected, non-blocking, TCP_NODELAY, close-on-exec socket to host:port,
+// or -1 with *error set to an errno (EAI failures become EHOSTUNREACH and
+// *resolve_error says why).
+int connect_tcp(const std::string& host, const std::string& port, Deadline deadline, int* error,
+                std::string* resolve_error = nullptr);
+// The local address a socket toward `host` would use (UDP connect +
+// getsockname): the interface that routes there, never a guess.
+std::string local_address_toward(const std::string& host);
+
+}  // namespace trainrun::net

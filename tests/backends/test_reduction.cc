@@ -1,0 +1,67 @@
+#include <doctest/doctest.h>
+#include <trainrun/half.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "backends/reduction.h"
+
+using namespace trainrun;
+using detail::reduce_function;
+
+TEST_CASE("every dtype and op has a kernel, and Average reduces as Sum") {
+  for (DataType type : kAllDataTypes) {
+    for (ReduceOp op : kAllReduceOps) CHECK(static_cast<bool>(reduce_function(type, op)));
+    const bool same = reduce_function(type, ReduceOp::Average) == reduce_function(type, ReduceOp::Sum);
+    CHECK(same);
+  }
+}
+
+TEST_CASE("float32 kernels, in place included") {
+  std::vector<float> a = {1, -2, 3, 4.5f}, b = {10, 20, -30, 0.5f}, out(4);
+  reduce_function(DataType::Float32, ReduceOp::Sum)(out.data(), a.data(), b.data(), 4);
+  CHECK(out == std::vector<float>{11, 18, -27, 5});
+  reduce_function(DataType::Float32, ReduceOp::Max)(a.data(), a.data(), b.data(), 4);
+  CHECK(a == std::vector<float>{10, 20, 3, 4.5f});
+  reduce_function(DataType::Float32, ReduceOp::Min)(out.data(), out.data(), b.data(), 4);
+  CHECK(out == std::vector<float>{10, 18, -30, 0.5f});
+  reduce_function(DataType::Float32, ReduceOp::Product)(out.data(), out.data(), b.data(), 4);
+  CHECK(out == std::vector<float>{100, 360, 900, 0.25f});
+}
+
+TEST_CASE("integer sums wrap instead of overflowing") {
+  std::vector<std::int32_t> a = {INT32_MAX}, b = {1}, out(1);
+  reduce_function(DataType::Int32, ReduceOp::Sum)(out.data(), a.data(), b.data(), 1);
+  CHECK(out[0] == INT32_MIN);
+  std::vector<std::uint8_t> x = {250}, y = {10}, z(1);
+  reduce_function(DataType::UInt8, ReduceOp::Sum)(z.data(), x.data(), y.data(), 1);
+  CHECK(z[0] == 4);
+  std::vector<std::int8_t> p = {-128}, q = {-1}, r(1);
+  reduce_function(DataType::Int8, ReduceOp::Min)(r.data(), p.data(), q.data(), 1);
+  CHECK(r[0] == -128);
+}
+
+TEST_CASE("float16 sums accumulate in float and round once to nearest even") {
+  // 2048 + 1 is not representable in half (spacing 2 there): ties to even gives 2048;
+  // 2048 + 3 rounds to 2052 (tie between 2050 and 2052 → even mantissa).
+  std::vector<std::uint16_t> a = {float_to_float16(2048), float_to_float16(2048)};
+  std::vector<std::uint16_t> b = {float_to_float16(1), float_to_float16(3)}, out(2);
+  reduce_function(DataType::Float16, ReduceOp::Sum)(out.data(), a.data(), b.data(), 2);
+  CHECK(float16_to_float(out[0]) == 2048);
+  CHECK(float16_to_float(out[1]) == 2052);
+  std::vector<std::uint16_t> c = {float_to_bfloat16(1.5f)}, d = {float_to_bfloat16(-4)}, e(1);
+  reduce_function(DataType::BFloat16, ReduceOp::Product)(e.data(), c.data(), d.data(), 1);
+  CHECK(bfloat16_to_float(e[0]) == -6);
+}
+
+TEST_CASE("divide_in_place implements Average's final step") {
+  std::vector<std::int32_t> i = {7, -7, 9};
+  detail::divide_in_place(i.data(), 3, DataType::Int32, 2);
+  CHECK(i == std::vector<std::int32_t>{3, -3, 4});
+  std::vector<double> d = {1, 2};
+  detail::divide_in_place(d.data(), 2, DataType::Float64, 3);
+  CHECK(d[0] == 1.0 / 3.0);
+  std::vector<std::uint16_t> h = {float_to_float16(3)};
+  detail::divide_in_place(h.data(), 1, DataType::Float16, 4);
+  CHECK(float16_to_float(h[0]) == 0.75f);
+}

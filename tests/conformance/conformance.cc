@@ -1,0 +1,308 @@
+// Backend conformance: every collective of the core API, for every dtype,
+// reduce op and root, in place and out of place, with counts 0, 1, odd and
+// 1Mi, checked element by element against values computed here. Run on
+// every rank by any launcher:
+//   trainrun --local -np 4 ./conformance
+//   mpirun -np 4 ./conformance
+// Collective tests use CHECK only (never REQUIRE): a rank that skipped the
+// rest of a test case would leave its peers waiting.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+#include <trainrun/trainrun.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tests/conformance/typed_buffer.h"
+
+using trainrun::DataType;
+using trainrun::ReduceOp;
+using trainrun::test::TypedBuffer;
+
+namespace {
+
+trainrun::Communicator* g_comm = nullptr;
+trainrun::Communicator& comm() { return *g_comm; }
+
+const std::size_t kCounts[] = {0, 1, 1001, 1u << 20};
+
+// Small integers whose sums and products are exact in every dtype, even int8
+// and float16 with four ranks.
+double contribution(ReduceOp op, DataType type, int rank, std::size_t i) {
+  switch (op) {
+    case ReduceOp::Product: return 1.0 + static_cast<double>((i + rank) % 2);
+    case ReduceOp::Min:
+    case ReduceOp::Max: {
+      const double v = static_cast<double>((i * 13 + rank * 29) % 11);
+      return type == DataType::UInt8 ? v : v - 5.0;
+    }
+    default: return static_cast<double>((i * 7 + rank * 3) % 5);
+  }
+}
+
+double reduced(ReduceOp op, DataType type, int size, std::size_t i) {
+  double acc = contribution(op, type, 0, i);
+  for (int r = 1; r < size; ++r) {
+    const double v = contribution(op, type, r, i);
+    switch (op) {
+      case ReduceOp::Product: acc *= v; break;
+      case ReduceOp::Min: acc = std::min(acc, v); break;
+      case ReduceOp::Max: acc = std::max(acc, v); break;
+      default: acc += v;
+    }
+  }
+  if (op == ReduceOp::Average) {
+    return trainrun::is_floating(type) ? trainrun::test::round_to(type, acc / size)
+                                       : std::trunc(acc / size);
+  }
+  return acc;
+}
+
+std::string describe(const char* what, DataType type, ReduceOp op, std::size_t count, bool in_place) {
+  return std::string(what) + " " + trainrun::to_string(type) + " " + trainrun::to_string(op) +
+         " count=" + std::to_string(count) + (in_place ? " in-place" : "") + " np=" +
+         std::to_string(comm().size()) + " rank=" + std::to_string(comm().rank());
+}
+
+// Average divides in the dtype's precision, so allow one rounding step.
+double tolerance(DataType type, ReduceOp op) {
+  if (op != ReduceOp::Average || !trainrun::is_floating(type)) return 0.0;
+  switch (type) {
+    case DataType::Float16: return 1e-3;
+    case DataType::BFloat16: return 8e-3;
+    case DataType::Float32: return 1e-6;
+    default: return 1e-12;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("world is consistent") {
+  CHECK(comm().size() >= 1);
+  CHECK(comm().rank() >= 0);
+  CHECK(comm().rank() < comm().size());
+  CHECK(comm().local_rank() < comm().local_size());
+  CHECK(comm().cross_rank() < comm().cross_size());
+  CHECK(!comm().backend_name().empty());
+  int32_t rank = comm().rank(), sum = 0;
+  comm().allreduce(&rank, &sum, 1, DataType::Int32, ReduceOp::Sum);
+  CHECK(sum == comm().size() * (comm().size() - 1) / 2);
+}
+
+TEST_CASE("allreduce: every dtype, op and count, in place and not") {
+  const int r = comm().rank(), n = comm().size();
+  for (DataType type : trainrun::kAllDataTypes) {
+    for (ReduceOp op : trainrun::kAllReduceOps) {
+      for (std::size_t count : kCounts) {
+        for (bool in_place : {false, true}) {
+          TypedBuffer send(type, count), recv(type, count);
+          for (std::size_t i = 0; i < count; ++i) send.set(i, contribution(op, type, r, i));
+          recv.fill(-1);
+          if (in_place) {
+            comm().allreduce(send.data(), send.data(), count, type, op);
+          } else {
+            comm().allreduce(send.data(), recv.data(), count, type, op);
+          }
+          const TypedBuffer& out = in_place ? send : recv;
+          const auto bad = out.first_mismatch([&](std::size_t i) { return reduced(op, type, n, i); },
+                                              tolerance(type, op));
+          CHECK_MESSAGE(!bad, describe("allreduce", type, op, count, in_place) << ": " << *bad);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("reducescatter: every dtype and op, in place and not") {
+  const int r = comm().rank(), n = comm().size();
+  for (DataType type : trainrun::kAllDataTypes) {
+    for (ReduceOp op : trainrun::kAllReduceOps) {
+      for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{513}, std::size_t{1} << 18}) {
+        for (bool in_place : {false, true}) {
+          TypedBuffer send(type, count * n), recv(type, count);
+          for (std::size_t i = 0; i < count * n; ++i) send.set(i, contribution(op, type, r, i));
+          recv.fill(-1);
+          comm().reducescatter(send.data(), in_place ? send.data() : recv.data(), count, type, op);
+          const TypedBuffer& out = in_place ? send : recv;
+          const auto bad = out.first_mismatch(
+              [&](std::size_t i) { return reduced(op, type, n, r * count + i); },
+              tolerance(type, op), count);
+          CHECK_MESSAGE(!bad, describe("reducescatter", type, op, count, in_place) << ": " << *bad);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("broadcast from every root") {
+  const int r = comm().rank(), n = comm().size();
+  for (DataType type : trainrun::kAllDataTypes) {
+    for (int root = 0; root < n; ++root) {
+      for (std::size_t count : kCounts) {
+        TypedBuffer buf(type, count);
+        auto value = [&](std::size_t i) { return static_cast<double>((root * 7 + i) % 100); };
+        if (r == root) {
+          for (std::size_t i = 0; i < count; ++i) buf.set(i, value(i));
+        } else {
+          buf.fill(-1);
+        }
+        comm().broadcast(buf.data(), count, type, root);
+        const auto bad = buf.first_mismatch(value, 0.0);
+        CHECK_MESSAGE(!bad, describe("broadcast", type, ReduceOp::Sum, count, true)
+                                << " root=" << root << ": " << *bad);
+      }
+    }
+  }
+}
+
+TEST_CASE("allgather, in place and not") {
+  const int r = comm().rank(), n = comm().size();
+  for (DataType type : trainrun::kAllDataTypes) {
+    for (std::size_t count : kCounts) {
+      for (bool in_place : {false, true}) {
+        auto value = [&](int rank, std::size_t i) { return static_cast<double>((rank * 17 + i) % 100); };
+        TypedBuffer send(type, count), recv(type, count * n);
+        recv.fill(-1);
+        for (std::size_t i = 0; i < count; ++i) {
+          (in_place ? recv : send).set(in_place ? r * count + i : i, value(r, i));
+        }
+        comm().allgather(in_place ? recv.data() : send.data(), recv.data(), count, type);
+        const auto bad = recv.first_mismatch(
+            [&](std::size_t i) { return value(static_cast<int>(i / count), i % count); }, 0.0);
+        CHECK_MESSAGE(!bad, describe("allgather", type, ReduceOp::Sum, count, in_place) << ": " << *bad);
+      }
+    }
+  }
+}
+
+TEST_CASE("allgatherv with uneven counts, one of them zero") {
+  const int r = comm().rank(), n = comm().size();
+  for (DataType type : trainrun::kAllDataTypes) {
+    for (std::size_t base : {std::size_t{0}, std::size_t{1}, std::size_t{999}, std::size_t{1} << 18}) {
+      for (bool in_place : {false, true}) {
+        std::vector<std::size_t> counts(n), offsets(n + 1, 0);
+        for (int k = 0; k < n; ++k) {
+          counts[k] = (k == 1) ? 0 : base + 3 * k;
+          offsets[k + 1] = offsets[k] + counts[k];
+        }
+        auto value = [&](int rank, std::size_t i) { return static_cast<double>((rank * 31 + i) % 97); };
+        TypedBuffer send(type, counts[r]), recv(type, offsets[n]);
+        recv.fill(-1);
+        for (std::size_t i = 0; i < counts[r]; ++i) {
+          (in_place ? recv : send).set(in_place ? offsets[r] + i : i, value(r, i));
+        }
+        comm().allgatherv(in_place ? recv.data() : send.data(), counts[r], recv.data(), counts, type);
+        const auto bad = recv.first_mismatch(
+            [&](std::size_t i) {
+              int k = 0;
+              while (i >= offsets[k + 1]) ++k;
+              return value(k, i - offsets[k]);
+            },
+            0.0);
+        CHECK_MESSAGE(!bad, describe("allgatherv", type, ReduceOp::Sum, base, in_place) << ": " << *bad);
+      }
+    }
+  }
+}
+
+TEST_CASE("alltoall, in place and not") {
+  const int r = comm().rank(), n = comm().size();
+  for (DataType type : trainrun::kAllDataTypes) {
+    for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{333}, std::size_t{1} << 17}) {
+      for (bool in_place : {false, true}) {
+        // Element i of the block rank `from` sends to rank `to`.
+        auto value = [](int from, int to, std::size_t i) {
+          return static_cast<double>((from * 31 + to * 7 + i) % 100);
+        };
+        TypedBuffer send(type, count * n), recv(type, count * n);
+        for (int to = 0; to < n; ++to) {
+          for (std::size_t i = 0; i < count; ++i) send.set(to * count + i, value(r, to, i));
+        }
+        recv.fill(-1);
+        TypedBuffer& out = in_place ? send : recv;
+        comm().alltoall(send.data(), out.data(), count, type);
+        const auto bad = out.first_mismatch(
+            [&](std::size_t i) { return value(static_cast<int>(i / count), r, i % count); }, 0.0);
+        CHECK_MESSAGE(!bad, describe("alltoall", type, ReduceOp::Sum, count, in_place) << ": " << *bad);
+      }
+    }
+  }
+}
+
+TEST_CASE("float reductions give bit-identical results on every rank") {
+  // Rounding depends on the order of additions; every rank must still end up
+  // with the same bits, or replicas of a model drift apart.
+  const int r = comm().rank(), n = comm().size();
+  for (DataType type : {DataType::Float32, DataType::Float16, DataType::BFloat16, DataType::Float64}) {
+    for (std::size_t count : {std::size_t{3}, std::size_t{5000}, std::size_t{300000}}) {
+      TypedBuffer data(type, count);
+      std::uint64_t state = 0x9e3779b97f4a7c15ull * static_cast<std::uint64_t>(r + 1);
+      for (std::size_t i = 0; i < count; ++i) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        data.set(i, static_cast<double>(state >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+      }
+      comm().allreduce(data.data(), data.data(), count, type, ReduceOp::Sum);
+      // FNV-1a of the result bytes, gathered from every rank.
+      std::uint64_t hash = 1469598103934665603ull;
+      const auto* bytes = static_cast<const unsigned char*>(data.data());
+      for (std::size_t i = 0; i < count * trainrun::size_of(type); ++i) hash = (hash ^ bytes[i]) * 1099511628211ull;
+      std::vector<std::uint64_t> hashes(n);
+      comm().allgather(&hash, hashes.data(), 1, DataType::Int64);
+      for (int k = 0; k < n; ++k) {
+        CHECK_MESSAGE(hashes[k] == hashes[0], describe("allreduce", type, ReduceOp::Sum, count, true)
+                                                   << ": rank " << k << " differs from rank 0");
+      }
+    }
+  }
+}
+
+TEST_CASE("barrier and repeated small collectives keep ranks in step") {
+  for (int iteration = 0; iteration < 200; ++iteration) {
+    comm().barrier();
+    int64_t v = iteration, out = 0;
+    comm().allreduce(&v, &out, 1, DataType::Int64, ReduceOp::Max);
+    CHECK(out == iteration);
+  }
+}
+
+TEST_CASE("invalid arguments are rejected on every rank without communicating") {
+  float x = 0;
+  CHECK_THROWS_AS(comm().broadcast(&x, 1, DataType::Float32, comm().size()), trainrun::Error);
+  CHECK_THROWS_AS(comm().broadcast(&x, 1, DataType::Float32, -1), trainrun::Error);
+  std::vector<std::size_t> wrong(comm().size() + 1, 1);
+  CHECK_THROWS_AS(comm().allgatherv(&x, 1, &x, wrong, DataType::Float32), trainrun::Error);
+  CHECK_THROWS_AS(comm().allreduce(nullptr, &x, 1, DataType::Float32, ReduceOp::Sum), trainrun::Error);
+  try {
+    comm().broadcast(&x, 1, DataType::Float32, comm().size());
+  } catch (const trainrun::Error& e) {
+    CHECK(e.code() == trainrun::Error::Code::InvalidArgument);
+    const std::string message = e.what();
+    CHECK(message.find("rank " + std::to_string(comm().rank())) != std::string::npos);
+    CHECK(message.find("broadcast") != std::string::npos);
+  }
+  comm().barrier();
+}
+
+int main(int argc, char** argv) {
+  try {
+    g_comm = &trainrun::init();
+  } catch (const trainrun::Error& e) {
+    std::fprintf(stderr, "conformance: %s\n", e.what());
+    return 1;
+  }
+  doctest::Context context;
+  context.applyCommandLine(argc, argv);
+  context.setOption("no-version", true);
+  const int failed = context.run() != 0 ? 1 : 0;
+  // Every rank exits with the verdict of all ranks.
+  int32_t mine = failed, any = 0;
+  comm().allreduce(&mine, &any, 1, DataType::Int32, ReduceOp::Max);
+  std::printf("conformance: rank %d of %d (%s): %s\n", comm().rank(), comm().size(),
+              comm().backend_name().c_str(), any ? "FAILED" : "passed");
+  trainrun::shutdown();
+  return any ? 1 : 0;
+}

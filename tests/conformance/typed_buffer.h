@@ -1,0 +1,99 @@
+// TypedBuffer: a byte buffer of `count` elements of a runtime DataType,
+// read and written as doubles, for tests that cover every dtype with one
+// loop. Not thread-safe.
+#pragma once
+
+#include <trainrun/types.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <trainrun/half.h>
+
+namespace trainrun::test {
+
+class TypedBuffer {
+ public:
+  TypedBuffer(DataType type, std::size_t count)
+      : type_(type), count_(count), bytes_(std::max<std::size_t>(count * size_of(type), 1)) {}
+
+  void* data() { return bytes_.data(); }
+  const void* data() const { return bytes_.data(); }
+  std::size_t count() const { return count_; }
+
+  void set(std::size_t i, double v) {
+    char* p = bytes_.data() + i * size_of(type_);
+    switch (type_) {
+      case DataType::UInt8: store(p, static_cast<std::uint8_t>(static_cast<std::int64_t>(v))); break;
+      case DataType::Int8: store(p, static_cast<std::int8_t>(v)); break;
+      case DataType::Int32: store(p, static_cast<std::int32_t>(v)); break;
+      case DataType::Int64: store(p, static_cast<std::int64_t>(v)); break;
+      case DataType::Float16: store(p, float_to_float16(static_cast<float>(v))); break;
+      case DataType::BFloat16: store(p, float_to_bfloat16(static_cast<float>(v))); break;
+      case DataType::Float32: store(p, static_cast<float>(v)); break;
+      case DataType::Float64: store(p, v); break;
+    }
+  }
+
+  double get(std::size_t i) const {
+    const char* p = bytes_.data() + i * size_of(type_);
+    switch (type_) {
+      case DataType::UInt8: return load<std::uint8_t>(p);
+      case DataType::Int8: return load<std::int8_t>(p);
+      case DataType::Int32: return load<std::int32_t>(p);
+      case DataType::Int64: return static_cast<double>(load<std::int64_t>(p));
+      case DataType::Float16: return float16_to_float(load<std::uint16_t>(p));
+      case DataType::BFloat16: return bfloat16_to_float(load<std::uint16_t>(p));
+      case DataType::Float32: return load<float>(p);
+      case DataType::Float64: return load<double>(p);
+    }
+    return 0;
+  }
+
+  void fill(double v) {
+    for (std::size_t i = 0; i < count_; ++i) set(i, v);
+  }
+
+  // The first element (of the first `n`, default all) that differs from
+  // expected(i) by more than rel_tolerance * |expected|, described.
+  template <typename Expected>
+  std::optional<std::string> first_mismatch(Expected expected, double rel_tolerance,
+                                            std::optional<std::size_t> n = std::nullopt) const {
+    const std::size_t limit = n.value_or(count_);
+    for (std::size_t i = 0; i < limit; ++i) {
+      const double want = expected(i), got = get(i);
+      if (std::fabs(got - want) > rel_tolerance * std::fabs(want)) {
+        return "element " + std::to_string(i) + " is " + std::to_string(got) + ", expected " +
+               std::to_string(want);
+      }
+    }
+    return std::nullopt;
+  }
+
+ private:
+  template <typename T>
+  static void store(char* p, T v) { std::memcpy(p, &v, sizeof v); }
+  template <typename T>
+  static T load(const char* p) {
+    T v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+
+  DataType type_;
+  std::size_t count_;
+  std::vector<char> bytes_;
+};
+
+// v after a round trip through `type` (float types only).
+inline double round_to(DataType type, double v) {
+  TypedBuffer one(type, 1);
+  one.set(0, v);
+  return one.get(0);
+}
+
+}  // namespace trainrun::test

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The library as a user gets it: `meson install` into a scratch DESTDIR, the
+# conformance program compiled with nothing but the installed headers,
+# libtrainrun.a and `pkg-config --static trainrun`, then run by the installed
+# trainrun with 1..4 local ranks. Usage: installed_library.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=$(realpath "$1")
+src=$(realpath "$2")
+tmp=$(mktemp -d /tmp/trainrun-installed-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+DESTDIR="$tmp/root" meson install -C "$build" --no-rebuild --quiet >/dev/null
+pc=$(find "$tmp/root" -name trainrun.pc)
+[[ -n "$pc" ]] || { echo "FAIL: meson install put no trainrun.pc"; exit 1; }
+prefix=$(pkg-config --variable=prefix "$pc")
+root="$tmp/root$prefix"
+for f in "$root/bin/trainrun" "$root/include/trainrun/trainrun.h" "$root/share/man/man1/trainrun.1"; do
+  [[ -e "$f" ]] || { echo "FAIL: not installed: $f"; exit 1; }
+done
+[[ -n "$(find "$root" -name libtrainrun.a)" ]] || { echo "FAIL: libtrainrun.a not installed"; exit 1; }
+
+# Only the test's own files travel: no -I into the source tree.
+mkdir -p "$tmp/src/tests/conformance"
+cp "$src/tests/conformance/conformance.cc" "$src/tests/conformance/typed_buffer.h" "$tmp/src/tests/conformance/"
+flags=$(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --define-variable=prefix="$root" --cflags --libs --static trainrun)
+echo "g++ conformance.cc $flags"
+g++ -std=c++17 -O1 -I"$tmp/src" "$tmp/src/tests/conformance/conformance.cc" $flags -o "$tmp/conformance"
+
+for np in 1 2 3 4; do
+  out=$(TRAINRUN_COLLECTIVE_TIMEOUT=120 "$root/bin/trainrun" --local -np "$np" "$tmp/conformance" 2>&1) || {
+    echo "$out" | tail -40
+    echo "FAIL: conformance with np=$np"
+    exit 1
+  }
+  passed=$(grep -c "^conformance: rank .* passed$" <<<"$out" || true)
+  [[ "$passed" == "$np" ]] || { echo "$out" | tail -20; echo "FAIL: $passed of $np ranks passed"; exit 1; }
+  echo "np=$np: all $np ranks passed"
+done

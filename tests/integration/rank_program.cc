@@ -1,0 +1,81 @@
+// rank_program: a scriptable rank for launcher tests. Its arguments are
+// steps run in order; a step with a rank applies to that rank only:
+//   init              trainrun::init() and a barrier
+//   print:TEXT        print "rank R: TEXT" on stdout
+//   eprint:TEXT       the same on stderr
+//   env:NAME          print "rank R: NAME=value" (or "<unset>")
+//   sleep:MS          sleep
+//   exit:CODE         exit with CODE          exit:R:CODE   only on rank R
+//   raise:SIG         raise signal SIG        raise:R:SIG   only on rank R
+//   allreduce         sum of ranks via the library, printed
+#include <trainrun/trainrun.h>
+
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t colon = s.find(':', start);
+    parts.push_back(s.substr(start, colon - start));
+    if (colon == std::string::npos) return parts;
+    start = colon + 1;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* rank_text = std::getenv("TRAINRUN_RANK");
+  const int rank = rank_text ? std::atoi(rank_text) : 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string step = argv[i];
+    const std::vector<std::string> p = split(step);
+    const std::string& verb = p[0];
+    // "verb:R:X" applies to rank R only; "verb:X" to all.
+    const bool targeted = p.size() == 3;
+    if (targeted && std::atoi(p[1].c_str()) != rank) continue;
+    const std::string arg = p.size() > 1 ? p.back() : "";
+    if (verb == "init") {
+      trainrun::init().barrier();
+    } else if (verb == "print") {
+      std::printf("rank %d: %s\n", rank, step.substr(6).c_str());
+      std::fflush(stdout);
+    } else if (verb == "eprint") {
+      std::fprintf(stderr, "rank %d: %s\n", rank, step.substr(7).c_str());
+    } else if (verb == "env") {
+      const char* v = std::getenv(arg.c_str());
+      std::printf("rank %d: %s=%s\n", rank, arg.c_str(), v ? v : "<unset>");
+      std::fflush(stdout);
+    } else if (verb == "sleep") {
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(arg.c_str())));
+    } else if (verb == "exit") {
+      std::fflush(stdout);
+      std::_Exit(std::atoi(arg.c_str()));
+    } else if (verb == "raise") {
+      std::fflush(stdout);
+      std::signal(std::atoi(arg.c_str()), SIG_DFL);
+      std::raise(std::atoi(arg.c_str()));
+    } else if (verb == "allreduce") {
+      auto& comm = trainrun::init();
+      std::int64_t mine = comm.rank(), sum = 0;
+      comm.allreduce(&mine, &sum, 1, trainrun::DataType::Int64, trainrun::ReduceOp::Sum);
+      std::printf("rank %d: sum=%lld\n", rank, static_cast<long long>(sum));
+      std::fflush(stdout);
+    } else {
+      std::fprintf(stderr, "rank_program: unknown step '%s'\n", step.c_str());
+      return 2;
+    }
+  }
+  if (trainrun::is_initialized()) trainrun::shutdown();
+  return 0;
+}

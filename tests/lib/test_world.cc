@@ -1,0 +1,139 @@
+#include <doctest/doctest.h>
+
+#include <map>
+#include <string>
+
+#include "lib/world.h"
+#include "trainrun/error.h"
+
+using trainrun::Error;
+using trainrun::detail::World;
+using trainrun::detail::world_from_env;
+
+namespace {
+
+struct FakeEnv {
+  std::map<std::string, std::string> vars;
+  trainrun::detail::EnvLookup lookup() const {
+    return [this](const char* name) -> const char* {
+      auto it = vars.find(name);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    };
+  }
+};
+
+const std::string kSecret(64, 'a');
+
+FakeEnv trainrun_env() {
+  return FakeEnv{{{"TRAINRUN_RANK", "3"}, {"TRAINRUN_SIZE", "8"}, {"TRAINRUN_LOCAL_RANK", "1"},
+                  {"TRAINRUN_LOCAL_SIZE", "2"}, {"TRAINRUN_CROSS_RANK", "1"},
+                  {"TRAINRUN_CROSS_SIZE", "4"}, {"TRAINRUN_HOSTNAME", "h2"},
+                  {"TRAINRUN_RENDEZVOUS_ADDR", "10.0.0.1"}, {"TRAINRUN_RENDEZVOUS_PORT", "4242"},
+                  {"TRAINRUN_JOB_ID", "abc"}, {"TRAINRUN_SECRET", kSecret}}};
+}
+
+std::string error_of(const FakeEnv& env) {
+  try {
+    world_from_env(env.lookup());
+  } catch (const Error& e) {
+    CHECK(e.code() == Error::Code::InvalidArgument);
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("trainrun's environment wins") {
+  FakeEnv env = trainrun_env();
+  env.vars["OMPI_COMM_WORLD_RANK"] = "0";
+  env.vars["OMPI_COMM_WORLD_SIZE"] = "1";
+  const World w = world_from_env(env.lookup());
+  CHECK(w.source == World::Source::Trainrun);
+  CHECK(w.rank == 3);
+  CHECK(w.size == 8);
+  CHECK(w.local_rank == 1);
+  CHECK(w.local_size == 2);
+  CHECK(w.cross_rank == 1);
+  CHECK(w.cross_size == 4);
+  CHECK(w.hostname == "h2");
+  CHECK(w.rendezvous_addr == "10.0.0.1");
+  CHECK(w.rendezvous_port == 4242);
+  CHECK(w.secret_hex == kSecret);
+  CHECK(w.has_rendezvous());
+}
+
+TEST_CASE("Open MPI's environment when trainrun's is absent") {
+  FakeEnv env{{{"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_SIZE", "8"},
+               {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}}};
+  const World w = world_from_env(env.lookup());
+  CHECK(w.source == World::Source::OpenMpi);
+  CHECK(w.rank == 5);
+  CHECK(w.local_rank == 1);
+  CHECK(w.cross_rank == 1);
+  CHECK(w.cross_size == 2);
+  CHECK_FALSE(w.has_rendezvous());
+}
+
+TEST_CASE("Slurm's environment, with uneven tasks per node") {
+  FakeEnv env{{{"SLURM_PROCID", "6"}, {"SLURM_NTASKS", "7"}, {"SLURM_LOCALID", "2"},
+               {"SLURM_NODEID", "1"}, {"SLURM_TASKS_PER_NODE", "2,3(x1),2"}}};
+  const World w = world_from_env(env.lookup());
+  CHECK(w.source == World::Source::Slurm);
+  CHECK(w.rank == 6);
+  CHECK(w.size == 7);
+  CHECK(w.local_size == 3);
+  CHECK(w.local_rank == 2);
+  // Only node 1 has a third task: cross group of one.
+  CHECK(w.cross_rank == 0);
+  CHECK(w.cross_size == 1);
+}
+
+TEST_CASE("a single process when nothing is set") {
+  const World w = world_from_env(FakeEnv{}.lookup());
+  CHECK(w.source == World::Source::Single);
+  CHECK(w.rank == 0);
+  CHECK(w.size == 1);
+  CHECK_FALSE(w.hostname.empty());
+}
+
+TEST_CASE("malformed values are named in the error") {
+  FakeEnv env = trainrun_env();
+  env.vars["TRAINRUN_RANK"] = "three";
+  CHECK(error_of(env) == "TRAINRUN_RANK='three' is not an integer");
+  env = trainrun_env();
+  env.vars["TRAINRUN_RANK"] = "8";
+  CHECK(error_of(env) == "TRAINRUN_RANK=8 is not below TRAINRUN_SIZE=8");
+  env = trainrun_env();
+  env.vars["TRAINRUN_SIZE"] = "0";
+  CHECK(error_of(env).find("TRAINRUN_SIZE='0' is out of range") == 0);
+  env = trainrun_env();
+  env.vars["TRAINRUN_SECRET"] = "short";
+  CHECK(error_of(env).find("TRAINRUN_SECRET is missing") == 0);
+  env = trainrun_env();
+  env.vars.erase("TRAINRUN_RENDEZVOUS_ADDR");
+  CHECK(error_of(env).find("TRAINRUN_RENDEZVOUS_ADDR is not set") == 0);
+  env = trainrun_env();
+  env.vars["TRAINRUN_RENDEZVOUS_PORT"] = "70000";
+  CHECK(error_of(env).find("TRAINRUN_RENDEZVOUS_PORT='70000' is out of range") == 0);
+  FakeEnv slurm{{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_TASKS_PER_NODE", "2(x"}}};
+  CHECK(error_of(slurm).find("SLURM_TASKS_PER_NODE='2(x' is malformed") == 0);
+}
+
+TEST_CASE("timeouts come from the environment") {
+  FakeEnv env = trainrun_env();
+  env.vars["TRAINRUN_START_TIMEOUT"] = "7";
+  env.vars["TRAINRUN_COLLECTIVE_TIMEOUT"] = "90";
+  const World w = world_from_env(env.lookup());
+  CHECK(w.start_timeout == std::chrono::seconds(7));
+  CHECK(w.collective_timeout == std::chrono::seconds(90));
+}
+
+TEST_CASE("cross rank follows Horovod: hosts that have a slot at this local rank") {
+  using trainrun::detail::cross_rank_and_size;
+  const std::vector<int> slots = {4, 2, 4};
+  CHECK(cross_rank_and_size(slots, 0, 0) == std::pair<int, int>{0, 3});
+  CHECK(cross_rank_and_size(slots, 2, 1) == std::pair<int, int>{2, 3});
+  CHECK(cross_rank_and_size(slots, 2, 3) == std::pair<int, int>{1, 2});
+  CHECK(cross_rank_and_size(slots, 0, 3) == std::pair<int, int>{0, 2});
+}
