@@ -56,24 +56,37 @@ void recursive_doubling(SocketMesh& mesh, void* data, std::size_t count, std::si
   if (rank < 2 * extra) mesh.exchange(rank - 1, mine, bytes, nullptr, 0);
 }
 
-// Ring allreduce: block b of the vector is fully reduced on rank b-1 after
-// the reduce-scatter, then circulated. Each block's final value is computed
-// once and copied, so every rank ends with identical bits.
-void ring(SocketMesh& mesh, void* data, std::size_t count, std::size_t element, ReduceFn reduce,
-          std::vector<char>& scratch) {
+// Byte offsets of the blocks of a vector laid out rank by rank.
+std::vector<std::size_t> offsets_of(const std::vector<std::size_t>& counts, std::size_t element) {
+  std::vector<std::size_t> offsets(counts.size() + 1, 0);
+  for (std::size_t i = 0; i < counts.size(); ++i) offsets[i + 1] = offsets[i] + counts[i] * element;
+  return offsets;
+}
+
+// Even split of `count` elements into one block per rank.
+std::vector<std::size_t> even_blocks(std::size_t count, int size) {
+  std::vector<std::size_t> counts(static_cast<std::size_t>(size));
+  for (int b = 0; b < size; ++b) counts[b] = count * (b + 1) / size - count * b / size;
+  return counts;
+}
+
+// Ring reduce-scatter in place: in step s each rank sends its partial block
+// (rank - s) right and folds block (rank - s - 1) arriving from the left into
+// its own, segment by segment so that reducing one segment overlaps the
+// arrival of the next. Block (rank + 1) % size is complete on this rank at
+// the end, so each block's final value is computed exactly once.
+void ring_reduce_scatter(SocketMesh& mesh, char* base, const std::vector<std::size_t>& offsets,
+                         std::size_t element, ReduceFn reduce, std::vector<char>& scratch) {
   const int rank = mesh.rank(), size = mesh.size();
   const int right = (rank + 1) % size, left = (rank + size - 1) % size;
-  char* base = static_cast<char*>(data);
-  auto block_begin = [&](int b) { return count * static_cast<std::size_t>(b) / size * element; };
-  auto block_bytes = [&](int b) { return block_begin(b + 1) - block_begin(b); };
   const std::size_t segment = std::max(element, kRingSegmentBytes / element * element);
   scratch.resize(segment);
-  // Reduce-scatter: in step s send block (rank - s), fold in block (rank - s - 1).
   for (int step = 0; step < size - 1; ++step) {
     const int out_block = (rank - step + size) % size, in_block = (rank - step - 1 + size) % size;
-    const std::size_t out_bytes = block_bytes(out_block), in_bytes = block_bytes(in_block);
-    char* out = base + block_begin(out_block);
-    char* in = base + block_begin(in_block);
+    const std::size_t out_bytes = offsets[out_block + 1] - offsets[out_block];
+    const std::size_t in_bytes = offsets[in_block + 1] - offsets[in_block];
+    char* out = base + offsets[out_block];
+    char* in = base + offsets[in_block];
     for (std::size_t done = 0; done < std::max(out_bytes, in_bytes); done += segment) {
       const std::size_t send = done < out_bytes ? std::min(segment, out_bytes - done) : 0;
       const std::size_t receive = done < in_bytes ? std::min(segment, in_bytes - done) : 0;
@@ -81,11 +94,18 @@ void ring(SocketMesh& mesh, void* data, std::size_t count, std::size_t element, 
       reduce(in + done, in + done, scratch.data(), receive / element);
     }
   }
-  // Allgather: pass the finished blocks around.
+}
+
+// Ring allgather in place: block (rank + shift) % size is present on this
+// rank at the start; after size-1 steps every block is.
+void ring_allgather(SocketMesh& mesh, char* base, const std::vector<std::size_t>& offsets, int shift) {
+  const int rank = mesh.rank(), size = mesh.size();
+  const int right = (rank + 1) % size, left = (rank + size - 1) % size;
   for (int step = 0; step < size - 1; ++step) {
-    const int out_block = (rank + 1 - step + size) % size, in_block = (rank - step + size) % size;
-    mesh.exchange(right, base + block_begin(out_block), block_bytes(out_block), left,
-                  base + block_begin(in_block), block_bytes(in_block));
+    const int out_block = (rank + shift - step + size) % size;
+    const int in_block = (rank + shift - step - 1 + size) % size;
+    mesh.exchange(right, base + offsets[out_block], offsets[out_block + 1] - offsets[out_block], left,
+                  base + offsets[in_block], offsets[in_block + 1] - offsets[in_block]);
   }
 }
 
@@ -97,10 +117,37 @@ void direct_allreduce(SocketMesh& mesh, void* data, std::size_t count, std::size
   // With two ranks recursive doubling is one exchange against the ring's two.
   const std::size_t ring_min = mesh.size() == 2 ? 4 * kRingMinBytes : kRingMinBytes;
   if (count * element >= ring_min && count >= static_cast<std::size_t>(mesh.size())) {
-    ring(mesh, data, count, element, reduce, scratch);
+    // Reduce-scatter leaves block rank+1 complete here; the allgather spreads them.
+    const auto offsets = offsets_of(even_blocks(count, mesh.size()), element);
+    ring_reduce_scatter(mesh, static_cast<char*>(data), offsets, element, reduce, scratch);
+    ring_allgather(mesh, static_cast<char*>(data), offsets, 1);
   } else {
     recursive_doubling(mesh, data, count, element, reduce, scratch);
   }
+}
+
+void direct_reducescatter(SocketMesh& mesh, const void* send, void* recv,
+                          const std::vector<std::size_t>& counts, std::size_t element,
+                          ReduceFn reduce, std::vector<char>& work, std::vector<char>& scratch) {
+  const int rank = mesh.rank(), size = mesh.size();
+  // Rotate the blocks by one so that the ring finishes block `rank` here.
+  std::vector<std::size_t> rotated(counts.size());
+  for (int b = 0; b < size; ++b) rotated[(b + 1) % size] = counts[b];
+  const auto rotated_offsets = offsets_of(rotated, element);
+  const auto offsets = offsets_of(counts, element);
+  work.resize(offsets.back());
+  for (int b = 0; b < size; ++b) {
+    std::memcpy(work.data() + rotated_offsets[(b + 1) % size],
+                static_cast<const char*>(send) + offsets[b], counts[b] * element);
+  }
+  ring_reduce_scatter(mesh, work.data(), rotated_offsets, element, reduce, scratch);
+  const int done = (rank + 1) % size;
+  std::memcpy(recv, work.data() + rotated_offsets[done], counts[rank] * element);
+}
+
+void direct_allgatherv(SocketMesh& mesh, void* recv, const std::vector<std::size_t>& counts,
+                       std::size_t element) {
+  ring_allgather(mesh, static_cast<char*>(recv), offsets_of(counts, element), 0);
 }
 
 void direct_broadcast(SocketMesh& mesh, void* data, std::size_t bytes, int root) {

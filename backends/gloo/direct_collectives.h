@@ -1,7 +1,8 @@
-// Collectives over a SocketMesh, run on the calling thread: for short
-// messages a recursive-doubling allreduce (with the usual fold for
-// non-power-of-two sizes), for long ones a pipelined ring (reduce-scatter
-// then allgather), a binomial-tree broadcast, and a barrier. Every rank combines
+// Collectives over a SocketMesh, run on the calling thread: allreduce by
+// recursive doubling (short messages, with the usual fold for non-power-of-
+// two sizes) or a pipelined ring (reduce-scatter then allgather, long ones),
+// the ring's two halves as reducescatter and allgatherv, a binomial-tree
+// broadcast, and a barrier. Every rank combines
 // partial results in the same operand order (lower rank first), so all
 // ranks end with bit-identical values. Not thread-safe (like the mesh).
 #pragma once
@@ -18,6 +19,14 @@ namespace trainrun::detail {
 // algorithm by size.
 void direct_allreduce(SocketMesh& mesh, void* data, std::size_t count, std::size_t element,
                       ReduceFn reduce, std::vector<char>& scratch);
+// send holds every rank's block (counts[r] elements each, rank by rank); recv
+// gets this rank's reduced block. `work` and `scratch` are reusable buffers.
+void direct_reducescatter(SocketMesh& mesh, const void* send, void* recv,
+                          const std::vector<std::size_t>& counts, std::size_t element,
+                          ReduceFn reduce, std::vector<char>& work, std::vector<char>& scratch);
+// In place: this rank's block already sits at its offset in recv.
+void direct_allgatherv(SocketMesh& mesh, void* recv, const std::vector<std::size_t>& counts,
+                       std::size_t element);
 void direct_broadcast(SocketMesh& mesh, void* data, std::size_t bytes, int root);
 void direct_barrier(SocketMesh& mesh);
 

@@ -2,16 +2,11 @@
 
 
 #include <cstring>
-#include <gloo/allgather.h>
-#include <gloo/allgatherv.h>
 #include <gloo/alltoallv.h>
-#include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
 #include <gloo/config.h>
 #include <gloo/transport/tcp/device.h>
-#include <gloo/types.h>
-#include <numeric>
 
 #include "backends/gloo/direct_collectives.h"
 #include "backends/gloo/mesh_context.h"
@@ -50,10 +45,6 @@ std::vector<std::int64_t> as_int64(const std::vector<std::size_t>& counts) {
 // Broadcasts up to this size take the direct path (SocketMesh on the
 // calling thread); above it Gloo's pipelined broadcast is bandwidth-bound.
 constexpr std::size_t kDirectBroadcastMaxBytes = 256 * 1024;
-
-// Slot prefix for the algorithms this file implements itself; Gloo's own
-// collectives use prefixes 0x01..0x08.
-constexpr std::uint8_t kReduceScatterSlotPrefix = 0x40;
 
 class GlooBackend final : public Backend {
  public:
@@ -126,36 +117,16 @@ class GlooBackend final : public Backend {
   }
 
   void allgather(const void* send, void* recv, std::size_t count, DataType type) override {
-    const std::size_t bytes = count * size_of(type);
-    if (size_ == 1 || count == 0) return copy(send, recv, bytes);
-    guarded([&] {
-      with_carrier(type, [&](auto carrier) {
-        using T = decltype(carrier);
-        gloo::AllgatherOptions opts(context_);
-        if (send) opts.setInput(mut<T>(send), count);
-        opts.setOutput(static_cast<T*>(recv), count * static_cast<std::size_t>(size_));
-        opts.setTag(next_tag());
-        opts.setTimeout(timeout_);
-        gloo::allgather(opts);
-      });
-    });
+    allgatherv(send, recv, std::vector<std::size_t>(static_cast<std::size_t>(size_), count), type);
   }
 
   void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts,
                   DataType type) override {
-    const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
-    if (size_ == 1 || total == 0) return copy(send, recv, counts[0] * size_of(type));
-    guarded([&] {
-      with_carrier(type, [&](auto carrier) {
-        using T = decltype(carrier);
-        gloo::AllgathervOptions opts(context_);
-        if (send) opts.setInput(mut<T>(send), counts[rank_]);
-        opts.setOutput(static_cast<T*>(recv), counts);
-        opts.setTag(next_tag());
-        opts.setTimeout(timeout_);
-        gloo::allgatherv(opts);
-      });
-    });
+    const std::size_t element = size_of(type);
+    std::size_t before = 0;
+    for (int r = 0; r < rank_; ++r) before += counts[r];
+    copy(send, static_cast<char*>(recv) + before * element, counts[rank_] * element);
+    if (size_ > 1) direct_allgatherv(*mesh_, recv, counts, element);
   }
 
   void broadcast(void* buf, std::size_t count, DataType type, int root) override {
@@ -196,7 +167,7 @@ class GlooBackend final : public Backend {
                      DataType type, ReduceOp op) override {
     const std::size_t element = size_of(type);
     if (size_ == 1) return copy(send, recv, counts[0] * element);
-    guarded([&] { ring_reduce_scatter(send, recv, counts, type, op); });
+    direct_reducescatter(*mesh_, send, recv, counts, element, reduce_function(type, op), work_, scratch_);
     if (op == ReduceOp::Average) divide_in_place(recv, counts[rank_], type, size_);
   }
 
@@ -215,50 +186,6 @@ class GlooBackend final : public Backend {
   }
 
  private:
-  // Ring reduce-scatter: in step k each rank passes its partial sum of block
-  // (rank-k-1) to the right and folds the block arriving from the left into
-  // its own partial sums; after size-1 steps block `rank` is complete. Each
-  // byte crosses each link once, versus twice for allreduce + copy.
-  void ring_reduce_scatter(const void* send, void* recv, const std::vector<std::size_t>& counts,
-                           DataType type, ReduceOp op) {
-    const std::size_t element = size_of(type);
-    std::vector<std::size_t> offset(counts.size() + 1, 0);
-    std::size_t largest = 0;
-    for (std::size_t i = 0; i < counts.size(); ++i) {
-      offset[i + 1] = offset[i] + counts[i] * element;
-      largest = std::max(largest, counts[i] * element);
-    }
-    if (offset.back() == 0) return;
-    partial_.resize(offset.back());
-    incoming_.resize(std::max<std::size_t>(largest, 1));
-    std::memcpy(partial_.data(), send, offset.back());
-    auto partial = context_->createUnboundBuffer(partial_.data(), partial_.size());
-    auto incoming = context_->createUnboundBuffer(incoming_.data(), incoming_.size());
-    const ReduceFn reduce = reduce_function(type, op);
-    const std::uint64_t slot = gloo::Slot::build(kReduceScatterSlotPrefix, next_tag());
-    const int right = (rank_ + 1) % size_;
-    const int left = (rank_ + size_ - 1) % size_;
-    for (int step = 0; step < size_ - 1; ++step) {
-      const int out_block = (rank_ - step - 1 + 2 * size_) % size_;
-      const int in_block = (rank_ - step - 2 + 2 * size_) % size_;
-      const std::size_t out_bytes = offset[out_block + 1] - offset[out_block];
-      const std::size_t in_bytes = offset[in_block + 1] - offset[in_block];
-      if (out_bytes) partial->send(right, slot, offset[out_block], out_bytes);
-      if (in_bytes) {
-        incoming->recv(left, slot, 0, in_bytes);
-        wait(incoming->waitRecv(nullptr, timeout_));
-        char* block = partial_.data() + offset[in_block];
-        reduce(block, block, incoming_.data(), counts[in_block]);
-      }
-      if (out_bytes) wait(partial->waitSend(nullptr, timeout_));
-    }
-    std::memcpy(recv, partial_.data() + offset[rank_], counts[rank_] * element);
-  }
-
-  static void wait(bool completed) {
-    if (!completed) throw Error(Error::Code::Io, "gloo: operation aborted");
-  }
-
   static void copy(const void* from, void* to, std::size_t bytes) {
     if (from && from != to && bytes) std::memmove(to, from, bytes);
   }
@@ -289,8 +216,7 @@ class GlooBackend final : public Backend {
   std::unique_ptr<SocketMesh> mesh_;  // latency-bound collectives
   std::uint32_t tag_ = 0;
   std::vector<char> scratch_;   // direct allreduce receive segment, reused
-  std::vector<char> partial_;   // reduce-scatter accumulator, reused
-  std::vector<char> incoming_;  // reduce-scatter receive block, reused
+  std::vector<char> work_;      // reduce-scatter input in ring order, reused
 };
 
 }  // namespace
