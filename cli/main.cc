@@ -1,9 +1,12 @@
-// trainrun's entry point: parse the command line and hand over to the
-// launcher. Exit codes are documented in man/trainrun.1.
+// trainrun's entry point: the hidden agent mode, or parse the command line
+// and launch. Exit codes are documented in man/trainrun.1.
+#include <cstring>
 #include <iostream>
 
 #include "backends/registry.h"
-#include "cli/local_launcher.h"
+#include "cli/agent.h"
+#include "cli/job_state.h"
+#include "cli/launch.h"
 #include "cli/options.h"
 #include "trainrun/error.h"
 #include "trainrun/version.h"
@@ -22,22 +25,21 @@ int check_build() {
 
 int main(int argc, char** argv) {
   using namespace trainrun::cli;
+  // `trainrun agent`: started by a launcher, speaks frames on stdin/stdout.
+  if (argc == 2 && std::strcmp(argv[1], "agent") == 0) return run_agent(0, 1);
+
   ParseResult parsed = parse_options(argc, argv);
   if (parsed.exit_code >= 0) return parsed.exit_code;
   const Options& options = parsed.options;
   if (options.check_build) return check_build();
   if (options.command.empty()) {
     std::cerr << "trainrun: error: no program given\nRun 'trainrun --help' for usage.\n";
-    return 2;
-  }
-  if (options.np < 1) {
-    std::cerr << "trainrun: error: -np N is required\n";
-    return 2;
+    return kExitUsage;
   }
   try {
-    return run_local(options);
+    return launch(options);
   } catch (const trainrun::Error& e) {
     std::cerr << "trainrun: error: " << e.what() << "\n";
-    return 1;
+    return kExitLaunch;
   }
 }

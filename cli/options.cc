@@ -10,29 +10,51 @@ namespace {
 
 constexpr const char* kDescription =
     "trainrun: start a distributed training job and supervise it.\n\n"
-    "  trainrun --local -np 4 ./train [args...]\n";
+    "  trainrun --local -np 4 ./train [args...]\n"
+    "  trainrun -np 8 -H localhost:8 ./train\n"
+    "Everything from the program name on is passed to the program untouched.\n";
 
 void build(CLI::App& app, Options& o) {
   app.description(kDescription);
   app.prefix_command();  // everything from the program name on belongs to the program
   app.set_version_flag("--version", std::string("trainrun ") + kVersion);
+  app.get_formatter()->column_width(34);
 
   const char* job = "Job";
-  app.add_option("--np", o.np, "Number of ranks to start (also -np)")
+  app.add_option("--np", o.np, "Number of ranks (also -np); default: every slot of -H/--hostfile")
       ->check(CLI::Range(1, 1 << 20))->group(job);
-  app.add_flag("--local", o.local, "Run every rank on this machine")->group(job);
+  app.add_flag("--local", o.local, "Run every rank on this machine (the default without -H)")->group(job);
+  app.add_option("-H,--hosts", o.hosts, "Hosts and slots: host[:slots],user@host[:slots],[ipv6]:slots")
+      ->group(job);
+  app.add_option("--hostfile", o.hostfile, "File of hosts, one per line: 'host slots=N' or 'host:N'")
+      ->group(job);
+  app.add_option("-x,--env", o.env_forward,
+                 "Forward NAME (or set NAME=VALUE) for every rank; repeatable")
+      ->allow_extra_args(false)->group(job);
   app.add_option("--backend", o.backend, "Collective backend for the ranks: gloo, mpi or nccl")
       ->check(CLI::IsMember({"gloo", "mpi", "nccl"}))->group(job);
+
+  const char* output = "Output";
+  app.add_option("--output-filename", o.output_dir,
+                 "Also write each rank's output to DIR/rank.NN/stdout and stderr")->group(output);
+  app.add_flag("--tag-output,!--no-tag-output", o.tag_output,
+               "Prefix each line with [rank] (on by default)")->group(output);
+  app.add_option("--rank-filter", o.rank_filter,
+                 "Only these ranks' output reaches the console, e.g. 0 or 0,2-3")->group(output);
 
   const char* control = "Supervision";
   app.add_option("--start-timeout", o.start_timeout_s,
                  "Seconds every rank may take to reach the rendezvous (default 30)")
       ->check(CLI::Range(1, 86400))->group(control);
+  app.add_option("--timeout", o.timeout_s, "Stop the job after this many seconds (exit 124)")
+      ->check(CLI::Range(0.001, 1e9))->group(control);
   app.add_option("--grace", o.grace_s, "Seconds between SIGTERM and SIGKILL on teardown (default 5)")
       ->check(CLI::Range(0.0, 3600.0))->group(control);
 
   const char* info = "Information";
   app.add_flag("--verbose", o.verbose, "Print what trainrun decides and does")->group(info);
+  app.add_flag("--dry-run", o.dry_run, "Print the rank map and each rank's command, start nothing")
+      ->group(info);
   app.add_flag("--check-build", o.check_build, "Print the built backends and their versions")
       ->group(info);
 }

@@ -8,15 +8,26 @@
 namespace trainrun::cli {
 
 struct Options {
-  int np = 0;
+  // Job
+  int np = 0;                          // 0: every slot of the hosts given
   bool local = false;
+  std::string hosts;                   // -H text
+  std::string hostfile;
+  std::vector<std::string> env_forward;  // -x NAME or NAME=VALUE, in order
   std::string backend;
+  // Output
+  std::string output_dir;
+  bool tag_output = true;
+  std::string rank_filter;
+  // Supervision
   int start_timeout_s = 30;
+  double timeout_s = 0;                // 0: no limit
   double grace_s = 5.0;
+  // Information
   bool verbose = false;
+  bool dry_run = false;
   bool check_build = false;
-  bool version = false;
-  std::vector<std::string> command;  // program and its arguments, untouched
+  std::vector<std::string> command;    // program and its arguments, untouched
 };
 
 struct ParseResult {

@@ -23,7 +23,10 @@ EnvList rank_environment(const RankSlot& slot, const JobEnv& job) {
   add(p::kEnvRendezvousPort, n(job.rendezvous_port));
   add(p::kEnvJobId, job.job_id);
   add(p::kEnvSecret, job.secret_hex);
-  add(p::kEnvStartTimeout, n(job.start_timeout_s));
+  // The ranks wait a little longer than the launcher, so that a rank that
+  // never arrives is reported by the launcher, naming it and its host,
+  // rather than by its peers' rendezvous timeouts.
+  add(p::kEnvStartTimeout, n(job.start_timeout_s + kRankStartMarginS));
   add(p::kEnvHorovodRank, n(slot.rank));
   add(p::kEnvHorovodSize, n(job.size));
   add(p::kEnvHorovodLocalRank, n(slot.local_rank));

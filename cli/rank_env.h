@@ -13,6 +13,8 @@ namespace trainrun::cli {
 
 using EnvList = std::vector<std::pair<std::string, std::string>>;
 
+inline constexpr int kRankStartMarginS = 5;
+
 struct JobEnv {
   int size = 1;
   std::string rendezvous_addr;

@@ -81,6 +81,26 @@ int connect_tcp(const std::string& host, const std::string& port, Deadline deadl
   return -1;
 }
 
+std::uint16_t free_tcp_port(const std::string& address) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICHOST | AI_PASSIVE;
+  addrinfo* result = nullptr;
+  if (::getaddrinfo(address.c_str(), "0", &hints, &result) != 0 || !result) return 0;
+  const int fd = ::socket(result->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_storage bound{};
+  socklen_t length = sizeof bound;
+  std::uint16_t port = 0;
+  if (fd >= 0 && ::bind(fd, result->ai_addr, result->ai_addrlen) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length) == 0) {
+    port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                             : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  }
+  if (fd >= 0) ::close(fd);
+  ::freeaddrinfo(result);
+  return port;
+}
+
 std::string local_address_toward(const std::string& host) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_DGRAM;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 namespace trainrun::net {
@@ -21,6 +22,9 @@ bool wait_fd(int fd, short events, Deadline deadline);
 // *resolve_error says why).
 int connect_tcp(const std::string& host, const std::string& port, Deadline deadline, int* error,
                 std::string* resolve_error = nullptr);
+// A TCP port nobody listens on at `address` right now (bind to port 0, read
+// it, close), for services the ranks start themselves (torch's MASTER_PORT).
+std::uint16_t free_tcp_port(const std::string& address);
 // The local address a socket toward `host` would use (UDP connect +
 // getsockname): the interface that routes there, never a guess.
 std::string local_address_toward(const std::string& host);

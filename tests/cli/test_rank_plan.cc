@@ -6,7 +6,7 @@
 using namespace trainrun::cli;
 
 TEST_CASE("ranks fill hosts in order; fewer ranks than slots leave later hosts empty") {
-  const auto plan = plan_ranks({{"a", 2}, {"b", 2}, {"c", 4}}, 5);
+  const auto plan = plan_ranks({{"a", 2, ""}, {"b", 2, ""}, {"c", 4, ""}}, 5);
   REQUIRE(plan.size() == 5);
   CHECK(plan[0].host == "a");
   CHECK(plan[1].host == "a");
@@ -23,7 +23,7 @@ TEST_CASE("ranks fill hosts in order; fewer ranks than slots leave later hosts e
 }
 
 TEST_CASE("one host: cross size 1") {
-  const auto plan = plan_ranks({{"localhost", 4}}, 4);
+  const auto plan = plan_ranks({{"localhost", 4, ""}}, 4);
   for (int r = 0; r < 4; ++r) {
     CHECK(plan[r].rank == r);
     CHECK(plan[r].local_rank == r);
@@ -41,7 +41,7 @@ TEST_CASE("each rank's environment carries the contract and the compatibility na
   job.secret_hex = std::string(64, 'f');
   job.master_addr = "127.0.0.1";
   job.master_port = 6000;
-  const auto plan = plan_ranks({{"h", 4}}, 4);
+  const auto plan = plan_ranks({{"h", 4, ""}}, 4);
   const EnvList env = rank_environment(plan[2], job);
   auto value = [&](const std::string& name) {
     for (const auto& [k, v] : env) {

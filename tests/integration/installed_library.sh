@@ -32,7 +32,7 @@ for np in 1 2 3 4; do
     echo "FAIL: conformance with np=$np"
     exit 1
   }
-  passed=$(grep -c "^conformance: rank .* passed$" <<<"$out" || true)
+  passed=$(grep -c "conformance: rank .* passed$" <<<"$out" || true)
   [[ "$passed" == "$np" ]] || { echo "$out" | tail -20; echo "FAIL: $passed of $np ranks passed"; exit 1; }
   echo "np=$np: all $np ranks passed"
 done

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -69,14 +70,29 @@ Child::~Child() {
 void Child::signal(int sig) const { ::kill(pid_, sig); }
 void Child::signal_group(int sig) const { ::kill(-pid_, sig); }
 
+namespace {
+
+long peak_rss_kib(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::strtol(line.c_str() + 6, nullptr, 10);
+  }
+  return -1;
+}
+
+}  // namespace
+
 void Child::pump(int timeout_ms) {
+  if (options_.track_rss) result_.peak_rss_kib = std::max(result_.peak_rss_kib, peak_rss_kib(pid_));
   pollfd pfds[2] = {{out_fd_, POLLIN, 0}, {err_fd_, POLLIN, 0}};
   if (::poll(pfds, 2, timeout_ms) <= 0) return;
-  char buffer[65536];
+  std::vector<char> buffer(options_.read_chunk);
+  if (options_.read_pause.count() > 0) ::usleep(static_cast<useconds_t>(options_.read_pause.count()));
   for (int i = 0; i < 2; ++i) {
     if (!(pfds[i].revents & (POLLIN | POLLHUP))) continue;
-    const ssize_t n = ::read(pfds[i].fd, buffer, sizeof buffer);
-    if (n > 0) (i == 0 ? result_.out : result_.err).append(buffer, static_cast<std::size_t>(n));
+    const ssize_t n = ::read(pfds[i].fd, buffer.data(), buffer.size());
+    if (n > 0) (i == 0 ? result_.out : result_.err).append(buffer.data(), static_cast<std::size_t>(n));
     if (n == 0) {
       ::close(pfds[i].fd);
       (i == 0 ? out_fd_ : err_fd_) = -1;

@@ -18,6 +18,7 @@ struct ProcessResult {
   std::string out;
   std::string err;
   double seconds = 0;
+  long peak_rss_kib = -1;  // the process's VmHWM, when tracked
 };
 
 struct ProcessOptions {
@@ -25,6 +26,10 @@ struct ProcessOptions {
   std::string input;             // written to stdin, then closed
   std::chrono::milliseconds timeout{120'000};
   bool new_process_group = true; // so that a test can signal the whole group
+  // A slow console: read at most read_chunk bytes, then pause.
+  std::size_t read_chunk = 65536;
+  std::chrono::microseconds read_pause{0};
+  bool track_rss = false;         // sample the process's peak RSS while it runs
 };
 
 class Child {

@@ -8,9 +8,22 @@
 //   exit:CODE         exit with CODE          exit:R:CODE   only on rank R
 //   raise:SIG         raise signal SIG        raise:R:SIG   only on rank R
 //   allreduce         sum of ranks via the library, printed
+//   ignore-term       ignore SIGTERM from now on
+//   spawn-tree        start a child and a grandchild, and a double-forked
+//                     setsid escapee, all sleeping for ten minutes
+//   spew:MB           write MB megabytes of tests/integration/spew.h lines
+//   raw:TEXT          write TEXT unbuffered, "\r" and "\n" escapes honoured,
+//                     no newline added
+//   cat               copy stdin to stdout as "rank R got: LINE"
+//   usr1              print "rank R: got SIGUSR1" once SIGUSR1 arrives
 #include <trainrun/trainrun.h>
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <iostream>
+
+#include "tests/integration/spew.h"
 
 #include <csignal>
 #include <cstdio>
@@ -30,6 +43,62 @@ std::vector<std::string> split(const std::string& s) {
     if (colon == std::string::npos) return parts;
     start = colon + 1;
   }
+}
+
+volatile sig_atomic_t g_usr1 = 0;
+
+void write_all(const std::string& data) {
+  std::size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::write(1, data.data() + done, data.size() - done);
+    if (n <= 0) std::_Exit(3);
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+void sleep_forever_child() {
+  ::sleep(600);
+  std::_Exit(0);
+}
+
+void spawn_tree() {
+  if (::fork() == 0) {
+    if (::fork() == 0) sleep_forever_child();  // grandchild
+    sleep_forever_child();                     // child
+  }
+  if (::fork() == 0) {
+    // The escapee: its own session, then orphaned by its short-lived parent.
+    ::setsid();
+    if (::fork() == 0) sleep_forever_child();
+    std::_Exit(0);
+  }
+}
+
+void spew(int rank, std::size_t megabytes) {
+  std::size_t written = 0;
+  for (std::size_t i = 0; written < megabytes << 20; ++i) {
+    const std::string line = trainrun::test::spew_line(rank, i);
+    const std::size_t split = trainrun::test::spew_split(i, line.size());
+    if (split == std::string::npos) {
+      write_all(line);
+    } else {
+      write_all(line.substr(0, split));
+      write_all(line.substr(split));
+    }
+    written += line.size();
+  }
+}
+
+std::string unescape(const std::string& text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\\' && i + 1 < text.size() && (text[i + 1] == 'r' || text[i + 1] == 'n')) {
+      out.push_back(text[++i] == 'r' ? '\r' : '\n');
+    } else {
+      out.push_back(text[i]);
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -70,6 +139,27 @@ int main(int argc, char** argv) {
       std::int64_t mine = comm.rank(), sum = 0;
       comm.allreduce(&mine, &sum, 1, trainrun::DataType::Int64, trainrun::ReduceOp::Sum);
       std::printf("rank %d: sum=%lld\n", rank, static_cast<long long>(sum));
+      std::fflush(stdout);
+    } else if (verb == "ignore-term") {
+      std::signal(SIGTERM, SIG_IGN);
+    } else if (verb == "spawn-tree") {
+      spawn_tree();
+    } else if (verb == "spew") {
+      spew(rank, static_cast<std::size_t>(std::atoi(arg.c_str())));
+    } else if (verb == "raw") {
+      std::fflush(stdout);
+      write_all(unescape(step.substr(4)));
+    } else if (verb == "cat") {
+      std::string line;
+      while (std::getline(std::cin, line)) std::printf("rank %d got: %s\n", rank, line.c_str());
+      std::printf("rank %d: end of input\n", rank);
+      std::fflush(stdout);
+    } else if (verb == "usr1") {
+      std::signal(SIGUSR1, [](int) { g_usr1 = 1; });
+      std::printf("rank %d: waiting for SIGUSR1\n", rank);
+      std::fflush(stdout);
+      while (!g_usr1) ::usleep(1000);
+      std::printf("rank %d: got SIGUSR1\n", rank);
       std::fflush(stdout);
     } else {
       std::fprintf(stderr, "rank_program: unknown step '%s'\n", step.c_str());

@@ -1,0 +1,31 @@
+// AgentLink: the launcher's connection to one host agent. The supervisor
+// sees only file descriptors, so a local agent (a child process on pipes)
+// and a remote one (an SSH exec channel, bridged to a socketpair) are driven
+// by the same loop. Owned by the supervisor; used from its thread only.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+namespace trainrun::cli {
+
+class AgentLink {
+ public:
+  virtual ~AgentLink() = default;
+  // The host as named in messages ("h2", "user@h2", "localhost").
+  virtual const std::string& host() const = 0;
+  // Frames from the agent arrive here (non-blocking).
+  virtual int read_fd() const = 0;
+  // Frames to the agent go here (non-blocking); -1 once closed.
+  virtual int write_fd() const = 0;
+  // EOF to the agent: it ends everything it started and exits.
+  virtual void close_write() = 0;
+  // Why the connection is gone when read_fd hit EOF early ("lost connection
+  // to h2: ..."), or nullopt while it is healthy.
+  virtual std::optional<std::string> failure() = 0;
+  // Waits (bounded) for the agent's end and releases its resources.
+  virtual void finish(std::chrono::milliseconds timeout) = 0;
+};
+
+}  // namespace trainrun::cli

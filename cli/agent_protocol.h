@@ -1,0 +1,80 @@
+// The byte protocol between the launcher and a host agent (`trainrun
+// agent`), spoken over the agent's stdin/stdout: a local pipe or an SSH
+// channel. Frames are a 12-byte little-endian header (type, stream, rank,
+// length) and a payload. The job description travels in the first frame,
+// so neither the secret nor the per-rank environment is ever on a command
+// line. Pure encoding and incremental decoding; no I/O; not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace trainrun::cli {
+
+enum class FrameType : std::uint8_t {
+  // launcher -> agent
+  Job = 1,        // payload: encoded JobSpec
+  Stdin = 2,      // rank, payload: bytes for its stdin
+  StdinEof = 3,   // rank
+  Signal = 4,     // payload: signal number (decimal); delivered to every rank
+  Terminate = 5,  // SIGTERM to every rank, SIGKILL after the job's grace
+  Kill = 6,       // SIGKILL to every rank and everything they started
+  // agent -> launcher
+  Hello = 20,     // payload: the agent's version
+  Started = 21,   // rank, payload: pid (decimal)
+  Output = 22,    // rank, stream (1 stdout, 2 stderr), payload: bytes
+  Exited = 23,    // rank, payload: raw wait status (decimal)
+  Fatal = 24,     // payload: why the agent cannot go on (bad job, ...)
+};
+
+struct Frame {
+  FrameType type = FrameType::Hello;
+  std::uint8_t stream = 0;
+  std::uint32_t rank = 0;
+  std::string payload;
+};
+
+inline constexpr std::size_t kFrameHeaderBytes = 12;
+inline constexpr std::size_t kMaxFramePayload = 64u << 20;  // the job frame can be large
+inline constexpr std::size_t kOutputChunkBytes = 64u << 10; // agent reads rank output in these
+
+std::string encode_frame(const Frame& frame);
+void append_frame(std::string& out, FrameType type, std::uint32_t rank, std::uint8_t stream,
+                  std::string_view payload);
+
+// Incremental decoder: feed bytes as they arrive, take frames as they complete.
+class FrameReader {
+ public:
+  void feed(std::string_view bytes) { buffer_.append(bytes); }
+  // The next complete frame, or nullopt. Throws std::runtime_error on a
+  // malformed header (unknown type or oversized payload).
+  std::optional<Frame> next();
+  std::size_t buffered() const { return buffer_.size() - consumed_; }
+
+ private:
+  std::string buffer_;
+  std::size_t consumed_ = 0;
+};
+
+// One rank of the job, as its agent starts it.
+struct RankSpec {
+  std::uint32_t rank = 0;
+  std::vector<std::string> argv;  // argv[0] is resolved against PATH of `env`
+  std::vector<std::string> env;   // NAME=VALUE added to the agent's environment
+};
+
+struct JobSpec {
+  std::string cwd;
+  std::uint32_t grace_ms = 5000;
+  std::int64_t stdin_rank = -1;   // the rank that gets the launcher's stdin, or -1
+  std::vector<RankSpec> ranks;
+};
+
+std::string encode_job(const JobSpec& job);
+// nullopt when the payload is malformed.
+std::optional<JobSpec> decode_job(std::string_view payload);
+
+}  // namespace trainrun::cli

@@ -1,0 +1,117 @@
+#include "cli/job_plan.h"
+
+#include <charconv>
+
+#include "cli/host_list.h"
+
+namespace trainrun::cli {
+namespace {
+
+bool valid_env_name(const std::string& name) {
+  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
+  for (char c : name) {
+    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+bool parse_int(std::string_view text, int& value) {
+  const auto r = std::from_chars(text.data(), text.data() + text.size(), value);
+  return !text.empty() && r.ec == std::errc() && r.ptr == text.data() + text.size();
+}
+
+std::string hosts_text(const std::vector<HostSlots>& hosts) {
+  std::string out;
+  for (const auto& h : hosts) out += (out.empty() ? "" : ",") + display_name(h) + ":" + std::to_string(h.slots);
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::set<int>> parse_rank_list(const std::string& text, int size, std::string* error) {
+  std::set<int> ranks;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string_view item = std::string_view(text).substr(start, end - start);
+    const std::size_t dash = item.find('-');
+    int first = 0, last = 0;
+    const bool ok = dash == std::string_view::npos
+                        ? parse_int(item, first) && (last = first, true)
+                        : parse_int(item.substr(0, dash), first) && parse_int(item.substr(dash + 1), last);
+    if (!ok || first < 0 || last < first) {
+      *error = "'" + std::string(item) + "' is not a rank or a range like 2-5";
+      return std::nullopt;
+    }
+    if (last >= size) {
+      *error = "rank " + std::to_string(last) + " is not below -np " + std::to_string(size);
+      return std::nullopt;
+    }
+    for (int r = first; r <= last; ++r) ranks.insert(r);
+    start = end + 1;
+  }
+  return ranks;
+}
+
+PlanResult make_plan(const Options& o, const std::string& local_host_name, const GetEnv& getenv,
+                     const ReadFile& read_file) {
+  PlanResult result;
+  auto fail = [&](std::string message) {
+    result.error = std::move(message);
+    return result;
+  };
+  if (!o.hosts.empty() && !o.hostfile.empty()) return fail("-H and --hostfile cannot be used together");
+  if (o.local && (!o.hosts.empty() || !o.hostfile.empty())) {
+    return fail("--local runs every rank here; it cannot be combined with -H or --hostfile");
+  }
+  JobPlan plan;
+  if (!o.hosts.empty()) {
+    HostListResult parsed = parse_host_option(o.hosts);
+    if (!parsed.ok()) return fail(parsed.error);
+    plan.hosts = parsed.hosts;
+  } else if (!o.hostfile.empty()) {
+    std::string why;
+    const auto content = read_file(o.hostfile, &why);
+    if (!content) return fail("--hostfile " + o.hostfile + ": " + why);
+    HostListResult parsed = parse_hostfile(*content, o.hostfile);
+    if (!parsed.ok()) return fail(parsed.error);
+    plan.hosts = parsed.hosts;
+  } else {
+    if (o.np < 1) return fail("-np N is required (how many ranks to start)");
+    plan.hosts = {{local_host_name, o.np, ""}};
+  }
+  int slots = 0;
+  for (const auto& h : plan.hosts) slots += h.slots;
+  const int np = o.np > 0 ? o.np : slots;
+  if (np > slots) {
+    return fail("-np " + std::to_string(np) + " exceeds the " + std::to_string(slots) + " slot(s) of " +
+                hosts_text(plan.hosts));
+  }
+  plan.ranks = plan_ranks(plan.hosts, np);
+  // Hosts after the last one used get no rank: drop them.
+  plan.hosts.resize(static_cast<std::size_t>(plan.ranks.back().host_index + 1));
+
+  if (!o.rank_filter.empty()) {
+    std::string why;
+    auto ranks = parse_rank_list(o.rank_filter, np, &why);
+    if (!ranks) return fail("--rank-filter: " + why);
+    plan.console_ranks = std::move(*ranks);
+  }
+  for (const std::string& item : o.env_forward) {
+    const std::size_t eq = item.find('=');
+    const std::string name = item.substr(0, eq);
+    if (!valid_env_name(name)) return fail("-x " + item + ": '" + name + "' is not a variable name");
+    if (eq != std::string::npos) {
+      plan.forwarded.emplace_back(name, item.substr(eq + 1));
+    } else if (const char* value = getenv(name.c_str())) {
+      plan.forwarded.emplace_back(name, value);
+    } else {
+      return fail("-x " + name + ": " + name + " is not set in trainrun's environment (use -x " + name + "=VALUE)");
+    }
+  }
+  result.plan = std::move(plan);
+  return result;
+}
+
+}  // namespace trainrun::cli

@@ -1,0 +1,70 @@
+// JobState: the launcher's bookkeeping of a running job and every decision
+// that follows from it: which failure ends the job (only the first, and
+// never a rank trainrun itself stopped), what trainrun exits with, and the
+// one-line summary. Pure: events in, decisions out; no I/O, no clock.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace trainrun::cli {
+
+// Exit codes of trainrun's own (documented in man/trainrun.1).
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitTimeout = 124;   // --timeout expired
+inline constexpr int kExitLaunch = 125;    // the job could not start or a host was lost
+
+class JobState {
+ public:
+  enum class Action { None, Teardown, Kill };
+
+  JobState(int size, std::vector<std::string> rank_hosts);
+
+  void started(int rank, int pid);
+  // raw: a wait() status. Returns Teardown when this is the job's first failure.
+  Action exited(int rank, int raw_status);
+  // SIGINT/SIGTERM/SIGHUP to trainrun: Teardown the first time, Kill on a second SIGINT.
+  Action stop_signal(int sig);
+  Action timed_out(double limit_s);
+  // Ranks that never reached the rendezvous; Teardown if any.
+  Action start_timeout(const std::vector<int>& missing, int limit_s);
+  // A host agent went away with ranks still running (lost SSH connection...).
+  Action host_lost(const std::string& reason);
+
+  int size() const { return size_; }
+  bool tearing_down() const { return tearing_down_; }
+  bool all_exited() const { return exited_count_ == size_; }
+  bool has_exited(int rank) const { return ranks_[rank].exited; }
+  int running_on(const std::string& host) const;
+  // Marks every unfinished rank on `host` as gone (its agent is lost).
+  void abandon(const std::string& host);
+
+  int exit_code() const;
+  // The final line (empty for a clean run).
+  std::string summary() const;
+  // "rank 3 (host h1, pid 4242) exited with code 7".
+  std::string describe(int rank) const;
+
+ private:
+  struct Rank {
+    std::string host;
+    int pid = -1;
+    bool exited = false;
+    int status = 0;
+  };
+  Action begin_teardown();
+
+  int size_;
+  std::vector<Rank> ranks_;
+  int exited_count_ = 0;
+  bool tearing_down_ = false;
+  std::optional<int> cause_;         // rank whose failure ended the job
+  std::optional<int> stop_signal_;   // signal that stopped trainrun
+  std::string launch_failure_;       // start timeout, lost host
+  std::optional<double> timeout_s_;
+};
+
+std::string signal_name(int sig);  // "SIGSEGV"
+
+}  // namespace trainrun::cli

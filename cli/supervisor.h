@@ -1,0 +1,74 @@
+// Supervisor: the launcher's event loop from the moment agents are started
+// until the last rank has exited and every agent is gone. It sends each
+// agent its job, routes rank output to the console and files, forwards
+// stdin to one rank and signals to all, watches --timeout and
+// --start-timeout, and turns what happens into JobState decisions
+// (teardown: Terminate frames, then Kill). Single-threaded; signals arrive
+// through a signalfd, so they must be blocked before any thread or agent
+// starts (see block_job_signals).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "cli/agent_link.h"
+#include "cli/agent_protocol.h"
+#include "cli/job_state.h"
+#include "cli/output_router.h"
+
+namespace trainrun::rendezvous {
+class KvTable;
+}
+
+namespace trainrun::cli {
+
+struct SupervisorOptions {
+  double grace_s = 5;
+  double timeout_s = 0;        // 0: none
+  int start_timeout_s = 30;
+  int stdin_rank = 0;          // -1: nobody reads trainrun's stdin
+  bool verbose = false;
+};
+
+// Blocks the signals the supervisor takes synchronously (call first, before
+// threads or children exist); returns the previous mask.
+sigset_t block_job_signals();
+
+class Supervisor {
+ public:
+  Supervisor(SupervisorOptions options, JobState& state, OutputRouter& output,
+             const rendezvous::KvTable* rendezvous);
+  ~Supervisor();
+
+  // agents[i] runs jobs[i]. Returns when the job is over.
+  void run(std::vector<std::unique_ptr<AgentLink>>& agents, const std::vector<JobSpec>& jobs);
+
+ private:
+  struct Peer;
+  using Clock = std::chrono::steady_clock;
+
+  void send_all(FrameType type, const std::string& payload);
+  void apply(JobState::Action action);
+  void on_frame(Peer& peer, const Frame& frame);
+  void on_readable(Peer& peer);
+  void on_signal();
+  void forward_stdin();
+  void check_start_timeout();
+  std::vector<int> unregistered_ranks() const;
+
+  SupervisorOptions options_;
+  JobState& state_;
+  OutputRouter& output_;
+  const rendezvous::KvTable* rendezvous_;
+  std::vector<Peer> peers_;
+  int signal_fd_ = -1;
+  bool stdin_open_ = false;
+  std::size_t stdin_peer_ = 0;  // the agent of options_.stdin_rank
+  Clock::time_point started_;
+  std::optional<Clock::time_point> kill_at_;
+  bool start_checked_ = false;
+  bool idle_ = true;  // the last poll round read no agent output
+};
+
+}  // namespace trainrun::cli

@@ -1,0 +1,139 @@
+// What reaches the console and the files: whole lines, tagged, in order,
+// under back-pressure, with progress updates and unfinished last lines.
+#include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "tests/integration/spew.h"
+#include "tests/integration/trainrun_runner.h"
+
+using namespace trainrun::test;
+using std::chrono::seconds;
+
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+std::string spew_bytes(int rank, std::size_t megabytes) {
+  std::string out;
+  for (std::size_t i = 0; out.size() < megabytes << 20; ++i) out += spew_line(rank, i);
+  return out;
+}
+
+struct TempDir {
+  TempDir() {
+    char templ[] = "/tmp/trainrun-output-XXXXXX";
+    path = ::mkdtemp(templ);
+  }
+  ~TempDir() { (void)!std::system(("rm -rf " + path).c_str()); }
+  std::string path;
+};
+
+}  // namespace
+
+TEST_CASE("8 ranks x 10 MB of lines, progress updates and partial writes through a slow console") {
+  TempDir dir;
+  ProcessOptions options;
+  // ~8 MB/s: slower than 8 ranks write, so trainrun must push back.
+  options.read_chunk = 8192;
+  options.read_pause = std::chrono::microseconds(1000);
+  options.track_rss = true;
+  options.timeout = std::chrono::seconds(240);
+  std::string tag;
+  const ProcessResult r = run_trainrun(
+      {"-np", "8", "--output-filename", dir.path + "/out", rank_program(), "spew:10"}, &tag, options);
+  REQUIRE(r.exit_code == 0);
+  // Every console piece (cut at \n and \r) is one whole line of one rank,
+  // prefixed with that rank's tag, and each rank's lines come in order.
+  std::map<int, std::size_t> next;
+  std::size_t start = 0, pieces = 0;
+  bool whole = true;
+  while (start < r.out.size() && whole) {
+    const std::size_t end = r.out.find_first_of("\r\n", start);
+    if (end == std::string::npos) FAIL("console output ends in the middle of a line");
+    const std::string piece = r.out.substr(start, end + 1 - start);
+    start = end + 1;
+    if (piece == "\n") continue;  // the \n after a \r-terminated update
+    const std::size_t close = piece.find("] ");
+    const int rank = std::atoi(piece.c_str() + 1);
+    const std::string expected = spew_line(rank, next[rank]++);
+    whole = piece[0] == '[' && close != std::string::npos &&
+            piece.substr(close + 2) == expected;
+    if (!whole) FAIL_CHECK("console piece " << pieces << " is not rank " << rank << "'s next line: " << piece.substr(0, 80));
+    ++pieces;
+  }
+  CHECK(whole);
+  for (int rank = 0; rank < 8; ++rank) {
+    CAPTURE(rank);
+    const std::string expected = spew_bytes(rank, 10);
+    CHECK(next[rank] > 40000);
+    // The files hold exactly the bytes each rank wrote.
+    const std::string file = read_file(dir.path + "/out/rank.0" + std::to_string(rank) + "/stdout");
+    CHECK(file.size() == expected.size());
+    CHECK(file == expected);
+  }
+  MESSAGE("trainrun peak RSS " << r.peak_rss_kib / 1024 << " MiB, " << r.seconds << " s");
+  CHECK(r.peak_rss_kib > 0);
+  CHECK(r.peak_rss_kib < 64 * 1024);
+  CHECK(nothing_left(tag));
+}
+
+TEST_CASE("an unfinished last line is printed at exit; --no-tag-output prints bytes as they are") {
+  const ProcessResult tagged = run_trainrun({"-np", "1", rank_program(), "raw:first\\nno newline at the end"});
+  CHECK(tagged.exit_code == 0);
+  CHECK(tagged.out == "[0] first\n[0] no newline at the end\n");
+  const ProcessResult plain =
+      run_trainrun({"-np", "1", "--no-tag-output", rank_program(), "raw:first\\nno newline at the end"});
+  CHECK(plain.out == "first\nno newline at the end\n");
+}
+
+TEST_CASE("\\r progress updates reach the console promptly") {
+  Child job({trainrun_bin(), "-np", "1", rank_program(), "raw:progress 10%\\r", "sleep:3000", "raw:done\\n"},
+            ProcessOptions{});
+  // The update shows while the rank is still sleeping.
+  CHECK(job.wait_for_output("[0] progress 10%\r", seconds(2)));
+  const ProcessResult r = job.wait();
+  CHECK(r.exit_code == 0);
+  CHECK(r.seconds >= 2.5);
+}
+
+TEST_CASE("stdout and stderr stay apart; --rank-filter picks console ranks, files get all") {
+  TempDir dir;
+  const ProcessResult r = run_trainrun({"-np", "3", "--rank-filter", "0,2", "--output-filename", dir.path,
+                                        rank_program(), "print:to stdout", "eprint:to stderr"});
+  CHECK(r.exit_code == 0);
+  CHECK(contains(r.out, "[0] rank 0: to stdout\n"));
+  CHECK(contains(r.out, "[2] rank 2: to stdout\n"));
+  CHECK_FALSE(contains(r.out, "rank 1"));
+  CHECK_FALSE(contains(r.out, "to stderr"));
+  CHECK(contains(r.err, "[2] rank 2: to stderr\n"));
+  CHECK(read_file(dir.path + "/rank.01/stdout") == "rank 1: to stdout\n");
+  CHECK(read_file(dir.path + "/rank.01/stderr") == "rank 1: to stderr\n");
+}
+
+TEST_CASE("stdin goes to rank 0 only") {
+  ProcessOptions options;
+  options.input = "line one\nline two\n";
+  const ProcessResult r = run_trainrun({"-np", "2", rank_program(), "cat"}, nullptr, options);
+  CHECK(r.exit_code == 0);
+  CHECK(contains(r.out, "[0] rank 0 got: line one\n"));
+  CHECK(contains(r.out, "[0] rank 0 got: line two\n"));
+  CHECK(contains(r.out, "[1] rank 1: end of input\n"));
+  CHECK_FALSE(contains(r.out, "rank 1 got"));
+}
+
+TEST_CASE("an unwritable output directory is one clear error") {
+  const ProcessResult r = run_trainrun({"-np", "1", "--output-filename", "/proc/no/such/dir", rank_program()});
+  CHECK(r.exit_code != 0);
+  CHECK(contains(r.err, "--output-filename: cannot create /proc/no"));
+}
