@@ -1,0 +1,100 @@
+#include <doctest/doctest.h>
+
+#include <map>
+
+#include "cli/job_plan.h"
+
+using namespace trainrun::cli;
+
+namespace {
+
+PlanResult plan(Options o, std::map<std::string, std::string> env = {},
+                std::map<std::string, std::string> files = {}) {
+  auto getenv = [env](const char* name) -> const char* {
+    static std::string value;
+    auto it = env.find(name);
+    if (it == env.end()) return nullptr;
+    value = it->second;
+    return value.c_str();
+  };
+  auto read = [files](const std::string& path, std::string* error) -> std::optional<std::string> {
+    auto it = files.find(path);
+    if (it == files.end()) {
+      *error = "No such file or directory";
+      return std::nullopt;
+    }
+    return it->second;
+  };
+  return make_plan(o, "thishost", getenv, read);
+}
+
+Options with(int np, std::string hosts = "") {
+  Options o;
+  o.np = np;
+  o.hosts = std::move(hosts);
+  o.command = {"prog"};
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("without hosts every rank is local, on this host's name") {
+  const PlanResult r = plan(with(3));
+  REQUIRE(r.plan);
+  CHECK(r.plan->hosts.size() == 1);
+  CHECK(r.plan->hosts[0].host == "thishost");
+  CHECK(r.plan->ranks.size() == 3);
+  CHECK(plan(with(0)).error == "-np N is required (how many ranks to start)");
+}
+
+TEST_CASE("-np defaults to every slot; fewer ranks fill hosts in order and drop unused hosts") {
+  const PlanResult all = plan(with(0, "a:2,b:2"));
+  REQUIRE(all.plan);
+  CHECK(all.plan->ranks.size() == 4);
+  const PlanResult some = plan(with(2, "a:2,b:2"));
+  REQUIRE(some.plan);
+  CHECK(some.plan->hosts.size() == 1);
+  CHECK(some.plan->ranks[1].host == "a");
+  CHECK(plan(with(5, "a:2,b:2")).error == "-np 5 exceeds the 4 slot(s) of a:2,b:2");
+}
+
+TEST_CASE("hostfile is read through the reader, its errors are named") {
+  Options o = with(0);
+  o.hostfile = "hosts";
+  const PlanResult r = plan(o, {}, {{"hosts", "a slots=2\nb\n"}});
+  REQUIRE(r.plan);
+  CHECK(r.plan->ranks.size() == 3);
+  o.hostfile = "missing";
+  CHECK(plan(o).error == "--hostfile missing: No such file or directory");
+}
+
+TEST_CASE("rank filter lists and ranges") {
+  std::string error;
+  CHECK(parse_rank_list("0,2-4,7", 8, &error) == std::set<int>{0, 2, 3, 4, 7});
+  CHECK_FALSE(parse_rank_list("3-1", 8, &error));
+  CHECK(error == "'3-1' is not a rank or a range like 2-5");
+  CHECK_FALSE(parse_rank_list("0,8", 8, &error));
+  CHECK(error == "rank 8 is not below -np 8");
+  CHECK_FALSE(parse_rank_list("", 8, &error));
+}
+
+TEST_CASE("-x forwards named variables from the environment or sets them") {
+  Options o = with(1);
+  o.env_forward = {"A", "B=x=y", "C="};
+  const PlanResult r = plan(o, {{"A", "from-env"}});
+  REQUIRE(r.plan);
+  CHECK(r.plan->forwarded == EnvList{{"A", "from-env"}, {"B", "x=y"}, {"C", ""}});
+  o.env_forward = {"MISSING"};
+  CHECK(plan(o).error == "-x MISSING: MISSING is not set in trainrun's environment (use -x MISSING=VALUE)");
+  o.env_forward = {"A-B=1"};
+  CHECK(plan(o).error == "-x A-B=1: 'A-B' is not a variable name");
+}
+
+TEST_CASE("conflicting host options") {
+  Options o = with(1, "a");
+  o.hostfile = "f";
+  CHECK(plan(o).error == "-H and --hostfile cannot be used together");
+  Options l = with(1, "a");
+  l.local = true;
+  CHECK(plan(l).error.find("--local runs every rank here") == 0);
+}
