@@ -70,8 +70,6 @@ Child::~Child() {
 void Child::signal(int sig) const { ::kill(pid_, sig); }
 void Child::signal_group(int sig) const { ::kill(-pid_, sig); }
 
-namespace {
-
 long peak_rss_kib(pid_t pid) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
   std::string line;
@@ -80,8 +78,6 @@ long peak_rss_kib(pid_t pid) {
   }
   return -1;
 }
-
-}  // namespace
 
 void Child::pump(int timeout_ms) {
   if (options_.track_rss) result_.peak_rss_kib = std::max(result_.peak_rss_kib, peak_rss_kib(pid_));

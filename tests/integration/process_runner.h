@@ -67,6 +67,9 @@ std::vector<pid_t> processes_with_env(const std::string& entry);
 // processes_with_env(tag) finds whatever the job left behind.
 std::string unique_tag();
 
+// A process's peak resident set (VmHWM) in KiB, or -1 if it is gone.
+long peak_rss_kib(pid_t pid);
+
 // A path to a built program, from an environment variable meson sets.
 std::string program_path(const char* variable);
 

@@ -12,27 +12,18 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "rendezvous/http_server.h"
 #include "rendezvous/http_store.h"
+#include "tests/integration/process_runner.h"
 #include "trainrun/error.h"
 
 using namespace trainrun::rendezvous;
 
 namespace {
-
-long peak_rss_kib(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::strtol(line.c_str() + 6, nullptr, 10);
-  }
-  return -1;
-}
 
 // Child: serve until the parent closes `control`, then report stats on `report`.
 [[noreturn]] void serve(const Secret& secret, int port_pipe, int control, int report) {
@@ -44,7 +35,7 @@ long peak_rss_kib(pid_t pid) {
   while (::read(control, &byte, 1) > 0) {
   }
   const HttpServer::Stats stats = server.stats();
-  const long rss = peak_rss_kib(::getpid());
+  const long rss = trainrun::test::peak_rss_kib(::getpid());
   const std::uint64_t out[4] = {stats.requests, stats.rejected + stats.unauthorized,
                                 stats.peak_open, static_cast<std::uint64_t>(rss)};
   (void)!::write(report, out, sizeof out);
