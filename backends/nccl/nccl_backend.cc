@@ -110,6 +110,7 @@ void NcclBackend::enqueue(const char* call, Calls&& calls) {
   if (!broken_.empty()) {
     throw Error(Error::Code::Backend, std::string(call) + ": the NCCL communicator was aborted after: " + broken_);
   }
+  if (abort_requested_) fail(Error(Error::Code::Io, std::string(call) + ": aborted"));
   ScopedCudaContext scope(driver_, context_);
   settle(calls(), call);
   pending_ = true;
@@ -221,9 +222,10 @@ void NcclBackend::reducescatter(const void* send, void* recv, const std::vector<
     ncclResult_t first = nccl_.ncclGroupStart();
     std::size_t offset = 0;
     for (int root = 0; root < size_; ++root) {
-      // recv is only written on the root of each reduce.
+      // nccl.h: "recvbuff may be NULL on all calls except for root device".
+      void* into = root == rank_ ? recv : nullptr;
       if (counts[root] > 0 && first == ncclSuccess) {
-        first = nccl_.ncclReduce(at(send, offset * size_of(type)), recv, counts[root], nccl_type(type),
+        first = nccl_.ncclReduce(at(send, offset * size_of(type)), into, counts[root], nccl_type(type),
                                  nccl_op(op), root, comm_, stream_);
       }
       offset += counts[root];
