@@ -17,9 +17,11 @@ class CudaSupport {
  public:
   virtual ~CudaSupport() = default;
 
-  // Host memory for anything CUDA does not know, which includes every
-  // pointer of a process that never loaded the CUDA driver. Never
-  // initialises CUDA and never creates a context.
+  // False until this process loads the CUDA driver: before, it owns no
+  // CUDA memory and nothing needs inspecting. ~30 ns.
+  virtual bool driver_loaded() = 0;
+  // Host memory for anything CUDA does not know. Only after driver_loaded();
+  // never initialises CUDA and never creates a context.
   virtual BufferInfo inspect(const void* pointer) = 0;
   // Synchronous copy between host and CUDA memory (either way, or CUDA to
   // CUDA), ordered after work already queued on the legacy default stream.

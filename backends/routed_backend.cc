@@ -35,7 +35,7 @@ void RoutedBackend::open_nccl() {
 
 RoutedBackend::Routed RoutedBackend::route(const char* role_a, const void* a, const char* role_b,
                                            const void* b) {
-  if (!cuda_) return {Route::Host, nullptr};
+  if (!cuda_ || !cuda_->driver_loaded()) return {Route::Host, nullptr};
   const BufferInfo where = place_buffers({{role_a, a, cuda_->inspect(a)}, {role_b, b, cuda_->inspect(b)}});
   if (!where.cuda) return {Route::Host, nullptr};
   const void* device_buffer = a ? a : b;
@@ -63,8 +63,7 @@ const void* RoutedBackend::set_aside(const Routed& routed, const void* send, std
 void RoutedBackend::allreduce(const void* send, void* recv, std::size_t count, DataType type,
                               ReduceOp op) {
   const Routed r = route("send", send, "recv", recv);
-  if (r.route == Route::Host) return host_->allreduce(send, recv, count, type, op);
-  if (r.route == Route::Nccl) return nccl_->allreduce(send, recv, count, type, op);
+  if (r.route != Route::Staged) return direct(r).allreduce(send, recv, count, type, op);
   const std::size_t bytes = count * size_of(type);
   void* area = cuda_->staging(bytes, r.device_buffer);
   cuda_->copy(area, send, bytes);
@@ -74,8 +73,7 @@ void RoutedBackend::allreduce(const void* send, void* recv, std::size_t count, D
 
 void RoutedBackend::allgather(const void* send, void* recv, std::size_t count, DataType type) {
   const Routed r = route("send", send, "recv", recv);
-  if (r.route == Route::Host) return host_->allgather(send, recv, count, type);
-  if (r.route == Route::Nccl) return nccl_->allgather(send, recv, count, type);
+  if (r.route != Route::Staged) return direct(r).allgather(send, recv, count, type);
   const std::size_t block = count * size_of(type);
   const std::size_t mine = block * rank_;
   const std::size_t bytes = block * context_.world.size;
@@ -88,8 +86,7 @@ void RoutedBackend::allgather(const void* send, void* recv, std::size_t count, D
 void RoutedBackend::allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts,
                                DataType type) {
   const Routed r = route("send", send, "recv", recv);
-  if (r.route == Route::Host) return host_->allgatherv(send, recv, counts, type);
-  if (r.route == Route::Nccl) return nccl_->allgatherv(send, recv, counts, type);
+  if (r.route != Route::Staged) return direct(r).allgatherv(send, recv, counts, type);
   const std::size_t element = size_of(type);
   const std::size_t mine = element * std::accumulate(counts.begin(), counts.begin() + rank_, std::size_t{0});
   const std::size_t bytes = element * total(counts);
@@ -101,8 +98,7 @@ void RoutedBackend::allgatherv(const void* send, void* recv, const std::vector<s
 
 void RoutedBackend::broadcast(void* buf, std::size_t count, DataType type, int root) {
   const Routed r = route("buf", buf);
-  if (r.route == Route::Host) return host_->broadcast(buf, count, type, root);
-  if (r.route == Route::Nccl) return nccl_->broadcast(buf, count, type, root);
+  if (r.route != Route::Staged) return direct(r).broadcast(buf, count, type, root);
   const std::size_t bytes = count * size_of(type);
   void* area = cuda_->staging(bytes, r.device_buffer);
   if (rank_ == root) cuda_->copy(area, buf, bytes);
@@ -116,8 +112,7 @@ void RoutedBackend::alltoall(const void* send, const std::vector<std::size_t>& s
   const std::size_t send_bytes = total(send_counts) * size_of(type);
   if (r.route != Route::Staged) {
     if (send == recv) send = set_aside(r, send, send_bytes);
-    Backend& backend = r.route == Route::Host ? *host_ : *nccl_;
-    return backend.alltoall(send, send_counts, recv, recv_counts, type);
+    return direct(r).alltoall(send, send_counts, recv, recv_counts, type);
   }
   const std::size_t recv_bytes = total(recv_counts) * size_of(type);
   void* area = cuda_->staging(send_bytes + recv_bytes, r.device_buffer);
@@ -132,8 +127,7 @@ void RoutedBackend::reducescatter(const void* send, void* recv, const std::vecto
   const std::size_t send_bytes = total(counts) * size_of(type);
   if (r.route != Route::Staged) {
     if (send == recv) send = set_aside(r, send, send_bytes);
-    Backend& backend = r.route == Route::Host ? *host_ : *nccl_;
-    return backend.reducescatter(send, recv, counts, type, op);
+    return direct(r).reducescatter(send, recv, counts, type, op);
   }
   const std::size_t recv_bytes = counts[rank_] * size_of(type);
   void* area = cuda_->staging(send_bytes + recv_bytes, r.device_buffer);

@@ -52,6 +52,8 @@ class RoutedBackend final : public Backend {
   // Where one call goes; decides the job's CUDA path at its first CUDA buffer.
   Routed route(const char* role_a, const void* a, const char* role_b = "", const void* b = nullptr);
   void open_nccl();
+  // The backend a Host or Nccl route runs on, buffers as they are.
+  Backend& direct(const Routed& routed) { return routed.route == Route::Host ? *host_ : *nccl_; }
   // A copy of `bytes` of `send` in memory of its kind, for aliased calls.
   const void* set_aside(const Routed& routed, const void* send, std::size_t bytes);
 

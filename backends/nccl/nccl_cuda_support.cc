@@ -52,19 +52,19 @@ NcclCudaSupport::~NcclCudaSupport() {
   release(scratch_);
 }
 
-const CudaDriver* NcclCudaSupport::driver() {
-  if (driver_) return driver_;
-  // A process that never loaded the driver owns no CUDA memory. Asking the
-  // loader costs ~20 us, so ask again only after a library was loaded.
+bool NcclCudaSupport::driver_loaded() {
+  if (driver_) return true;
+  // Asking the loader whether the driver is in costs ~20 us: ask again only
+  // after some library was loaded.
   const unsigned long long loads = SharedLibrary::loads_so_far();
-  if (loads == loads_checked_) return nullptr;
+  if (loads == loads_checked_) return false;
   loads_checked_ = loads;
   if (CudaDriver::in_process()) driver_ = &CudaDriver::load();
-  return driver_;
+  return driver_ != nullptr;
 }
 
 BufferInfo NcclCudaSupport::inspect(const void* pointer) {
-  if (!pointer || !driver()) return {};
+  if (!pointer || !driver_loaded()) return {};
   // Needs no current context. Before cuInit, or for memory CUDA does not
   // know, the query fails or reports no type: host memory either way.
   CUmemorytype type{};

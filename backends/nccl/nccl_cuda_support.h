@@ -24,6 +24,7 @@ class NcclCudaSupport final : public CudaSupport {
   NcclCudaSupport(const NcclCudaSupport&) = delete;
   NcclCudaSupport& operator=(const NcclCudaSupport&) = delete;
 
+  bool driver_loaded() override;
   BufferInfo inspect(const void* pointer) override;
   void copy(void* to, const void* from, std::size_t bytes) override;
   void* staging(std::size_t bytes, const void* device_buffer) override;
@@ -37,8 +38,6 @@ class NcclCudaSupport final : public CudaSupport {
     CUcontext context = nullptr;
     bool pinned = false;  // host memory from cuMemHostAlloc, else device memory
   };
-  // The driver once this process has loaded it; null before.
-  const CudaDriver* driver();
   // The context that owns whichever of `a`, `b` is CUDA memory.
   CUcontext context_of(const void* a, const void* b = nullptr);
   void* reserve(Allocation& allocation, std::size_t bytes, const void* device_buffer, bool pinned);
