@@ -35,7 +35,8 @@ class Backend {
                           DataType type) = 0;
   virtual void broadcast(void* buf, std::size_t count, DataType type, int root) = 0;
   // Block r of send (send_counts[r] elements) goes to rank r; block r of
-  // recv comes from rank r. send and recv never alias.
+  // recv comes from rank r. send and recv never alias (RoutedBackend, the
+  // backend callers hold, copies aliased input aside).
   virtual void alltoall(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
                         const std::vector<std::size_t>& recv_counts, DataType type) = 0;
   // send holds sum(counts) elements; recv gets counts[rank] reduced ones.

@@ -1,47 +1,96 @@
 #include "backends/registry.h"
 
+#include <algorithm>
+
+#include "backends/routed_backend.h"
 #include "trainrun/error.h"
 #include "trainrun_config.h"
 
 #if TRAINRUN_HAVE_GLOO
 #include "backends/gloo/gloo_backend.h"
 #endif
+#if TRAINRUN_HAVE_NCCL
+#include "backends/nccl/nccl_cuda_support.h"
+#endif
 
 namespace trainrun::detail {
+namespace {
+
+// Names only: cheap, unlike built_backends(), which probes NCCL.
+std::vector<std::string> built_names() {
+  std::vector<std::string> names;
+#if TRAINRUN_HAVE_GLOO
+  names.push_back("gloo");
+#endif
+#if TRAINRUN_HAVE_NCCL
+  names.push_back("nccl");
+#endif
+  return names;
+}
+
+bool is_built(const std::string& name) {
+  const auto names = built_names();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+[[noreturn]] void not_available(const std::string& name, const std::string& hint = "") {
+  std::string built;
+  for (const auto& b : built_names()) built += (built.empty() ? "" : ", ") + b;
+  throw Error(Error::Code::InvalidArgument, "backend '" + name + "' is not available (this build has: " +
+                                                (built.empty() ? "none" : built) + hint + ")");
+}
+
+// The backend for host buffers when the user did not choose a CPU backend.
+std::string default_cpu_backend(const World& world) {
+  const bool under_engine = world.source == World::Source::OpenMpi || world.source == World::Source::Slurm;
+  if (under_engine && is_built("mpi")) return "mpi";
+  if (is_built("gloo")) return "gloo";
+  if (is_built("mpi")) return "mpi";
+  throw Error(Error::Code::Unsupported, "this trainrun was built without any CPU backend");
+}
+
+std::unique_ptr<Backend> create_cpu_backend(const std::string& name, const BackendContext& context) {
+#if TRAINRUN_HAVE_GLOO
+  if (name == "gloo") return make_gloo_backend(context);
+#endif
+  (void)context;
+  not_available(name);
+}
+
+std::unique_ptr<CudaSupport> make_cuda_support() {
+#if TRAINRUN_HAVE_NCCL
+  return std::make_unique<NcclCudaSupport>();
+#else
+  return nullptr;  // without the CUDA headers every buffer is host memory
+#endif
+}
+
+}  // namespace
 
 std::vector<BackendInfo> built_backends() {
   std::vector<BackendInfo> out;
 #if TRAINRUN_HAVE_GLOO
   out.push_back({"gloo", gloo_version()});
 #endif
+#if TRAINRUN_HAVE_NCCL
+  out.push_back({"nccl", describe_nccl()});
+#endif
   return out;
 }
 
 std::string choose_backend(const World& world) {
   if (!world.backend.empty()) return world.backend;
-  const auto built = built_backends();
-  auto has = [&](const char* name) {
-    for (const auto& b : built) {
-      if (b.name == name) return true;
-    }
-    return false;
-  };
-  const bool under_engine = world.source == World::Source::OpenMpi || world.source == World::Source::Slurm;
-  if (under_engine && has("mpi")) return "mpi";
-  if (has("gloo")) return "gloo";
-  if (has("mpi")) return "mpi";
-  throw Error(Error::Code::Unsupported, "this trainrun was built without any CPU backend");
+  return default_cpu_backend(world);
 }
 
 std::unique_ptr<Backend> create_backend(const std::string& name, const BackendContext& context) {
-#if TRAINRUN_HAVE_GLOO
-  if (name == "gloo") return make_gloo_backend(context);
-#endif
-  std::string built;
-  for (const auto& b : built_backends()) built += (built.empty() ? "" : ", ") + b.name;
-  throw Error(Error::Code::InvalidArgument,
-              "backend '" + name + "' is not available (this build has: " +
-                  (built.empty() ? "none" : built) + ")");
+  const bool nccl = name == "nccl";
+  if (nccl && !is_built(name)) not_available(name, "; build with the CUDA toolkit and NCCL: meson -Dnccl=enabled");
+  // NCCL moves CUDA buffers only: host buffers, and NCCL's start-up without
+  // a rendezvous, need a CPU backend beside it.
+  auto host = create_cpu_backend(nccl ? default_cpu_backend(context.world) : name, context);
+  const CudaPolicy policy = nccl ? CudaPolicy::Nccl : cuda_policy(context.world.backend);
+  return std::make_unique<RoutedBackend>(context, name, std::move(host), make_cuda_support(), policy);
 }
 
 }  // namespace trainrun::detail

@@ -15,10 +15,14 @@ struct BackendInfo {
   std::string version;  // of the library behind it, e.g. "Gloo 0.5.0"
 };
 
+// nccl's entry probes the host (loads NCCL and the CUDA driver): for
+// `trainrun --check-build`, not for every start.
 std::vector<BackendInfo> built_backends();
 // TRAINRUN_BACKEND if set, else mpi under Open MPI/Slurm when built, else gloo.
 std::string choose_backend(const World& world);
-// Throws Error(InvalidArgument) for an unknown or not-built name.
+// A RoutedBackend over the named CPU backend (for "nccl": the default one,
+// with NCCL for CUDA buffers). Throws Error(InvalidArgument) for an unknown
+// or not-built name.
 std::unique_ptr<Backend> create_backend(const std::string& name, const BackendContext& context);
 
 }  // namespace trainrun::detail

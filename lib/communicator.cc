@@ -1,6 +1,5 @@
 #include "trainrun/communicator.h"
 
-#include <cstring>
 #include <numeric>
 
 #include "backends/backend.h"
@@ -41,10 +40,12 @@ std::string Communicator::backend_name() const { return backend_->name(); }
 detail::Backend& Communicator::backend() { return *backend_; }
 
 // Every error leaving a collective names the rank, its host and the op.
+// Backends may only enqueue (NCCL): the core API returns when done.
 template <typename Fn>
 void Communicator::call(const char* op, Fn&& fn) {
   try {
     fn();
+    backend_->synchronize();
   } catch (const Error& e) {
     throw Error(e.code(), "rank " + std::to_string(world_->rank) + " (" + world_->hostname + "): " +
                               op + ": " + e.what());
@@ -101,11 +102,7 @@ void Communicator::alltoall(const void* send, void* recv, std::size_t count, Dat
   call("alltoall", [&] {
     require(count == 0 || (send && recv), "send and recv must not be null");
     const std::vector<std::size_t> counts(static_cast<std::size_t>(world_->size), count);
-    if (send == recv) {
-      scratch_.assign(static_cast<const char*>(send), offset(send, count * world_->size, type));
-      send = scratch_.data();
-    }
-    backend_->alltoall(send, counts, recv, counts, type);
+    backend_->alltoall(send, counts, recv, counts, type);  // RoutedBackend copies aliased input
   });
 }
 
@@ -114,11 +111,7 @@ void Communicator::reducescatter(const void* send, void* recv, std::size_t count
   call("reducescatter", [&] {
     require(count == 0 || (send && recv), "send and recv must not be null");
     const std::vector<std::size_t> counts(static_cast<std::size_t>(world_->size), count);
-    if (send == recv) {
-      scratch_.assign(static_cast<const char*>(send), offset(send, count * world_->size, type));
-      send = scratch_.data();
-    }
-    backend_->reducescatter(send, recv, counts, type, op);
+    backend_->reducescatter(send, recv, counts, type, op);  // RoutedBackend copies aliased input
   });
 }
 

@@ -191,7 +191,11 @@ World world_from_env(const EnvLookup& env) {
   if (auto s = read_int(env, p::kEnvStartTimeout, 1, 86400)) w.start_timeout = std::chrono::seconds(*s);
   if (auto s = read_int(env, p::kEnvCollectiveTimeout, 1, 30 * 86400)) {
     w.collective_timeout = std::chrono::seconds(*s);
+    w.nccl_timeout = w.collective_timeout;
   }
+  if (auto s = read_int(env, p::kEnvNcclTimeout, 1, 30 * 86400)) w.nccl_timeout = std::chrono::seconds(*s);
+  w.cuda_device = static_cast<int>(read_int(env, p::kEnvCudaDevice, 0, 1023).value_or(-1));
+  w.cuda_visible_devices_set = env(p::kEnvCudaVisibleDevices) != nullptr;
   return w;
 }
 

@@ -35,6 +35,12 @@ struct World {
   std::chrono::milliseconds start_timeout{30'000};
   std::chrono::milliseconds collective_timeout{1'800'000};
 
+  // CUDA buffers (backends/nccl): TRAINRUN_CUDA_DEVICE (-1 when unset),
+  // whether CUDA_VISIBLE_DEVICES is set, and how long an NCCL call may take.
+  int cuda_device = -1;
+  bool cuda_visible_devices_set = false;
+  std::chrono::milliseconds nccl_timeout{600'000};
+
   bool has_rendezvous() const { return !rendezvous_addr.empty(); }
 };
 

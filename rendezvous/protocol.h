@@ -31,6 +31,15 @@ inline constexpr const char* kEnvIface = "TRAINRUN_IFACE";
 inline constexpr const char* kEnvStartTimeout = "TRAINRUN_START_TIMEOUT";
 // Seconds one collective may block before it fails with Error::Code::Timeout.
 inline constexpr const char* kEnvCollectiveTimeout = "TRAINRUN_COLLECTIVE_TIMEOUT";
+// Seconds an NCCL call may take before its communicator is aborted and the
+// call fails with Error::Code::Timeout (default: TRAINRUN_COLLECTIVE_TIMEOUT
+// when that is set, else 600).
+inline constexpr const char* kEnvNcclTimeout = "TRAINRUN_NCCL_TIMEOUT";
+// The CUDA device (an index among the visible ones) NCCL uses on this rank;
+// default: the local rank, or 0 when CUDA_VISIBLE_DEVICES leaves one GPU.
+inline constexpr const char* kEnvCudaDevice = "TRAINRUN_CUDA_DEVICE";
+// Set by schedulers that bind each rank to its GPUs; read, never written.
+inline constexpr const char* kEnvCudaVisibleDevices = "CUDA_VISIBLE_DEVICES";
 
 // Compatibility exports so existing Horovod / torch code runs unchanged.
 inline constexpr const char* kEnvHorovodRank = "HOROVOD_RANK";
@@ -83,6 +92,10 @@ inline constexpr std::size_t kFrameLengthBytes = 8;
 // Scopes used by trainrun itself.
 inline constexpr std::string_view kScopeJob = "job";   // rank.{r} = "host pid"
 inline constexpr std::string_view kKeyRankPrefix = "rank.";
+// NCCL start-up: scope nccl.{generation}, key ready.{r} = "ok" (rank 0:
+// "ok" + the 128-byte ncclUniqueId) or "no " + why NCCL cannot run there.
+inline constexpr std::string_view kScopeNcclPrefix = "nccl.";
+inline constexpr std::string_view kKeyNcclReadyPrefix = "ready.";
 
 // ---- Authentication ------------------------------------------------------
 // Signature = hex(HMAC-SHA256(secret, METHOD \n TARGET \n BODY_SHA256_HEX \n

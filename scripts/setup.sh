@@ -9,8 +9,8 @@ packages=(
   g++ meson ninja-build pkg-config cmake python3
   # libraries (DESIGN §6)
   libcli11-dev libboost-dev libssl-dev libgloo-dev doctest-dev
-  # tests and benchmarks
-  procps
+  # tests and benchmarks (readelf: no binary may link NCCL or CUDA)
+  procps binutils
 )
 # Commands that other packages may provide (nodesource's nodejs ships npm;
 # Debian's npm package would conflict with it): installed only when absent.
@@ -36,6 +36,18 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 else
   echo "setup: all ${#packages[@]} packages present"
+fi
+
+# CUDA and NCCL are not Debian packages: CI's machine image has them under
+# /usr/local/cuda. Without them everything else builds and the NCCL tests
+# are skipped, so their absence is news, not a failure.
+nccl_root=${NCCL_ROOT:-/usr/local/cuda}
+if [[ -f $nccl_root/include/cuda.h && -f $nccl_root/include/nccl.h ]]; then
+  echo "setup: CUDA toolkit with NCCL found under $nccl_root: the nccl backend will be built"
+else
+  echo "setup: NOTE: no CUDA toolkit with NCCL under $nccl_root (cuda.h, nccl.h): the nccl backend" \
+       "is not built and its tests are skipped. Install CUDA and NCCL there, or point meson at them" \
+       "with -Dnccl_root=DIR (NCCL_ROOT=DIR for this message)."
 fi
 
 bash "$(dirname "$0")/fetch_mnist.sh"

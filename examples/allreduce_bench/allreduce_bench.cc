@@ -2,16 +2,21 @@
 // style of nccl-tests, through trainrun's core API. Works under any launcher:
 //   trainrun --local -np 2 ./allreduce_bench --min-bytes 4 --max-bytes 256M
 //   mpirun -np 2 ./allreduce_bench --csv
+//   trainrun --local -np 1 --backend nccl ./allreduce_bench --device cuda
 // Options: --dtype float32|float16|bfloat16|float64|int32|int64|int8|uint8,
 // --op sum|average|min|max|product, --min-bytes, --max-bytes, --factor,
-// --iters (default: adaptive), --warmup, --csv.
+// --iters (default: adaptive), --warmup, --csv, --device host|cuda (CUDA
+// buffers on the current device; through NCCL, or staged by --backend gloo).
 #include <trainrun/trainrun.h>
 
 #include <cstdio>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "bench_harness.h"
+#include "cuda_memory.h"
 
 namespace {
 
@@ -41,29 +46,47 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "allreduce_bench: %s\n", error.empty() ? "unknown --dtype or --op" : error.c_str());
     return 2;
   }
+  const bool cuda = config.device == "cuda";
+  std::string why;
+  if (cuda && !cuda_memory::usable(why)) {
+    std::fprintf(stderr, "allreduce_bench: --device cuda: %s\n", why.c_str());
+    return 2;
+  }
   try {
     trainrun::Communicator& comm = trainrun::init();
     const std::size_t element = trainrun::size_of(type);
     const std::size_t max_count = std::max<std::size_t>(config.max_bytes / element, 1);
     // Byte patterns stay finite in every dtype; the values do not matter here.
-    std::vector<char> send(max_count * element, 1), recv(max_count * element, 0);
+    std::vector<char> host_send(max_count * element, 1), host_recv(max_count * element, 0);
+    void* send = host_send.data();
+    void* recv = host_recv.data();
+    std::unique_ptr<void, void (*)(void*)> device_send(nullptr, cuda_memory::release),
+        device_recv(nullptr, cuda_memory::release);
+    if (cuda) {
+      device_send.reset(send = cuda_memory::allocate(host_send.size()));
+      device_recv.reset(recv = cuda_memory::allocate(host_recv.size()));
+      cuda_memory::copy(send, host_send.data(), host_send.size());
+      cuda_memory::copy(recv, host_recv.data(), host_recv.size());
+    }
     bench::Hooks hooks;
     hooks.rank = comm.rank();
     hooks.size = comm.size();
     hooks.element_size = element;
     hooks.bus_factor = comm.size() > 1 ? 2.0 * (comm.size() - 1) / comm.size() : 1.0;
-    hooks.run = [&](std::size_t count) { comm.allreduce(send.data(), recv.data(), count, type, op); };
+    hooks.run = [&](std::size_t count) { comm.allreduce(send, recv, count, type, op); };
     hooks.barrier = [&] { comm.barrier(); };
     hooks.max_across_ranks = [&](double v) {
       double out = 0;
       comm.allreduce(&v, &out, 1, trainrun::DataType::Float64, trainrun::ReduceOp::Max);
       return out;
     };
-    const std::string title = "trainrun allreduce (" + comm.backend_name() + ")";
+    const std::string title = "trainrun allreduce (" + comm.backend_name() + ", " + config.device + " buffers)";
     bench::run(config, hooks, title.c_str());
+    device_send.reset();
+    device_recv.reset();
     trainrun::shutdown();
     return 0;
-  } catch (const trainrun::Error& e) {
+  } catch (const std::runtime_error& e) {  // trainrun::Error, or a CUDA runtime error
     std::fprintf(stderr, "allreduce_bench: %s\n", e.what());
     return 1;
   }

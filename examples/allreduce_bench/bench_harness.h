@@ -26,10 +26,11 @@ struct Config {
   bool csv = false;
   std::string type = "float32";
   std::string op = "sum";
+  std::string device = "host";  // where the buffers live: host | cuda
 };
 
 // Parses --min-bytes/--max-bytes (with K/M/G suffixes), --factor, --iters,
-// --warmup, --csv, --dtype, --op. Unknown options are an error.
+// --warmup, --csv, --dtype, --op, --device. Unknown options are an error.
 inline bool parse_size(const char* text, std::size_t& out) {
   char* end = nullptr;
   const double v = std::strtod(text, &end);
@@ -61,6 +62,10 @@ inline bool parse_args(int argc, char** argv, Config& c, std::string& error) {
     else if (a == "--warmup") { if (!need(value && (c.warmup = std::atoi(value)) >= 0)) return false; }
     else if (a == "--dtype") { if (!need(value != nullptr)) return false; c.type = value; }
     else if (a == "--op") { if (!need(value != nullptr)) return false; c.op = value; }
+    else if (a == "--device") {
+      if (!need(value && (std::strcmp(value, "host") == 0 || std::strcmp(value, "cuda") == 0))) return false;
+      c.device = value;
+    }
     else { error = "unknown option " + a; return false; }
   }
   if (c.min_bytes > c.max_bytes) { error = "--min-bytes exceeds --max-bytes"; return false; }

@@ -5,7 +5,10 @@ alternate for --rounds rounds and each size's median over rounds is kept, so
 a burst of load on the 2-core machine hurts both sides alike.
 
   compare_allreduce.py --build build [--np 2] [--rounds 3] [--max-bytes 256M]
+  compare_allreduce.py --build build --baseline build --baseline-build OTHER
 
+The baseline is plain Gloo, or (--baseline build) the allreduce_bench of
+another trainrun build, for A/B runs of two versions.
 Prints one table: time and busbw per program and the ratios
 trainrun/baseline (busbw: higher is better; time: lower is better).
 """
@@ -32,15 +35,22 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--min-bytes", default="4")
     ap.add_argument("--max-bytes", default="256M")
-    ap.add_argument("--baseline", choices=["gloo"], default="gloo")
+    ap.add_argument("--baseline", choices=["gloo", "build"], default="gloo")
+    ap.add_argument("--baseline-build", help="with --baseline build: the other build folder")
     args = ap.parse_args()
 
     trainrun = os.path.join(args.build, "trainrun")
     sweep = ["--min-bytes", args.min_bytes, "--max-bytes", args.max_bytes, "--csv"]
-    programs = {
-        "trainrun": lambda: [trainrun, "--local", "-np", str(args.np), "--backend", "gloo",
-                             os.path.join(args.build, "examples", "allreduce_bench")] + sweep,
-    }
+
+    def bench(build):
+        return lambda: [os.path.join(build, "trainrun"), "--local", "-np", str(args.np), "--backend", "gloo",
+                        os.path.join(build, "examples", "allreduce_bench")] + sweep
+
+    programs = {"trainrun": bench(args.build)}
+    if args.baseline == "build":
+        if not args.baseline_build:
+            ap.error("--baseline build needs --baseline-build DIR")
+        programs["build"] = bench(args.baseline_build)
     if args.baseline == "gloo":
         programs["gloo"] = lambda: [trainrun, "--local", "-np", str(args.np),
                                     os.path.join(args.build, "tests", "bench", "gloo_allreduce_bench"),

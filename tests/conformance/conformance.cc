@@ -4,6 +4,9 @@
 // every rank by any launcher:
 //   trainrun --local -np 4 ./conformance
 //   mpirun -np 4 ./conformance
+// conformance_cuda is this program with CUDA buffers (cuda_device_memory.cc):
+//   trainrun --local -np 1 --backend nccl ./conformance_cuda
+//   trainrun --local -np 2 --backend gloo ./conformance_cuda   (staged)
 // Collective tests use CHECK only (never REQUIRE): a rank that skipped the
 // rest of a test case would leave its peers waiting.
 #define DOCTEST_CONFIG_IMPLEMENT
@@ -248,7 +251,7 @@ TEST_CASE("float reductions give bit-identical results on every rank") {
       comm().allreduce(data.data(), data.data(), count, type, ReduceOp::Sum);
       // FNV-1a of the result bytes, gathered from every rank.
       std::uint64_t hash = 1469598103934665603ull;
-      const auto* bytes = static_cast<const unsigned char*>(data.data());
+      const auto* bytes = static_cast<const unsigned char*>(data.host_data());
       for (std::size_t i = 0; i < count * trainrun::size_of(type); ++i) hash = (hash ^ bytes[i]) * 1099511628211ull;
       std::vector<std::uint64_t> hashes(n);
       comm().allgather(&hash, hashes.data(), 1, DataType::Int64);
@@ -287,7 +290,31 @@ TEST_CASE("invalid arguments are rejected on every rank without communicating") 
   comm().barrier();
 }
 
+TEST_CASE("host and CUDA memory in one call are rejected, naming both") {
+  if (!trainrun::test::device_memory()) return;
+  TypedBuffer device(DataType::Float32, 4);
+  std::vector<float> host(4, 1.0f);
+  try {
+    comm().allreduce(host.data(), device.data(), 4, DataType::Float32, ReduceOp::Sum);
+    CHECK_MESSAGE(false, "an allreduce from host to CUDA memory was accepted");
+  } catch (const trainrun::Error& e) {
+    CHECK(e.code() == trainrun::Error::Code::InvalidArgument);
+    const std::string message = e.what();
+    CHECK_MESSAGE(message.find("send (") != std::string::npos, message);
+    CHECK_MESSAGE(message.find("is host memory") != std::string::npos, message);
+    CHECK_MESSAGE(message.find("recv (") != std::string::npos, message);
+    CHECK_MESSAGE(message.find("is CUDA memory on device") != std::string::npos, message);
+  }
+  comm().barrier();
+}
+
 int main(int argc, char** argv) {
+  trainrun::test::DeviceMemory* device = trainrun::test::device_memory();
+  std::string why;
+  if (device && !device->usable(why)) {
+    std::printf("conformance: skipped: %s\n", why.c_str());
+    return 77;
+  }
   try {
     g_comm = &trainrun::init();
   } catch (const trainrun::Error& e) {
@@ -301,8 +328,8 @@ int main(int argc, char** argv) {
   // Every rank exits with the verdict of all ranks.
   int32_t mine = failed, any = 0;
   comm().allreduce(&mine, &any, 1, DataType::Int32, ReduceOp::Max);
-  std::printf("conformance: rank %d of %d (%s): %s\n", comm().rank(), comm().size(),
-              comm().backend_name().c_str(), any ? "FAILED" : "passed");
+  std::printf("conformance: rank %d of %d (%s%s): %s\n", comm().rank(), comm().size(),
+              comm().backend_name().c_str(), device ? ", CUDA buffers" : "", any ? "FAILED" : "passed");
   trainrun::shutdown();
   return any ? 1 : 0;
 }

@@ -1,6 +1,8 @@
 // TypedBuffer: a byte buffer of `count` elements of a runtime DataType,
 // read and written as doubles, for tests that cover every dtype with one
-// loop. Not thread-safe.
+// loop. When a program installs DeviceMemory, data() is device memory that
+// mirrors the host copy: set() and get() work on the host copy, and each
+// side is copied over when the other one was touched since. Not thread-safe.
 #pragma once
 
 #include <trainrun/types.h>
@@ -16,16 +18,52 @@
 
 namespace trainrun::test {
 
+// Where TypedBuffer keeps the bytes that collectives see; none (host
+// memory) unless a program installs one, as conformance_cuda does.
+class DeviceMemory {
+ public:
+  virtual ~DeviceMemory() = default;
+  virtual bool usable(std::string& why) = 0;
+  virtual void* allocate(std::size_t bytes) = 0;
+  virtual void release(void* pointer) = 0;
+  virtual void copy(void* to, const void* from, std::size_t bytes) = 0;
+};
+
+inline DeviceMemory*& device_memory() {
+  static DeviceMemory* memory = nullptr;
+  return memory;
+}
+
 class TypedBuffer {
  public:
-  TypedBuffer(DataType type, std::size_t count)
-      : type_(type), count_(count), bytes_(std::max<std::size_t>(count * size_of(type), 1)) {}
+  TypedBuffer(DataType type, std::size_t count, DeviceMemory* device = device_memory())
+      : type_(type), count_(count), bytes_(std::max<std::size_t>(count * size_of(type), 1)),
+        device_(device), mirror_(device ? device->allocate(bytes_.size()) : nullptr) {}
+  ~TypedBuffer() {
+    if (mirror_) device_->release(mirror_);
+  }
+  TypedBuffer(const TypedBuffer&) = delete;
+  TypedBuffer& operator=(const TypedBuffer&) = delete;
 
-  void* data() { return bytes_.data(); }
-  const void* data() const { return bytes_.data(); }
+  // What collectives get: the device mirror (brought up to date) when there is one.
+  void* data() {
+    if (!mirror_) return bytes_.data();
+    if (host_newer_) device_->copy(mirror_, bytes_.data(), bytes_.size());
+    host_newer_ = false;
+    device_newer_ = true;  // a collective may write it
+    return mirror_;
+  }
+  // The host copy, up to date.
+  const void* host_data() const {
+    if (device_newer_) device_->copy(bytes_.data(), mirror_, bytes_.size());
+    device_newer_ = false;
+    return bytes_.data();
+  }
   std::size_t count() const { return count_; }
 
   void set(std::size_t i, double v) {
+    host_data();
+    host_newer_ = mirror_ != nullptr;
     char* p = bytes_.data() + i * size_of(type_);
     switch (type_) {
       case DataType::UInt8: store(p, static_cast<std::uint8_t>(static_cast<std::int64_t>(v))); break;
@@ -40,7 +78,7 @@ class TypedBuffer {
   }
 
   double get(std::size_t i) const {
-    const char* p = bytes_.data() + i * size_of(type_);
+    const char* p = static_cast<const char*>(host_data()) + i * size_of(type_);
     switch (type_) {
       case DataType::UInt8: return load<std::uint8_t>(p);
       case DataType::Int8: return load<std::int8_t>(p);
@@ -86,12 +124,16 @@ class TypedBuffer {
 
   DataType type_;
   std::size_t count_;
-  std::vector<char> bytes_;
+  mutable std::vector<char> bytes_;
+  DeviceMemory* device_;
+  void* mirror_;
+  bool host_newer_ = false;
+  mutable bool device_newer_ = false;
 };
 
 // v after a round trip through `type` (float types only).
 inline double round_to(DataType type, double v) {
-  TypedBuffer one(type, 1);
+  TypedBuffer one(type, 1, nullptr);
   one.set(0, v);
   return one.get(0);
 }

@@ -127,6 +127,24 @@ TEST_CASE("timeouts come from the environment") {
   const World w = world_from_env(env.lookup());
   CHECK(w.start_timeout == std::chrono::seconds(7));
   CHECK(w.collective_timeout == std::chrono::seconds(90));
+  CHECK(w.nccl_timeout == std::chrono::seconds(90));  // follows the collective timeout...
+  env.vars["TRAINRUN_NCCL_TIMEOUT"] = "45";
+  CHECK(world_from_env(env.lookup()).nccl_timeout == std::chrono::seconds(45));  // ...unless set
+  CHECK(world_from_env(FakeEnv{}.lookup()).nccl_timeout == std::chrono::minutes(10));
+}
+
+TEST_CASE("CUDA device settings come from the environment") {
+  FakeEnv env = trainrun_env();
+  World w = world_from_env(env.lookup());
+  CHECK(w.cuda_device == -1);
+  CHECK_FALSE(w.cuda_visible_devices_set);
+  env.vars["TRAINRUN_CUDA_DEVICE"] = "3";
+  env.vars["CUDA_VISIBLE_DEVICES"] = "";
+  w = world_from_env(env.lookup());
+  CHECK(w.cuda_device == 3);
+  CHECK(w.cuda_visible_devices_set);
+  env.vars["TRAINRUN_CUDA_DEVICE"] = "gpu1";
+  CHECK(error_of(env) == "TRAINRUN_CUDA_DEVICE='gpu1' is not an integer");
 }
 
 TEST_CASE("cross rank follows Horovod: hosts that have a slot at this local rank") {

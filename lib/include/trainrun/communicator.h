@@ -1,8 +1,13 @@
 // The core collective API (DESIGN §5). Every rank issues the same calls in
 // the same order; each call blocks until this rank's part is complete.
 //
-// Buffers are host memory (and, when a CUDA backend is built, device
-// memory). `count` is in elements of `type`. In-place forms:
+// Buffers are host memory or CUDA device memory, all of one call's buffers
+// on the same side. CUDA buffers go through NCCL when the build has it and
+// every rank can run it, else they are staged through pinned host memory
+// (TRAINRUN_BACKEND=nccl insists on NCCL; =gloo or =mpi always stages).
+// A call on CUDA buffers is ordered after work queued on the legacy default
+// stream, like cudaMemcpy; synchronize other streams before the call.
+// `count` is in elements of `type`. In-place forms:
 //   allreduce, broadcast:  send == recv.
 //   allgather(v):          send == recv, or send == nullptr: this rank's
 //                          block is already at its offset in recv.
@@ -56,7 +61,8 @@ class Communicator {
   void reducescatter(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op);
   void barrier();
 
-  // The backend behind this communicator (for the engine layer).
+  // The backend behind this communicator, for the engine layer: it routes
+  // host and CUDA buffers as the calls above do (backends/routed_backend.h).
   detail::Backend& backend();
 
  private:
@@ -65,7 +71,6 @@ class Communicator {
 
   std::unique_ptr<detail::World> world_;
   std::unique_ptr<detail::Backend> backend_;
-  std::vector<char> scratch_;  // copies of in-place alltoall/reducescatter input
 };
 
 // Starts the process-wide communicator from the environment (TRAINRUN_*,
