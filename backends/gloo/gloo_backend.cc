@@ -99,10 +99,12 @@ class GlooBackend final : public Backend {
 
   // The address Gloo's device bound to (the interface's, under TRAINRUN_IFACE).
   std::string device_address() const {
-    const std::string description = device_->str();  // e.g. "tcp, pci=..., ip=10.0.0.2"
-    const std::size_t at = description.find("ip=");
+    // e.g. "tcp, pci=, iface=eth0, speed=10000, addr=[10.0.0.2]"
+    const std::string description = device_->str();
+    const std::size_t at = description.find("addr=[");
     if (at == std::string::npos) return "127.0.0.1";
-    return description.substr(at + 3, description.find_first_of(", ", at + 3) - at - 3);
+    const std::size_t start = at + 6;
+    return description.substr(start, description.find(']', start) - start);
   }
 
   std::string name() const override { return "gloo"; }
