@@ -13,6 +13,7 @@
 #include "backends/gloo/socket_mesh.h"
 #include "backends/reduction.h"
 #include "rendezvous/auth.h"
+#include "rendezvous/interfaces.h"
 #include "rendezvous/kv_request.h"
 #include "rendezvous/net.h"
 #include "rendezvous/store.h"
@@ -59,7 +60,9 @@ class GlooBackend final : public Backend {
                   "TRAINRUN_RENDEZVOUS_ADDR/PORT/SECRET)");
     }
     gloo::transport::tcp::attr attr;
-    const std::string address = net::local_address_toward(context.world.rendezvous_addr);
+    const std::string address = context.world.network.empty()
+                                    ? net::local_address_toward(context.world.rendezvous_addr)
+                                    : net::address_in_network(context.world.network);
     if (!context.world.iface.empty()) {
       attr.iface = context.world.iface;
     } else {
