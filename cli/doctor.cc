@@ -108,39 +108,30 @@ std::vector<CheckRow> local_rows(const JobPlan& plan, const RemotePlan& remote, 
 }  // namespace
 
 int run_doctor(const Options& options) {
-  const PlanResult planned = plan_job(options);
-  if (!planned.plan) {
-    std::cerr << "trainrun: error: " << planned.error << "\n";
-    return kExitUsage;
-  }
-  const JobPlan& plan = *planned.plan;
-  std::optional<RemotePlan> remote;
-  try {
-    remote.emplace(plan, options);
-  } catch (const Error& e) {
-    std::cerr << "trainrun: error: " << e.what() << "\n";
-    return kExitUsage;
-  }
+  const std::optional<PlannedJob> planned = plan_job(options);
+  if (!planned) return kExitUsage;
+  const JobPlan& plan = planned->plan;
+  const RemotePlan& remote = planned->remote;
   const sigset_t previous_mask = block_job_signals();
   rendezvous::HttpServer::Options server_options;
-  server_options.bind_address = remote->bind_address();
+  server_options.bind_address = remote.bind_address();
   rendezvous::HttpServer server(rendezvous::generate_secret(), server_options);
   server.start();
   std::cout << "trainrun doctor: " << plan.hosts.size() << " host(s)\n";
-  for (const std::string& line : remote->choices()) std::cout << "  " << line << "\n";
+  for (const std::string& line : remote.choices()) std::cout << "  " << line << "\n";
 
-  std::vector<CheckRow> rows = local_rows(plan, *remote, options);
+  std::vector<CheckRow> rows = local_rows(plan, remote, options);
   RemoteAgents agents;
-  if (remote->any_remote()) {
-    ProbeRequest request = remote->probe(current_directory());
+  if (remote.any_remote()) {
+    ProbeRequest request = remote.probe(current_directory());
     request.listen = true;
-    agents = start_remote_agents(remote->remote_hosts(), options.remote, request, false);
+    agents = start_remote_agents(remote.remote_hosts(), options.remote, request, false);
     if (agents.signal) std::_Exit(128 + agents.signal);  // host threads may still wait on the network
     rows.insert(rows.end(), agents.rows.begin(), agents.rows.end());
   }
   bool ok = std::all_of(rows.begin(), rows.end(), [](const CheckRow& row) { return row.ok; });
   std::cout << "\nchecks:\n" << format_check_table(rows);
-  if (remote->any_remote() && agents.ok) ok = reach_matrix(*remote, agents, server.port()) && ok;
+  if (remote.any_remote() && agents.ok) ok = reach_matrix(remote, agents, server.port()) && ok;
   for (auto& link : agents.links) link->finish(std::chrono::seconds(2));
   server.stop();
   ::sigprocmask(SIG_SETMASK, &previous_mask, nullptr);

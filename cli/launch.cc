@@ -98,6 +98,22 @@ int dry_run(const Options& options, const JobPlan& plan, const RemotePlan& remot
   return 0;
 }
 
+// Multi-host: every remote host checked at once, its agent started; nothing
+// starts unless all pass. Returns trainrun's exit status when they did not.
+std::optional<int> start_remote(const Options& options, const RemotePlan& remote, RemoteAgents& agents) {
+  if (!remote.any_remote()) return std::nullopt;
+  agents = start_remote_agents(remote.remote_hosts(), options.remote, remote.probe(current_directory()),
+                               options.verbose);
+  if (agents.signal) {
+    std::cerr << "trainrun: received " << signal_name(agents.signal)
+              << " during the pre-flight checks; nothing was started\n";
+    std::_Exit(128 + agents.signal);  // host threads may still wait on the network
+  }
+  if (agents.ok) return std::nullopt;
+  std::cerr << preflight_failure_report(agents.rows, remote.remote_hosts().size());
+  return kExitLaunch;
+}
+
 }  // namespace
 
 std::string current_directory() {
@@ -105,67 +121,60 @@ std::string current_directory() {
   return ::getcwd(path, sizeof path) ? path : ".";
 }
 
-PlanResult plan_job(const Options& options) { return make_plan(options, this_host_name(), &std::getenv, read_file); }
-
-int launch(const Options& options) {
-  PlanResult planned = plan_job(options);
+std::optional<PlannedJob> plan_job(const Options& options) {
+  PlanResult planned = make_plan(options, this_host_name(), &std::getenv, read_file);
   if (!planned.plan) {
     std::cerr << "trainrun: error: " << planned.error << "\n";
-    return kExitUsage;
+    return std::nullopt;
   }
-  const JobPlan& plan = *planned.plan;
-  // Multi-host: which hosts are remote, and which network the job uses.
-  std::optional<RemotePlan> remote;
   try {
-    remote.emplace(plan, options);
+    // Multi-host: which hosts are remote, and which network the job uses.
+    RemotePlan remote(*planned.plan, options);
+    return PlannedJob{std::move(*planned.plan), std::move(remote)};
   } catch (const Error& e) {
     std::cerr << "trainrun: error: " << e.what() << "\n";
-    return kExitUsage;
+    return std::nullopt;
   }
+}
+
+int launch(const Options& options) {
+  const std::optional<PlannedJob> planned = plan_job(options);
+  if (!planned) return kExitUsage;
+  const JobPlan& plan = planned->plan;
+  const RemotePlan& remote = planned->remote;
   // Remote hosts look for the program themselves, in the pre-flight.
   const ProgramLookup program = find_program(options.command.front(), std::getenv("PATH"));
-  if (!program.path && remote->any_local()) {
+  if (!program.path && remote.any_local()) {
     std::cerr << "trainrun: error: " << program.error << "\n";
     return program.exit_code;
   }
-  if (options.dry_run) return dry_run(options, plan, *remote);
+  if (options.dry_run) return dry_run(options, plan, remote);
 
   // Before the server thread and the agents exist (they inherit the mask).
   const sigset_t previous_mask = block_job_signals();
   const rendezvous::Secret secret = rendezvous::generate_secret();
   rendezvous::HttpServer::Options server_options;
-  server_options.bind_address = remote->bind_address();
+  server_options.bind_address = remote.bind_address();
   rendezvous::HttpServer server(secret, server_options);
   server.start();
   if (options.verbose) {
-    for (const std::string& line : remote->choices()) std::cerr << "trainrun: " << line << "\n";
+    for (const std::string& line : remote.choices()) std::cerr << "trainrun: " << line << "\n";
   }
 
-  // Multi-host: every remote host checked at once; nothing starts unless all pass.
   RemoteAgents remote_agents;
-  if (remote->any_remote()) {
-    remote_agents = start_remote_agents(remote->remote_hosts(), options.remote, remote->probe(current_directory()),
-                                        options.verbose);
-    if (remote_agents.signal) {
-      std::cerr << "trainrun: received " << signal_name(remote_agents.signal)
-                << " during the pre-flight checks; nothing was started\n";
-      std::_Exit(128 + remote_agents.signal);  // host threads may still wait on the network
-    }
-    if (!remote_agents.ok) {
-      std::cerr << preflight_failure_report(remote_agents.rows, remote->remote_hosts().size());
-      server.stop();
-      ::sigprocmask(SIG_SETMASK, &previous_mask, nullptr);
-      return kExitLaunch;
-    }
+  if (const std::optional<int> failed = start_remote(options, remote, remote_agents)) {
+    server.stop();
+    ::sigprocmask(SIG_SETMASK, &previous_mask, nullptr);
+    return *failed;
   }
 
-  JobEnv job = job_environment(options, plan, *remote);
+  JobEnv job = job_environment(options, plan, remote);
   job.rendezvous_port = server.port();
   job.job_id = rendezvous::random_hex(8);
   job.secret_hex = rendezvous::to_hex(secret);
   // torch's env:// store runs in rank 0, so MASTER_ADDR is rank 0's host.
-  job.master_addr = remote->is_remote(0) ? remote_agents.answers[0].address : job.rendezvous_addr;
-  job.master_port = remote->is_remote(0) ? remote_agents.answers[0].free_port : net::free_tcp_port(job.master_addr);
+  job.master_addr = remote.is_remote(0) ? remote_agents.answers[0].address : job.rendezvous_addr;
+  job.master_port = remote.is_remote(0) ? remote_agents.answers[0].free_port : net::free_tcp_port(job.master_addr);
   const std::vector<JobSpec> jobs = host_jobs(options, plan, job);
   if (options.verbose) {
     std::cerr << "trainrun: job " << job.job_id << ": " << plan.ranks.size() << " rank(s) on "
@@ -186,7 +195,7 @@ int launch(const Options& options) {
   JobState state(static_cast<int>(plan.ranks.size()), rank_hosts);
   std::vector<std::unique_ptr<AgentLink>> agents;
   for (std::size_t i = 0, next_remote = 0; i < plan.hosts.size(); ++i) {
-    agents.push_back(remote->is_remote(i) ? std::move(remote_agents.links[next_remote++])
+    agents.push_back(remote.is_remote(i) ? std::move(remote_agents.links[next_remote++])
                                           : std::make_unique<LocalAgentLink>(display_name(plan.hosts[i])));
   }
 

@@ -41,21 +41,21 @@ RemotePlan::RemotePlan(const JobPlan& plan, const Options& options) : options_(o
   for (const auto& [name, value] : plan.forwarded) {
     if (name == "PATH") forwarded_path_ = value;
   }
-  if (!r.network.empty()) {
+  // The option's value names where this machine binds; errors name the option.
+  const auto bind = [&](const std::string& option, const std::string& value, std::string (*find)(const std::string&)) {
     try {
-      bind_address_ = net::address_in_network(r.network);
+      bind_address_ = find(value);
     } catch (const Error& e) {
-      throw Error(Error::Code::InvalidArgument, "--network " + r.network + ": " + e.what());
+      throw Error(Error::Code::InvalidArgument, option + " " + value + ": " + e.what());
     }
+  };
+  if (!r.network.empty()) {
+    bind("--network", r.network, net::address_in_network);
     bind_reason_ = "this machine's address in --network " + r.network;
     rank_env_.emplace_back(protocol::kEnvNetwork, r.network);
     rank_rule_ = "its host's address in " + r.network + " (" + protocol::kEnvNetwork + ")";
   } else if (!r.network_interface.empty()) {
-    try {
-      bind_address_ = net::interface_address(r.network_interface);
-    } catch (const Error& e) {
-      throw Error(Error::Code::InvalidArgument, "--network-interface " + r.network_interface + ": " + e.what());
-    }
+    bind("--network-interface", r.network_interface, net::interface_address);
     bind_reason_ = "the address of --network-interface " + r.network_interface;
     rank_env_.emplace_back(protocol::kEnvIface, r.network_interface);
     rank_rule_ = "interface " + r.network_interface + " on its host (" + protocol::kEnvIface + ")";

@@ -61,13 +61,8 @@ int main(int argc, char** argv) {
   }
   const std::string trainrun = argv[1];
   const int rounds = argc > 2 ? std::max(1, std::atoi(argv[2])) : 9;
-  std::unique_ptr<SshHosts> hosts;
-  try {
-    hosts = std::make_unique<SshHosts>();
-  } catch (const SshHostsUnavailable& e) {
-    std::cout << "SKIP: cannot make the test hosts: " << e.what() << "\n";
-    return 77;
-  }
+  const std::unique_ptr<SshHosts> hosts = SshHosts::make_or_say_why();
+  if (!hosts) return 77;
   const int np = SshHosts::kHosts * kRanksPerHost;
   std::vector<Row> rows = {
       {"trainrun -np 16 -H h1:4,..,h4:4 true", hosts->client_argv({trainrun, "-H", hosts_option(), "/bin/true"}), {}},

@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <iterator>
+
+#include "cli/options.h"
 #include "cli/remote_plan.h"
 #include "rendezvous/protocol.h"
 #include "trainrun/error.h"
@@ -70,4 +73,23 @@ TEST_CASE("a network or interface this machine lacks, or an unreadable -i, is a 
   options.remote.network_interface.clear();
   options.remote.ssh_identity_file = "/nonexistent/key";
   CHECK_THROWS_WITH(RemotePlan(local_plan(), options), "-i /nonexistent/key: No such file or directory");
+}
+
+TEST_CASE("the multi-host options parse, and --network excludes --network-interface") {
+  const char* args[] = {"trainrun", "-p", "2222", "-i", "/k", "--ssh-connect-timeout", "3", "--ssh-accept-new",
+                        "--remote-trainrun", "/opt/trainrun", "--network", "10.1.0.0/16", "-H", "a,b", "./p", "-p",
+                        "1"};
+  const ParseResult r = parse_options(static_cast<int>(std::size(args)), args);
+  REQUIRE(r.exit_code == -1);
+  CHECK(r.options.remote.ssh_port == 2222);
+  CHECK(r.options.remote.ssh_identity_file == "/k");
+  CHECK(r.options.remote.ssh_connect_timeout_s == 3);
+  CHECK(r.options.remote.ssh_accept_new);
+  CHECK(r.options.remote.remote_trainrun == "/opt/trainrun");
+  CHECK(r.options.remote.network == "10.1.0.0/16");
+  CHECK(r.options.command == std::vector<std::string>{"./p", "-p", "1"});
+  const char* both[] = {"trainrun", "--network", "10.1.0.0/16", "--network-interface", "eth1", "./p"};
+  CHECK(parse_options(static_cast<int>(std::size(both)), both).exit_code == 2);
+  const char* bad_port[] = {"trainrun", "-p", "70000", "./p"};
+  CHECK(parse_options(static_cast<int>(std::size(bad_port)), bad_port).exit_code == 2);
 }

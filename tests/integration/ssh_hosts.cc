@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iostream>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -208,6 +209,15 @@ SshHosts::SshHosts() {
 }
 
 SshHosts::~SshHosts() { remove_everything(); }
+
+std::unique_ptr<SshHosts> SshHosts::make_or_say_why() {
+  try {
+    return std::make_unique<SshHosts>();
+  } catch (const SshHostsUnavailable& e) {
+    std::cout << "SKIP: cannot make the test hosts: " << e.what() << "\n";
+    return nullptr;
+  }
+}
 
 std::string SshHosts::address(int host) const {
   return "10.77." + std::to_string(subnet_) + "." + std::to_string(host);

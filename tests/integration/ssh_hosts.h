@@ -20,6 +20,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -38,6 +39,9 @@ class SshHosts {
 
   SshHosts();
   ~SshHosts();
+  // The hosts, or nullptr after printing "SKIP: ..." with the reason they
+  // cannot be made here (the caller exits 77).
+  static std::unique_ptr<SshHosts> make_or_say_why();
   SshHosts(const SshHosts&) = delete;
   SshHosts& operator=(const SshHosts&) = delete;
 

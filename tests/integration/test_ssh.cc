@@ -8,7 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
+#include <functional>
 #include <dirent.h>
 #include <fstream>
 #include <iostream>
@@ -62,6 +64,29 @@ std::string line_with(const std::string& text, const std::string& what) {
     if (contains(line, what)) return line;
   }
   return "";
+}
+
+struct FaultResult {
+  ProcessResult result;
+  double seconds_after_fault = 0;
+};
+
+// A job of sleeping ranks on `hosts_option` (one rank per host); once every
+// rank is ready, `fault` happens to a host; then trainrun's result.
+FaultResult fault_mid_job(const std::string& hosts_option, const std::function<void()>& fault, std::string* tag) {
+  ProcessOptions options;
+  options.env.push_back(unique_tag());
+  *tag = options.env.back();
+  Child job(launcher({"-H", hosts_option, "--grace", "1", rank_program(), "init", "print:ready", "sleep:60000"}, *tag),
+            options);
+  const int last_rank = static_cast<int>(std::count(hosts_option.begin(), hosts_option.end(), ','));
+  REQUIRE(job.wait_for_output("rank " + std::to_string(last_rank) + ": ready", seconds(30)));
+  const auto start = std::chrono::steady_clock::now();
+  fault();
+  FaultResult f;
+  f.result = job.wait();
+  f.seconds_after_fault = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return f;
 }
 
 // Whether a table in `text` has a row for `host` whose check is `check`
@@ -340,18 +365,11 @@ TEST_CASE("program arguments reach remote ranks byte for byte") {
 }
 
 TEST_CASE("sshd killed mid-job: 'lost connection' within 15 s, exit 125, nothing left") {
-  ProcessOptions options;
-  options.env.push_back(unique_tag());
-  const std::string tag = options.env.back();
-  Child job(launcher({"-H", "h1:1,h2:1,h3:1", "--grace", "1", rank_program(), "init", "print:ready", "sleep:60000"},
-                     tag),
-            options);
-  REQUIRE(job.wait_for_output("rank 2: ready", seconds(30)));
-  const auto killed = std::chrono::steady_clock::now();
-  hosts().kill_sshd(3);
-  const ProcessResult r = job.wait();
+  std::string tag;
+  const FaultResult f = fault_mid_job("h1:1,h2:1,h3:1", [] { hosts().kill_sshd(3); }, &tag);
+  const ProcessResult& r = f.result;
   INFO(r.out, r.err);
-  CHECK(std::chrono::steady_clock::now() - killed < seconds(15));
+  CHECK(f.seconds_after_fault < 15);
   CHECK(r.exit_code == 125);
   CHECK(contains(r.err, "trainrun: lost connection to h3"));
   CHECK(nothing_left_anywhere(tag));
@@ -359,17 +377,11 @@ TEST_CASE("sshd killed mid-job: 'lost connection' within 15 s, exit 125, nothing
 }
 
 TEST_CASE("an unplugged host (no FIN): 'lost connection' within 15 s, and its agent ends its ranks") {
-  ProcessOptions options;
-  options.env.push_back(unique_tag());
-  const std::string tag = options.env.back();
-  Child job(launcher({"-H", "h1:1,h4:1", "--grace", "1", rank_program(), "init", "print:ready", "sleep:60000"}, tag),
-            options);
-  REQUIRE(job.wait_for_output("rank 1: ready", seconds(30)));
-  const auto unplugged = std::chrono::steady_clock::now();
-  hosts().unplug(4);
-  const ProcessResult r = job.wait();
+  std::string tag;
+  const FaultResult f = fault_mid_job("h1:1,h4:1", [] { hosts().unplug(4); }, &tag);
+  const ProcessResult& r = f.result;
   INFO(r.out, r.err);
-  CHECK(std::chrono::steady_clock::now() - unplugged < seconds(15));
+  CHECK(f.seconds_after_fault < 15);
   CHECK(r.exit_code == 125);
   CHECK(contains(r.err, "trainrun: lost connection to h4 (no answer for 10 s)"));
   // h4's agent hears no Ping for 20 s, then ends its rank (grace 1 s).
@@ -440,13 +452,8 @@ TEST_CASE("--network and --network-interface choose the job's network, or say wh
 }
 
 int main(int argc, char** argv) {
-  std::unique_ptr<SshHosts> fixture;
-  try {
-    fixture = std::make_unique<SshHosts>();
-  } catch (const SshHostsUnavailable& e) {
-    std::cout << "SKIP: cannot make the test hosts: " << e.what() << "\n";
-    return 77;
-  }
+  const std::unique_ptr<SshHosts> fixture = SshHosts::make_or_say_why();
+  if (!fixture) return 77;
   g_hosts = fixture.get();
   doctest::Context context(argc, argv);
   return context.run();
