@@ -8,9 +8,9 @@ packages=(
   # build
   g++ meson ninja-build pkg-config cmake python3
   # libraries (DESIGN §6)
-  libcli11-dev libboost-dev libssl-dev libgloo-dev doctest-dev
-  # tests and benchmarks
-  procps
+  libcli11-dev libboost-dev libssl-dev libgloo-dev doctest-dev libssh-dev
+  # tests and benchmarks (the multi-host tests run sshd in network namespaces)
+  procps openssh-server openssh-client iproute2
 )
 
 missing=()
