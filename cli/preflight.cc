@@ -153,7 +153,7 @@ int wait_for(const std::atomic<std::size_t>& finished, std::size_t total) {
   sigset_t stops;
   sigemptyset(&stops);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stops, sig);
-  const timespec tick{0, 20'000'000};
+  const timespec tick{0, 5'000'000};
   while (finished < total) {
     const int sig = ::sigtimedwait(&stops, nullptr, &tick);
     if (sig > 0) return sig;

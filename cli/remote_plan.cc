@@ -19,7 +19,6 @@ namespace trainrun::cli {
 
 RemotePlan::RemotePlan(const JobPlan& plan, const Options& options) : options_(options) {
   const RemoteOptions& r = options.remote;
-  std::string first_route;  // the first remote host that resolves: "h1 at 10.0.0.1"
   for (const HostSlots& host : plan.hosts) {
     remote_.push_back(!is_local_host(host.host));
     if (!remote_.back()) continue;
