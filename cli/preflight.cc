@@ -179,7 +179,9 @@ RemoteAgents start_remote_agents(const std::vector<HostSlots>& hosts, const Remo
   };
   ssh_init();  // before the threads: libssh's one-time setup is not theirs to race
   auto shared = std::make_shared<Shared>();
-  for (const HostSlots& host : hosts) shared->checks.push_back(HostCheck{host, display_name(host), {}, {}, {}, false, 0});
+  for (const HostSlots& host : hosts) {
+    shared->checks.push_back(HostCheck{host, display_name(host), {}, {}, {}, false, 0});
+  }
   std::vector<std::thread> threads;
   for (std::size_t i = 0; i < hosts.size(); ++i) {
     threads.emplace_back([shared, i, options, request] {

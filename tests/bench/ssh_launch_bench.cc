@@ -69,8 +69,8 @@ int main(int argc, char** argv) {
       {"16 x `ssh hN true` in parallel", hosts->client_argv({"/bin/sh", "-c", ssh_per_rank_script()}), {}},
   };
   if (argc > 3) {
-    rows.push_back({"trainrun, ranks init + barrier", hosts->client_argv({trainrun, "-H", hosts_option(), argv[3], "init"}),
-                    {}});
+    rows.push_back({"trainrun, ranks init + barrier",
+                    hosts->client_argv({trainrun, "-H", hosts_option(), argv[3], "init"}), {}});
   }
   // One warm-up round each (page cache, ARP), then alternate.
   for (int round = -1; round < rounds; ++round) {

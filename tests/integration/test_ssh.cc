@@ -146,7 +146,9 @@ TEST_CASE("ranks run on their hosts, reduce across them, and MASTER_ADDR is rank
   const ProcessResult names = run_remote({"-H", "h1,h2,h3,h4", "/bin/hostname"});
   INFO(names.out, names.err);
   CHECK(names.exit_code == 0);
-  for (int h = 1; h <= 4; ++h) CHECK(contains(names.out, "[" + std::to_string(h - 1) + "] h" + std::to_string(h) + "\n"));
+  for (int h = 1; h <= 4; ++h) {
+    CHECK(contains(names.out, "[" + std::to_string(h - 1) + "] h" + std::to_string(h) + "\n"));
+  }
   std::string tag;
   const ProcessResult r = run_remote(
       {"-H", "h2:2,h3:1,h4:1", rank_program(), "allreduce", "env:MASTER_ADDR", "env:TRAINRUN_HOSTNAME"}, &tag);
@@ -315,7 +317,9 @@ TEST_CASE("Ctrl-C reaches every remote rank; the secret is on no command line an
   CHECK(r.exit_code == 130);
   CHECK(contains(r.err, "trainrun: stopped by SIGINT"));
   CHECK_FALSE(contains(r.err, secret));
-  for (int h = 1; h <= 4; ++h) CHECK_FALSE(contains(read_text(hosts().dir() + "/sshd-h" + std::to_string(h) + ".log"), secret));
+  for (int h = 1; h <= 4; ++h) {
+    CHECK_FALSE(contains(read_text(hosts().dir() + "/sshd-h" + std::to_string(h) + ".log"), secret));
+  }
   CHECK(nothing_left_anywhere(tag));
 }
 
@@ -327,7 +331,9 @@ TEST_CASE("while a job runs, its secret is in no /proc/*/cmdline, on any host") 
                       "sleep:60000"},
                      tag),
             options);
-  for (int rank = 0; rank < 3; ++rank) REQUIRE(job.wait_for_output("rank " + std::to_string(rank) + ": ready", seconds(30)));
+  for (int rank = 0; rank < 3; ++rank) {
+    REQUIRE(job.wait_for_output("rank " + std::to_string(rank) + ": ready", seconds(30)));
+  }
   std::string secret;
   for (int i = 0; i < 3 && secret.empty(); ++i) {
     // The secret is in the ranks' environment: read it where a rank put it.
@@ -355,7 +361,8 @@ TEST_CASE("while a job runs, its secret is in no /proc/*/cmdline, on any host") 
 }
 
 TEST_CASE("program arguments reach remote ranks byte for byte") {
-  const std::string weird = "a b  'c' \"d\" $(touch " + hosts().dir() + "/pwned) ; echo pwned `id` \\ $HOME * ü€ \t end";
+  const std::string weird =
+      "a b  'c' \"d\" $(touch " + hosts().dir() + "/pwned) ; echo pwned `id` \\ $HOME * ü€ \t end";
   const ProcessResult r = run_remote({"-H", "h1,h2", rank_program(), "print:" + weird});
   INFO(r.out, r.err);
   CHECK(r.exit_code == 0);
