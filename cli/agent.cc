@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli/agent_protocol.h"
+#include "cli/host_probe.h"
 #include "cli/process_tree.h"
 #include "cli/rank_env.h"
 #include "trainrun/version.h"
@@ -65,6 +66,7 @@ class Agent {
   void reap();
   void terminate(std::chrono::milliseconds grace);
   void flush_outbound(bool block);
+  void launcher_went_away();
   bool running() const;
   void queue(FrameType type, std::uint32_t rank, std::uint8_t stream, std::string_view payload) {
     if (!launcher_gone_) append_frame(outbound_, type, rank, stream, payload);
@@ -84,6 +86,12 @@ class Agent {
   bool have_job_ = false;
   bool launcher_gone_ = false;   // stdin closed or stdout broken
   std::optional<Clock::time_point> kill_at_;
+  // A remote launcher pings (Ping frames): once it has, silence on stdin
+  // for ping_window_ means the connection died without an EOF (an
+  // unplugged host or launcher), so the job here ends.
+  std::optional<std::chrono::milliseconds> ping_window_;
+  Clock::time_point ping_deadline_;
+  HostProbe probe_;
 };
 
 void Agent::setup_signals() {
@@ -204,6 +212,14 @@ void Agent::handle_frame(const Frame& frame) {
       signal_descendants(::getpid(), SIGKILL);
       kill_at_ = Clock::now();
       return;
+    case FrameType::Ping:
+      ping_window_ = std::chrono::milliseconds(std::max(1, std::atoi(frame.payload.c_str())));
+      ping_deadline_ = Clock::now() + *ping_window_;
+      return;
+    case FrameType::Probe:
+      return queue(FrameType::ProbeResult, 0, 0, probe_.answer(frame.payload));
+    case FrameType::Reach:
+      return queue(FrameType::ReachResult, 0, 0, probe_.reach(frame.payload));
     default:
       queue(FrameType::Fatal, 0, 0, "unexpected frame type " + std::to_string(static_cast<int>(frame.type)));
   }
@@ -223,16 +239,9 @@ void Agent::terminate(std::chrono::milliseconds grace) {
 void Agent::read_input() {
   char buffer[65536];
   const ssize_t n = ::read(in_, buffer, sizeof buffer);
-  if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-    // The launcher is gone (finished, killed, or the SSH channel closed):
-    // nothing of this job may outlive it.
-    launcher_gone_ = true;
-    if (running() || !descendants_of(::getpid()).empty()) {
-      terminate(std::chrono::milliseconds(have_job_ ? job_.grace_ms : 0));
-    }
-    return;
-  }
+  if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return launcher_went_away();
   if (n < 0) return;
+  if (ping_window_) ping_deadline_ = Clock::now() + *ping_window_;
   reader_.feed(std::string_view(buffer, static_cast<std::size_t>(n)));
   try {
     while (auto frame = reader_.next()) handle_frame(*frame);
@@ -240,6 +249,16 @@ void Agent::read_input() {
     queue(FrameType::Fatal, 0, 0, e.what());
     launcher_gone_ = true;
     terminate(std::chrono::milliseconds(0));
+  }
+}
+
+// The launcher is gone (finished, killed, the SSH channel closed or went
+// silent): nothing of this job may outlive it.
+void Agent::launcher_went_away() {
+  launcher_gone_ = true;
+  ping_window_.reset();
+  if (running() || !descendants_of(::getpid()).empty()) {
+    terminate(std::chrono::milliseconds(have_job_ ? job_.grace_ms : 0));
   }
 }
 
@@ -360,7 +379,7 @@ int Agent::run() {
       timeout = static_cast<int>(std::max<long long>(
           0, std::chrono::duration_cast<std::chrono::milliseconds>(*kill_at_ - Clock::now()).count()));
     }
-    if (launcher_gone_) timeout = timeout < 0 ? 100 : std::min(timeout, 100);
+    if (launcher_gone_ || ping_window_) timeout = timeout < 0 ? 100 : std::min(timeout, 100);
     ::poll(fds.data(), fds.size(), timeout);
 
     for (const pollfd& p : fds) {
@@ -376,6 +395,7 @@ int Agent::run() {
       }
     }
     if (!outbound_.empty()) flush_outbound(false);
+    if (ping_window_ && Clock::now() > ping_deadline_) launcher_went_away();
     if (kill_at_ && Clock::now() >= *kill_at_) {
       signal_descendants(::getpid(), SIGKILL);
       kill_at_ = Clock::now() + std::chrono::milliseconds(100);  // again, for late forks

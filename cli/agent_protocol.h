@@ -22,12 +22,18 @@ enum class FrameType : std::uint8_t {
   Signal = 4,     // payload: signal number (decimal); delivered to every rank
   Terminate = 5,  // SIGTERM to every rank, SIGKILL after the job's grace
   Kill = 6,       // SIGKILL to every rank and everything they started
+  Ping = 7,       // payload: ms (decimal); the launcher is alive, and the
+                  // agent ends the job if no frame comes for that long
+  Probe = 8,      // payload: encoded ProbeRequest (cli/host_probe.h)
+  Reach = 9,      // payload: "address port" lines to try to connect to
   // agent -> launcher
   Hello = 20,     // payload: the agent's version
   Started = 21,   // rank, payload: pid (decimal)
   Output = 22,    // rank, stream (1 stdout, 2 stderr), payload: bytes
   Exited = 23,    // rank, payload: raw wait status (decimal)
   Fatal = 24,     // payload: why the agent cannot go on (bad job, ...)
+  ProbeResult = 25,  // payload: encoded ProbeAnswer
+  ReachResult = 26,  // payload: one line per Reach target, empty when reached
 };
 
 struct Frame {

@@ -17,8 +17,10 @@
 #include "cli/local_agent_link.h"
 #include "cli/local_host.h"
 #include "cli/output_router.h"
+#include "cli/preflight.h"
 #include "cli/program_path.h"
 #include "cli/rank_env.h"
+#include "cli/remote_plan.h"
 #include "cli/shell_words.h"
 #include "cli/supervisor.h"
 #include "rendezvous/auth.h"
@@ -41,17 +43,14 @@ std::optional<std::string> read_file(const std::string& path, std::string* error
   return content.str();
 }
 
-std::string current_directory() {
-  char path[PATH_MAX];
-  return ::getcwd(path, sizeof path) ? path : ".";
-}
-
-JobEnv job_environment(const Options& options, const JobPlan& plan) {
+JobEnv job_environment(const Options& options, const JobPlan& plan, const RemotePlan& remote) {
   JobEnv job;
   job.size = static_cast<int>(plan.ranks.size());
   job.backend = options.backend;
   job.start_timeout_s = options.start_timeout_s;
   job.extra = plan.forwarded;
+  job.extra.insert(job.extra.end(), remote.rank_env().begin(), remote.rank_env().end());
+  job.rendezvous_addr = remote.bind_address();
   return job;
 }
 
@@ -73,12 +72,13 @@ std::vector<JobSpec> host_jobs(const Options& options, const JobPlan& plan, cons
   return jobs;
 }
 
-int dry_run(const Options& options, const JobPlan& plan) {
-  JobEnv job = job_environment(options, plan);
-  job.rendezvous_addr = "127.0.0.1";
-  job.master_addr = "127.0.0.1";
+int dry_run(const Options& options, const JobPlan& plan, const RemotePlan& remote) {
+  JobEnv job = job_environment(options, plan, remote);
+  job.master_addr = remote.is_remote(0) ? "<rank 0's host address>" : job.rendezvous_addr;
   std::cout << "trainrun: dry run: " << plan.ranks.size() << " rank(s) on " << plan.hosts.size()
-            << " host(s); rendezvous on 127.0.0.1, port chosen at launch; nothing is started\n";
+            << " host(s); rendezvous on " << job.rendezvous_addr
+            << ", port chosen at launch; nothing is started\n";
+  for (const std::string& line : remote.choices()) std::cout << "trainrun: " << line << "\n";
   std::cout << "rank  host              local  cross  command\n";
   const std::string cwd = current_directory();
   for (const RankSlot& slot : plan.ranks) {
@@ -98,49 +98,89 @@ int dry_run(const Options& options, const JobPlan& plan) {
   return 0;
 }
 
+// Multi-host: every remote host checked at once, its agent started; nothing
+// starts unless all pass. Returns trainrun's exit status when they did not.
+std::optional<int> start_remote(const Options& options, const RemotePlan& remote, RemoteAgents& agents) {
+  if (!remote.any_remote()) return std::nullopt;
+  agents = start_remote_agents(remote.remote_hosts(), options.remote, remote.probe(current_directory()),
+                               options.verbose);
+  if (agents.signal) {
+    std::cerr << "trainrun: received " << signal_name(agents.signal)
+              << " during the pre-flight checks; nothing was started\n";
+    std::_Exit(128 + agents.signal);  // host threads may still wait on the network
+  }
+  if (agents.ok) return std::nullopt;
+  std::cerr << preflight_failure_report(agents.rows, remote.remote_hosts().size());
+  return kExitLaunch;
+}
+
 }  // namespace
 
-int launch(const Options& options) {
+std::string current_directory() {
+  char path[PATH_MAX];
+  return ::getcwd(path, sizeof path) ? path : ".";
+}
+
+std::optional<PlannedJob> plan_job(const Options& options) {
   PlanResult planned = make_plan(options, this_host_name(), &std::getenv, read_file);
   if (!planned.plan) {
     std::cerr << "trainrun: error: " << planned.error << "\n";
-    return kExitUsage;
+    return std::nullopt;
   }
-  const JobPlan& plan = *planned.plan;
-  for (const HostSlots& host : plan.hosts) {
-    if (!is_local_host(host.host)) {
-      std::cerr << "trainrun: error: host '" << display_name(host)
-                << "' is not this machine, and this trainrun starts ranks on this machine only\n";
-      return kExitUsage;
-    }
+  try {
+    // Multi-host: which hosts are remote, and which network the job uses.
+    RemotePlan remote(*planned.plan, options);
+    return PlannedJob{std::move(*planned.plan), std::move(remote)};
+  } catch (const Error& e) {
+    std::cerr << "trainrun: error: " << e.what() << "\n";
+    return std::nullopt;
   }
+}
+
+int launch(const Options& options) {
+  const std::optional<PlannedJob> planned = plan_job(options);
+  if (!planned) return kExitUsage;
+  const JobPlan& plan = planned->plan;
+  const RemotePlan& remote = planned->remote;
+  // Remote hosts look for the program themselves, in the pre-flight.
   const ProgramLookup program = find_program(options.command.front(), std::getenv("PATH"));
-  if (!program.path) {
+  if (!program.path && remote.any_local()) {
     std::cerr << "trainrun: error: " << program.error << "\n";
     return program.exit_code;
   }
-  if (options.dry_run) return dry_run(options, plan);
+  if (options.dry_run) return dry_run(options, plan, remote);
 
   // Before the server thread and the agents exist (they inherit the mask).
   const sigset_t previous_mask = block_job_signals();
   const rendezvous::Secret secret = rendezvous::generate_secret();
   rendezvous::HttpServer::Options server_options;
-  server_options.bind_address = "127.0.0.1";
+  server_options.bind_address = remote.bind_address();
   rendezvous::HttpServer server(secret, server_options);
   server.start();
+  if (options.verbose) {
+    for (const std::string& line : remote.choices()) std::cerr << "trainrun: " << line << "\n";
+  }
 
-  JobEnv job = job_environment(options, plan);
-  job.rendezvous_addr = server_options.bind_address;
+  RemoteAgents remote_agents;
+  if (const std::optional<int> failed = start_remote(options, remote, remote_agents)) {
+    server.stop();
+    ::sigprocmask(SIG_SETMASK, &previous_mask, nullptr);
+    return *failed;
+  }
+
+  JobEnv job = job_environment(options, plan, remote);
   job.rendezvous_port = server.port();
   job.job_id = rendezvous::random_hex(8);
   job.secret_hex = rendezvous::to_hex(secret);
-  job.master_addr = server_options.bind_address;
-  job.master_port = net::free_tcp_port(server_options.bind_address);
+  // torch's env:// store runs in rank 0, so MASTER_ADDR is rank 0's host.
+  job.master_addr = remote.is_remote(0) ? remote_agents.answers[0].address : job.rendezvous_addr;
+  job.master_port = remote.is_remote(0) ? remote_agents.answers[0].free_port : net::free_tcp_port(job.master_addr);
   const std::vector<JobSpec> jobs = host_jobs(options, plan, job);
   if (options.verbose) {
     std::cerr << "trainrun: job " << job.job_id << ": " << plan.ranks.size() << " rank(s) on "
               << plan.hosts.size() << " host(s), rendezvous " << job.rendezvous_addr << ":"
-              << job.rendezvous_port << ", program " << *program.path << "\n";
+              << job.rendezvous_port << ", MASTER_ADDR " << job.master_addr << ":" << job.master_port
+              << ", program " << program.path.value_or(options.command.front()) << "\n";
   }
 
   OutputRouter::Options output_options;
@@ -154,7 +194,10 @@ int launch(const Options& options) {
   for (const RankSlot& slot : plan.ranks) rank_hosts.push_back(display_name(plan.hosts[slot.host_index]));
   JobState state(static_cast<int>(plan.ranks.size()), rank_hosts);
   std::vector<std::unique_ptr<AgentLink>> agents;
-  for (const HostSlots& host : plan.hosts) agents.push_back(std::make_unique<LocalAgentLink>(display_name(host)));
+  for (std::size_t i = 0, next_remote = 0; i < plan.hosts.size(); ++i) {
+    agents.push_back(remote.is_remote(i) ? std::move(remote_agents.links[next_remote++])
+                                          : std::make_unique<LocalAgentLink>(display_name(plan.hosts[i])));
+  }
 
   SupervisorOptions supervision;
   supervision.grace_s = options.grace_s;

@@ -3,10 +3,27 @@
 // trainrun's exit status (man/trainrun.1).
 #pragma once
 
+#include <string>
+
+#include <optional>
+
+#include "cli/job_plan.h"
 #include "cli/options.h"
+#include "cli/remote_plan.h"
 
 namespace trainrun::cli {
 
 int launch(const Options& options);
+
+// What launch() plans before it starts anything: hosts and ranks (from
+// -H, --hostfile or this machine), and the network and remote hosts.
+struct PlannedJob {
+  JobPlan plan;
+  RemotePlan remote;
+};
+// nullopt after printing the usage error (exit 2). Also for `trainrun doctor`.
+std::optional<PlannedJob> plan_job(const Options& options);
+// The directory every rank starts in.
+std::string current_directory();
 
 }  // namespace trainrun::cli

@@ -5,6 +5,7 @@
 
 #include "backends/registry.h"
 #include "cli/agent.h"
+#include "cli/doctor.h"
 #include "cli/job_state.h"
 #include "cli/launch.h"
 #include "cli/options.h"
@@ -27,6 +28,17 @@ int main(int argc, char** argv) {
   using namespace trainrun::cli;
   // `trainrun agent`: started by a launcher, speaks frames on stdin/stdout.
   if (argc == 2 && std::strcmp(argv[1], "agent") == 0) return run_agent(0, 1);
+  // `trainrun doctor -H ...`: the multi-host checks alone (cli/doctor.h).
+  if (argc >= 2 && std::strcmp(argv[1], "doctor") == 0) {
+    ParseResult parsed = parse_options(argc - 1, argv + 1);
+    if (parsed.exit_code >= 0) return parsed.exit_code;
+    try {
+      return run_doctor(parsed.options);
+    } catch (const trainrun::Error& e) {
+      std::cerr << "trainrun: error: " << e.what() << "\n";
+      return 1;
+    }
+  }
 
   ParseResult parsed = parse_options(argc, argv);
   if (parsed.exit_code >= 0) return parsed.exit_code;

@@ -14,6 +14,28 @@ constexpr const char* kDescription =
     "  trainrun -np 8 -H localhost:8 ./train\n"
     "Everything from the program name on is passed to the program untouched.\n";
 
+// Multi-host: SSH and network choices (cli/remote_options.h).
+void add_remote_options(CLI::App& app, RemoteOptions& r) {
+  const char* group = "Multi-host";
+  app.add_option("-p,--ssh-port", r.ssh_port, "SSH port of every host (default: ~/.ssh/config, else 22)")
+      ->check(CLI::Range(1, 65535))->group(group);
+  app.add_option("-i,--ssh-identity-file", r.ssh_identity_file,
+                 "Private key to try first (then ssh-agent and ~/.ssh keys)")->group(group);
+  app.add_option("--ssh-connect-timeout", r.ssh_connect_timeout_s,
+                 "Seconds to connect to and log in to each host (default 10)")
+      ->check(CLI::Range(1, 3600))->group(group);
+  app.add_flag("--ssh-accept-new", r.ssh_accept_new,
+               "Add unknown host keys to known_hosts (a changed key is always refused)")->group(group);
+  app.add_option("--remote-trainrun", r.remote_trainrun,
+                 "trainrun on the other hosts (default: this binary's absolute path)")->group(group);
+  auto* network = app.add_option("--network", r.network,
+                                 "Network the job uses, e.g. 10.1.0.0/16 (default: the route to the hosts)")
+                      ->group(group);
+  app.add_option("--network-interface", r.network_interface,
+                 "Interface the job uses, the same name on every host")
+      ->excludes(network)->group(group);
+}
+
 void build(CLI::App& app, Options& o) {
   app.description(kDescription);
   app.prefix_command();  // everything from the program name on belongs to the program
@@ -50,6 +72,8 @@ void build(CLI::App& app, Options& o) {
       ->check(CLI::Range(0.001, 1e9))->group(control);
   app.add_option("--grace", o.grace_s, "Seconds between SIGTERM and SIGKILL on teardown (default 5)")
       ->check(CLI::Range(0.0, 3600.0))->group(control);
+
+  add_remote_options(app, o.remote);
 
   const char* info = "Information";
   app.add_flag("--verbose", o.verbose, "Print what trainrun decides and does")->group(info);

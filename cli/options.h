@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "cli/remote_options.h"
+
 namespace trainrun::cli {
 
 struct Options {
@@ -28,6 +30,7 @@ struct Options {
   bool dry_run = false;
   bool check_build = false;
   std::vector<std::string> command;    // program and its arguments, untouched
+  RemoteOptions remote;                // SSH and network (multi-host)
 };
 
 struct ParseResult {

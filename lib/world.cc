@@ -188,6 +188,7 @@ World world_from_env(const EnvLookup& env) {
     read_slurm(env, w);
   }
   w.iface = read_string(env, p::kEnvIface);
+  w.network = read_string(env, p::kEnvNetwork);
   if (auto s = read_int(env, p::kEnvStartTimeout, 1, 86400)) w.start_timeout = std::chrono::seconds(*s);
   if (auto s = read_int(env, p::kEnvCollectiveTimeout, 1, 30 * 86400)) {
     w.collective_timeout = std::chrono::seconds(*s);

@@ -31,7 +31,8 @@ struct World {
   std::uint16_t rendezvous_port = 0;
   std::string job_id;
   std::string secret_hex;
-  std::string iface;  // TRAINRUN_IFACE
+  std::string iface;    // TRAINRUN_IFACE
+  std::string network;  // TRAINRUN_NETWORK (CIDR)
   std::chrono::milliseconds start_timeout{30'000};
   std::chrono::milliseconds collective_timeout{1'800'000};
 

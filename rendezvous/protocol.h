@@ -27,6 +27,9 @@ inline constexpr const char* kEnvSecret = "TRAINRUN_SECRET";
 // Network interface Gloo binds to; the launcher sets it when it knows better
 // than "the address that routes to the rendezvous server".
 inline constexpr const char* kEnvIface = "TRAINRUN_IFACE";
+// A network in CIDR form (launcher --network): each rank binds its own
+// host's address in it, which takes precedence over the route rule above.
+inline constexpr const char* kEnvNetwork = "TRAINRUN_NETWORK";
 // Seconds every rank may take to reach the rendezvous (launcher --start-timeout).
 inline constexpr const char* kEnvStartTimeout = "TRAINRUN_START_TIMEOUT";
 // Seconds one collective may block before it fails with Error::Code::Timeout.

@@ -8,9 +8,10 @@ packages=(
   # build
   g++ meson ninja-build pkg-config cmake python3
   # libraries (DESIGN §6)
-  libcli11-dev libboost-dev libssl-dev libgloo-dev doctest-dev
-  # tests and benchmarks (readelf: no binary may link NCCL or CUDA)
-  procps binutils
+  libcli11-dev libboost-dev libssl-dev libgloo-dev doctest-dev libssh-dev
+  # tests and benchmarks (readelf: no binary may link NCCL or CUDA; the
+  # multi-host tests run sshd in network namespaces)
+  procps binutils openssh-server openssh-client iproute2
 )
 # Commands that other packages may provide (nodesource's nodejs ships npm;
 # Debian's npm package would conflict with it): installed only when absent.

@@ -13,6 +13,7 @@
 #include "backends/gloo/socket_mesh.h"
 #include "backends/reduction.h"
 #include "rendezvous/auth.h"
+#include "rendezvous/interfaces.h"
 #include "rendezvous/kv_request.h"
 #include "rendezvous/net.h"
 #include "rendezvous/store.h"
@@ -59,7 +60,9 @@ class GlooBackend final : public Backend {
                   "TRAINRUN_RENDEZVOUS_ADDR/PORT/SECRET)");
     }
     gloo::transport::tcp::attr attr;
-    const std::string address = net::local_address_toward(context.world.rendezvous_addr);
+    const std::string address = context.world.network.empty()
+                                    ? net::local_address_toward(context.world.rendezvous_addr)
+                                    : net::address_in_network(context.world.network);
     if (!context.world.iface.empty()) {
       attr.iface = context.world.iface;
     } else {
@@ -99,10 +102,12 @@ class GlooBackend final : public Backend {
 
   // The address Gloo's device bound to (the interface's, under TRAINRUN_IFACE).
   std::string device_address() const {
-    const std::string description = device_->str();  // e.g. "tcp, pci=..., ip=10.0.0.2"
-    const std::size_t at = description.find("ip=");
+    // e.g. "tcp, pci=, iface=eth0, speed=10000, addr=[10.0.0.2]"
+    const std::string description = device_->str();
+    const std::size_t at = description.find("addr=[");
     if (at == std::string::npos) return "127.0.0.1";
-    return description.substr(at + 3, description.find_first_of(", ", at + 3) - at - 3);
+    const std::size_t start = at + 6;
+    return description.substr(start, description.find(']', start) - start);
   }
 
   std::string name() const override { return "gloo"; }

@@ -1,0 +1,467 @@
+// Multi-host jobs over SSH, for real: four network-namespace hosts with
+// their own sshd (tests/integration/ssh_hosts.h), the built trainrun as
+// the launcher. What a user sees: results, exit codes, the pre-flight
+// table, "lost connection" messages, and that nothing of a job is left on
+// any host. Exits 77 (skip) with the reason when the hosts cannot be made.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <functional>
+#include <dirent.h>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "tests/integration/ssh_hosts.h"
+#include "tests/integration/trainrun_runner.h"
+
+using namespace trainrun::test;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+namespace {
+
+SshHosts* g_hosts = nullptr;
+SshHosts& hosts() { return *g_hosts; }
+
+// trainrun ARGS as the launcher (with the test's ~/.ssh); the ranks get
+// the test's tag through -x, since remote ranks inherit nothing else.
+std::vector<std::string> launcher(std::vector<std::string> args, const std::string& tag) {
+  args.insert(args.begin(), {trainrun_bin(), "-x", tag});
+  return hosts().client_argv(args);
+}
+
+ProcessResult run_remote(std::vector<std::string> args, std::string* tag_out = nullptr,
+                         ProcessOptions options = {}) {
+  options.env.push_back(unique_tag());
+  if (tag_out) *tag_out = options.env.back();
+  return run_process(launcher(std::move(args), options.env.back()), options);
+}
+
+// Nothing of the job anywhere: no rank (by tag) and nothing but the sshd
+// listeners in the hosts' namespaces (no agent, no session).
+bool nothing_left_anywhere(const std::string& tag, milliseconds within = seconds(3)) {
+  return nothing_left(tag, within) && hosts().nothing_on_hosts(within);
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+// The lines of `text` that contain `what`.
+std::string line_with(const std::string& text, const std::string& what) {
+  std::stringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (contains(line, what)) return line;
+  }
+  return "";
+}
+
+struct FaultResult {
+  ProcessResult result;
+  double seconds_after_fault = 0;
+};
+
+// A job of sleeping ranks on `hosts_option` (one rank per host); once every
+// rank is ready, `fault` happens to a host; then trainrun's result.
+FaultResult fault_mid_job(const std::string& hosts_option, const std::function<void()>& fault, std::string* tag) {
+  ProcessOptions options;
+  options.env.push_back(unique_tag());
+  *tag = options.env.back();
+  Child job(launcher({"-H", hosts_option, "--grace", "1", rank_program(), "init", "print:ready", "sleep:60000"}, *tag),
+            options);
+  const int last_rank = static_cast<int>(std::count(hosts_option.begin(), hosts_option.end(), ','));
+  REQUIRE(job.wait_for_output("rank " + std::to_string(last_rank) + ": ready", seconds(30)));
+  const auto start = std::chrono::steady_clock::now();
+  fault();
+  FaultResult f;
+  f.result = job.wait();
+  f.seconds_after_fault = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return f;
+}
+
+// Whether a table in `text` has a row for `host` whose check is `check`
+// and whose result starts with `result`, whatever the column widths.
+bool row_says(const std::string& text, const std::string& host, const std::string& check,
+              const std::string& result) {
+  std::stringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const std::size_t start = line.find_first_not_of(' ');
+    if (start == std::string::npos || line.compare(start, host.size() + 1, host + " ") != 0) continue;
+    std::string rest = line.substr(start + host.size());
+    rest.erase(0, rest.find_first_not_of(' '));
+    if (rest.compare(0, check.size() + 1, check + " ") != 0) continue;
+    rest.erase(0, rest.find_first_not_of(' ', check.size()));
+    if (rest.rfind(result, 0) == 0) return true;
+  }
+  return false;
+}
+
+std::string fingerprint(const std::string& public_key) {
+  const ProcessResult r = run_process({"/usr/bin/ssh-keygen", "-l", "-f", public_key});
+  INFO(r.out, r.err);
+  std::stringstream words(r.out);
+  std::string bits, hash;
+  words >> bits >> hash;
+  return hash;
+}
+
+}  // namespace
+
+TEST_CASE("conformance: 8 ranks on 4 hosts") {
+  std::string tag;
+  const ProcessResult r = run_remote({"-x", "TRAINRUN_COLLECTIVE_TIMEOUT=120", "-H", "h1:2,h2:2,h3:2,h4:2", "-np",
+                                      "8", "--backend", "gloo", program_path("CONFORMANCE")},
+                                     &tag);
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(count(r.out, "of 8 (gloo): passed") == 8);
+  CHECK(nothing_left_anywhere(tag));
+}
+
+TEST_CASE("conformance: 16 ranks on 4 hosts") {
+  std::string tag;
+  ProcessOptions options;
+  options.timeout = seconds(600);
+  const ProcessResult r = run_remote({"-x", "TRAINRUN_COLLECTIVE_TIMEOUT=300", "-H", "h1:4,h2:4,h3:4,h4:4",
+                                      "--backend", "gloo", program_path("CONFORMANCE")},
+                                     &tag, options);
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(count(r.out, "of 16 (gloo): passed") == 16);
+  CHECK(nothing_left_anywhere(tag));
+}
+
+TEST_CASE("ranks run on their hosts, reduce across them, and MASTER_ADDR is rank 0's host") {
+  const ProcessResult names = run_remote({"-H", "h1,h2,h3,h4", "/bin/hostname"});
+  INFO(names.out, names.err);
+  CHECK(names.exit_code == 0);
+  for (int h = 1; h <= 4; ++h) {
+    CHECK(contains(names.out, "[" + std::to_string(h - 1) + "] h" + std::to_string(h) + "\n"));
+  }
+  std::string tag;
+  const ProcessResult r = run_remote(
+      {"-H", "h2:2,h3:1,h4:1", rank_program(), "allreduce", "env:MASTER_ADDR", "env:TRAINRUN_HOSTNAME"}, &tag);
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(count(r.out, "sum=6\n") == 4);
+  CHECK(count(r.out, "MASTER_ADDR=" + hosts().address(2) + "\n") == 4);
+  CHECK(contains(r.out, "[3] rank 3: TRAINRUN_HOSTNAME=h4\n"));
+  CHECK(r.err.empty());
+  CHECK(nothing_left_anywhere(tag));
+}
+
+TEST_CASE("this machine and remote hosts in one job") {
+  std::string tag;
+  const ProcessResult r =
+      run_remote({"-H", "localhost:1,h1:1,h2:1", rank_program(), "allreduce", "env:MASTER_ADDR"}, &tag);
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(count(r.out, "sum=3\n") == 3);
+  CHECK(count(r.out, "MASTER_ADDR=" + hosts().launcher_address() + "\n") == 3);
+  CHECK(nothing_left_anywhere(tag));
+}
+
+TEST_CASE("every pre-flight failure in one table, all hosts checked at once, nothing started") {
+  std::string tag;
+  const ProcessResult r = run_remote({"--ssh-connect-timeout", "2", "-H",
+                                      "h1,refused,blackhole,no-such-host.invalid,nobody@h2,badkey,unknown",
+                                      rank_program(), "print:started"},
+                                     &tag);
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 125);
+  CHECK(r.seconds < 2 + 3);  // in parallel: one timeout, not one per host
+  CHECK(contains(r.err, "trainrun: pre-flight checks failed on 6 of 7 host(s); nothing was started\n"));
+  CHECK(contains(r.err, "  host "));
+  CHECK(row_says(r.err, "refused", "connect", "connection refused"));
+  CHECK(row_says(r.err, "blackhole", "connect", "timed out"));
+  CHECK(row_says(r.err, "no-such-host.invalid", "connect", "cannot resolve no-such-host.invalid"));
+  CHECK(row_says(r.err, "nobody@h2", "login", "authentication failed (publickey) as nobody"));
+  const std::string mismatch = line_with(r.err, "  badkey ");
+  CHECK(contains(mismatch, "host key  host key mismatch: " + hosts().address(3) + " presents ssh-ed25519 " +
+                               fingerprint(hosts().dir() + "/hostkey-h3.pub")));
+  const std::string unknown = line_with(r.err, "  unknown ");
+  CHECK(contains(unknown, "host key  unknown host key ssh-ed25519 " + fingerprint(hosts().dir() + "/hostkey-h4.pub")));
+  CHECK(contains(unknown, "ssh-keyscan -p 22 " + hosts().address(4) + " >> ~/.ssh/known_hosts"));
+  CHECK(line_with(r.err, "  h1 ").empty());
+  CHECK_FALSE(contains(r.out, "started"));
+  CHECK(nothing_left_anywhere(tag));
+}
+
+TEST_CASE("Ctrl-C during the pre-flight: trainrun stops at once and nothing starts") {
+  ProcessOptions options;
+  options.env.push_back(unique_tag());
+  Child job(launcher({"--ssh-connect-timeout", "30", "-H", "h1,blackhole", rank_program(), "print:started"},
+                     options.env.back()),
+            options);
+  ::usleep(500'000);
+  const auto interrupted = std::chrono::steady_clock::now();
+  job.signal(SIGINT);
+  const ProcessResult r = job.wait();
+  INFO(r.out, r.err);
+  CHECK(std::chrono::steady_clock::now() - interrupted < seconds(2));
+  CHECK(r.exit_code == 130);
+  CHECK(r.err == "trainrun: received SIGINT during the pre-flight checks; nothing was started\n");
+  CHECK(hosts().nothing_on_hosts(seconds(3)));
+}
+
+TEST_CASE("the program, the directory, the remote trainrun and its version are checked on each host") {
+  const ProcessResult missing = run_remote({"-H", "h1,h2", "/nonexistent/prog"});
+  INFO(missing.out, missing.err);
+  CHECK(missing.exit_code == 125);
+  CHECK(row_says(missing.err, "h1", "program", "no such file: /nonexistent/prog"));
+  CHECK(row_says(missing.err, "h2", "program", "no such file: /nonexistent/prog"));
+
+  const ProcessResult no_trainrun = run_remote({"--remote-trainrun", "/nonexistent/trainrun", "-H", "h1", "/bin/true"});
+  INFO(no_trainrun.out, no_trainrun.err);
+  CHECK(no_trainrun.exit_code == 125);
+  CHECK(row_says(no_trainrun.err, "h1", "remote trainrun", "no such file: /nonexistent/trainrun"));
+
+  // An agent that says Hello with another version, then waits.
+  const std::string old_agent = hosts().dir() + "/old-trainrun";
+  std::ofstream(old_agent) << "#!/bin/sh\nprintf '\\024\\000\\000\\000\\000\\000\\000\\000\\012\\000\\000\\000"
+                              "0.0.0-test'\nexec cat > /dev/null\n";
+  ::chmod(old_agent.c_str(), 0755);
+  const ProcessResult old = run_remote({"--remote-trainrun", old_agent, "-H", "h1,h2", "/bin/true"});
+  INFO(old.out, old.err);
+  CHECK(old.exit_code == 125);
+  CHECK(row_says(old.err, "h2", "version", "version mismatch: " + old_agent +
+                                                  " there is trainrun 0.0.0-test, this is trainrun "));
+
+  // A directory only the launcher has: the ranks could not start in it.
+  const std::string cwd = hosts().client_only_dir();
+  const ProcessResult no_dir = run_process(hosts().client_argv(
+      {"/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", cwd, trainrun_bin(), "-H", "h3", "/bin/true"}));
+  INFO(no_dir.out, no_dir.err);
+  CHECK(no_dir.exit_code == 125);
+  CHECK(row_says(no_dir.err, "h3", "directory", "no such directory: " + cwd));
+  CHECK(hosts().nothing_on_hosts(seconds(3)));
+}
+
+TEST_CASE("--ssh-accept-new adds an unknown host key, never a changed one") {
+  const std::string known = hosts().dir() + "/client-home/.ssh/known_hosts_new";
+  ::unlink(known.c_str());
+  const ProcessResult refused = run_remote({"-H", "newhost", "/bin/true"});
+  INFO(refused.out, refused.err);
+  CHECK(refused.exit_code == 125);
+  CHECK(contains(refused.err, "unknown host key ssh-ed25519 SHA256:"));
+  const ProcessResult accepted = run_remote({"--ssh-accept-new", "-H", "newhost", "/bin/true"});
+  INFO(accepted.out, accepted.err);
+  CHECK(accepted.exit_code == 0);
+  CHECK(contains(read_text(known), hosts().address(2) + " ssh-ed25519 "));
+  const ProcessResult again = run_remote({"-H", "newhost", "/bin/true"});
+  INFO(again.out, again.err);
+  CHECK(again.exit_code == 0);
+  const ProcessResult changed = run_remote({"--ssh-accept-new", "-H", "badkey", "/bin/true"});
+  INFO(changed.out, changed.err);
+  CHECK(changed.exit_code == 125);
+  CHECK(contains(changed.err, "host key mismatch"));
+}
+
+TEST_CASE("a remote rank exits 7: trainrun exits 7, names it, and nothing is left on any host") {
+  std::string tag;
+  const ProcessResult r = run_remote(
+      {"-H", "h1:2,h2:2", "--grace", "2", rank_program(), "spawn-tree", "exit:3:7", "sleep:60000"}, &tag);
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 7);
+  CHECK(contains(r.err, "trainrun: job failed: rank 3 (host h2, pid "));
+  CHECK(contains(r.err, "exited with code 7\n"));
+  CHECK(r.seconds < 1 + 2 + 2);
+  CHECK(nothing_left_anywhere(tag));
+}
+
+TEST_CASE("kill -9 of trainrun: nothing is left on any host within grace + 3 s") {
+  ProcessOptions options;
+  options.env.push_back(unique_tag());
+  const std::string tag = options.env.back();
+  Child job(launcher({"-H", "h1:2,h2:2,h3:2", "--grace", "1", rank_program(), "spawn-tree", "print:ready",
+                      "sleep:60000"},
+                     tag),
+            options);
+  REQUIRE(job.wait_for_output("rank 5: ready", seconds(30)));
+  for (int i = 0; i < 100 && processes_with_env(tag).size() < 6 * 4; ++i) ::usleep(20'000);
+  REQUIRE(processes_with_env(tag).size() >= 6 * 4);
+  job.signal(SIGKILL);
+  job.wait();
+  CHECK(nothing_left_anywhere(tag, seconds(1 + 3)));
+}
+
+TEST_CASE("Ctrl-C reaches every remote rank; the secret is on no command line and in no log") {
+  ProcessOptions options;
+  options.env.push_back(unique_tag());
+  const std::string tag = options.env.back();
+  Child job(launcher({"--verbose", "-H", "h1:1,h2:1", rank_program(), "init", "env:TRAINRUN_SECRET",
+                      "print:ready", "sleep:60000"},
+                     tag),
+            options);
+  REQUIRE(job.wait_for_output("rank 1: ready", seconds(30)));
+  REQUIRE(job.wait_for_output("rank 0: ready", seconds(5)));
+  job.signal(SIGINT);
+  const ProcessResult r = job.wait();
+  INFO(r.out, r.err);
+  const std::string marker = "rank 0: TRAINRUN_SECRET=";
+  const std::size_t at = r.out.find(marker);
+  REQUIRE(at != std::string::npos);
+  const std::string secret = r.out.substr(at + marker.size(), 64);
+  CHECK(secret.find_first_not_of("0123456789abcdef") == std::string::npos);
+  CHECK(r.exit_code == 130);
+  CHECK(contains(r.err, "trainrun: stopped by SIGINT"));
+  CHECK_FALSE(contains(r.err, secret));
+  for (int h = 1; h <= 4; ++h) {
+    CHECK_FALSE(contains(read_text(hosts().dir() + "/sshd-h" + std::to_string(h) + ".log"), secret));
+  }
+  CHECK(nothing_left_anywhere(tag));
+}
+
+TEST_CASE("while a job runs, its secret is in no /proc/*/cmdline, on any host") {
+  ProcessOptions options;
+  options.env.push_back(unique_tag());
+  const std::string tag = options.env.back();
+  Child job(launcher({"-H", "h1:1,h2:1,h3:1", rank_program(), "init", "env:TRAINRUN_SECRET", "print:ready",
+                      "sleep:60000"},
+                     tag),
+            options);
+  for (int rank = 0; rank < 3; ++rank) {
+    REQUIRE(job.wait_for_output("rank " + std::to_string(rank) + ": ready", seconds(30)));
+  }
+  std::string secret;
+  for (int i = 0; i < 3 && secret.empty(); ++i) {
+    // The secret is in the ranks' environment: read it where a rank put it.
+    for (pid_t pid : processes_with_env(tag)) {
+      std::stringstream environ(read_text("/proc/" + std::to_string(pid) + "/environ"));
+      std::string entry;
+      while (std::getline(environ, entry, '\0')) {
+        if (entry.rfind("TRAINRUN_SECRET=", 0) == 0) secret = entry.substr(16);
+      }
+    }
+  }
+  REQUIRE(secret.size() == 64);
+  int scanned = 0;
+  DIR* proc = ::opendir("/proc");
+  while (dirent* entry = ::readdir(proc)) {
+    if (std::atoi(entry->d_name) <= 0) continue;
+    ++scanned;
+    CHECK_FALSE(contains(read_text(std::string("/proc/") + entry->d_name + "/cmdline"), secret));
+  }
+  ::closedir(proc);
+  CHECK(scanned > 10);
+  job.signal(SIGTERM);
+  CHECK(job.wait().exit_code == 143);
+  CHECK(nothing_left_anywhere(tag));
+}
+
+TEST_CASE("program arguments reach remote ranks byte for byte") {
+  const std::string weird =
+      "a b  'c' \"d\" $(touch " + hosts().dir() + "/pwned) ; echo pwned `id` \\ $HOME * ü€ \t end";
+  const ProcessResult r = run_remote({"-H", "h1,h2", rank_program(), "print:" + weird});
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(contains(r.out, "[0] rank 0: " + weird + "\n"));
+  CHECK(contains(r.out, "[1] rank 1: " + weird + "\n"));
+  CHECK(::access((hosts().dir() + "/pwned").c_str(), F_OK) != 0);
+}
+
+TEST_CASE("sshd killed mid-job: 'lost connection' within 15 s, exit 125, nothing left") {
+  std::string tag;
+  const FaultResult f = fault_mid_job("h1:1,h2:1,h3:1", [] { hosts().kill_sshd(3); }, &tag);
+  const ProcessResult& r = f.result;
+  INFO(r.out, r.err);
+  CHECK(f.seconds_after_fault < 15);
+  CHECK(r.exit_code == 125);
+  CHECK(contains(r.err, "trainrun: lost connection to h3"));
+  CHECK(nothing_left_anywhere(tag));
+  hosts().restore(3);
+}
+
+TEST_CASE("an unplugged host (no FIN): 'lost connection' within 15 s, and its agent ends its ranks") {
+  std::string tag;
+  const FaultResult f = fault_mid_job("h1:1,h4:1", [] { hosts().unplug(4); }, &tag);
+  const ProcessResult& r = f.result;
+  INFO(r.out, r.err);
+  CHECK(f.seconds_after_fault < 15);
+  CHECK(r.exit_code == 125);
+  CHECK(contains(r.err, "trainrun: lost connection to h4 (no answer for 10 s)"));
+  // h4's agent hears no Ping for 20 s, then ends its rank (grace 1 s).
+  CHECK(nothing_left(tag, seconds(20 + 1 + 3)));
+  CHECK(hosts().nothing_on_hosts(seconds(3), "trainrun"));
+  hosts().restore(4);
+}
+
+TEST_CASE("trainrun doctor: the checks and the reachability matrix; exit 0 or 1") {
+  const ProcessResult good = run_process(hosts().client_argv({trainrun_bin(), "doctor", "-H", "h1,h2,h3,h4"}));
+  INFO(good.out, good.err);
+  CHECK(good.exit_code == 0);
+  CHECK(contains(good.out, "rendezvous binds " + hosts().launcher_address()));
+  for (int h = 1; h <= 4; ++h) {
+    const std::string name = "h" + std::to_string(h);
+    CHECK(row_says(good.out, name, "connect", "ok: root@" + hosts().address(h) + ":22"));
+    CHECK(row_says(good.out, name, "remote trainrun", "ok: " + trainrun_bin()));
+    CHECK(row_says(good.out, name, "network", "ok: " + hosts().address(h)));
+  }
+  CHECK(contains(good.out, "reachability"));
+  CHECK(contains(good.out, "  h2    ok          ok    -     ok    ok\n"));
+  CHECK(contains(good.out, "trainrun doctor: all checks passed"));
+  const ProcessResult bad = run_process(hosts().client_argv({trainrun_bin(), "doctor", "-H", "h1,refused"}));
+  INFO(bad.out, bad.err);
+  CHECK(bad.exit_code == 1);
+  CHECK(row_says(bad.out, "refused", "connect", "connection refused"));
+  CHECK(contains(bad.out, "trainrun doctor: some checks failed"));
+  CHECK(hosts().nothing_on_hosts(seconds(3)));
+}
+
+TEST_CASE("--dry-run and --verbose print every network choice; a dry run starts nothing") {
+  const ProcessResult dry = run_remote({"--dry-run", "-H", "h1:2,h2:2", rank_program()});
+  INFO(dry.out, dry.err);
+  CHECK(dry.exit_code == 0);
+  CHECK(contains(dry.out, "trainrun: rendezvous binds " + hosts().launcher_address() +
+                              ": the address that routes to h1 (" + hosts().address(1) + ")\n"));
+  CHECK(contains(dry.out, "trainrun: each rank binds its host's address that routes to the rendezvous\n"));
+  CHECK(contains(dry.out, "trainrun: MASTER_ADDR is rank 0's host h1"));
+  CHECK(contains(dry.out, "trainrun: h2: ssh root@" + hosts().address(2) + ":22, runs "));
+  CHECK(contains(dry.out, "'MASTER_ADDR=<rank 0'\\''s host address>'"));
+  CHECK(hosts().nothing_on_hosts(milliseconds(0)));
+  const ProcessResult verbose = run_remote({"--verbose", "-H", "h1,h2", "/bin/true"});
+  INFO(verbose.out, verbose.err);
+  CHECK(verbose.exit_code == 0);
+  CHECK(contains(verbose.err, "trainrun: rendezvous binds " + hosts().launcher_address()));
+  CHECK(contains(verbose.err, "trainrun: h2: root@" + hosts().address(2) + ":22, address " + hosts().address(2)));
+  CHECK(contains(verbose.err, "MASTER_ADDR " + hosts().address(1) + ":"));
+}
+
+TEST_CASE("--network and --network-interface choose the job's network, or say why not") {
+  std::string tag;
+  const ProcessResult r = run_remote(
+      {"--network", hosts().subnet(), "-H", "h1:1,h2:1", rank_program(), "allreduce", "env:TRAINRUN_NETWORK"}, &tag);
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(count(r.out, "sum=1\n") == 2);
+  CHECK(count(r.out, "TRAINRUN_NETWORK=" + hosts().subnet() + "\n") == 2);
+  const ProcessResult outside = run_remote({"--network", "10.99.0.0/16", "-H", "h1", "/bin/true"});
+  INFO(outside.out, outside.err);
+  CHECK(outside.exit_code == 2);
+  CHECK(contains(outside.err, "trainrun: error: --network 10.99.0.0/16: no address in network 10.99.0.0/16"));
+  // The bridge exists here, not on the hosts: each host says so.
+  const ProcessResult interface = run_remote({"--network-interface", hosts().bridge(), "-H", "h1,h2", "/bin/true"});
+  INFO(interface.out, interface.err);
+  CHECK(interface.exit_code == 125);
+  CHECK(row_says(interface.err, "h2", "network", "no interface '" + hosts().bridge() + "'"));
+  CHECK(nothing_left_anywhere(tag));
+}
+
+int main(int argc, char** argv) {
+  const std::unique_ptr<SshHosts> fixture = SshHosts::make_or_say_why();
+  if (!fixture) return 77;
+  g_hosts = fixture.get();
+  doctest::Context context(argc, argv);
+  return context.run();
+}
