@@ -14,6 +14,10 @@ namespace {
 
 // A negotiation message larger than this is taken for corruption.
 constexpr std::int64_t kMaxReportBytes = std::int64_t{1} << 30;
+// How often the watchdog looks, and how long a shutdown waits for the other
+// ranks' engines before it gives up on them.
+constexpr auto kWatchInterval = std::chrono::milliseconds(100);
+constexpr auto kStopGrace = std::chrono::seconds(10);
 
 std::vector<std::string> tensor_names(const Request& r) {
   if (r.members.empty()) return {r.name};
@@ -45,6 +49,7 @@ Engine::Engine(const World& world, Backend& backend, EngineOptions options)
                     : nullptr),
       executor_(backend, rank_, size_, options_.fusion_threshold, timeline_.get()) {
   thread_ = std::thread([this] { loop(); });
+  watchdog_ = std::thread([this] { watch(); });
 }
 
 Engine::~Engine() {
@@ -53,6 +58,7 @@ Engine::~Engine() {
     stop_requested_ = true;
   }
   thread_.join();
+  watchdog_.join();
 }
 
 bool Engine::running() {
@@ -133,7 +139,13 @@ void Engine::loop() {
       std::this_thread::sleep_until(next);
     }
   } catch (const Error& e) {
-    stop(Error(e.code(), std::string("the engine stopped: ") + e.what()));
+    std::string aborted;
+    {
+      std::lock_guard lock(mutex_);
+      aborted = abort_reason_;
+    }
+    stop(aborted.empty() ? Error(e.code(), std::string("the engine stopped: ") + e.what())
+                         : Error(Error::Code::Timeout, aborted));
   } catch (const std::exception& e) {
     stop(Error(Error::Code::Internal, std::string("the engine stopped: ") + e.what()));
   }
@@ -193,7 +205,15 @@ bool Engine::cycle() {
   if (rank_ == 0 && !coordinator_.empty() && stall_.shutdown_due(coordinator_.pending(), now)) {
     status.set_stall_shutdown();
   }
+  {
+    std::lock_guard lock(mutex_);
+    blocked_since_ = Clock::now();
+  }
   backend_.allreduce(status.data(), status.data(), status.size(), DataType::UInt8, ReduceOp::Min);
+  {
+    std::lock_guard lock(mutex_);
+    blocked_since_.reset();
+  }
   if (status.stall_shutdown()) {
     stop(Error(Error::Code::Timeout, stall_.shutdown_message(coordinator_.pending())));
     return false;
@@ -355,6 +375,32 @@ void Engine::stop(const Error& reason) {
   in_flight_.clear();
   stopped_ = reason;
   done_.notify_all();
+  watch_wake_.notify_all();
+}
+
+void Engine::watch() {
+  StallInspector inspector(options_.stall_warning, options_.stall_shutdown);  // not the engine thread's
+  std::unique_lock lock(mutex_);
+  while (!stopped_) {
+    watch_wake_.wait_for(lock, kWatchInterval);
+    if (stopped_ || !blocked_since_) continue;
+    const auto now = Clock::now();
+    const auto waited = now - *blocked_since_;
+    if (inspector.blocked_shutdown_due(waited)) {
+      abort_reason_ = inspector.blocked_shutdown_message();
+    } else if (stop_requested_ && waited >= kStopGrace) {
+      abort_reason_ = "the engine was shut down, but the other ranks' engines did not answer for " +
+                      std::to_string(kStopGrace.count()) + " s, so it aborted the backend";
+    } else {
+      if (auto warning = inspector.blocked_warning(waited, now)) {
+        std::fprintf(stderr, "trainrun: rank %d (%s): %s\n", rank_, hostname_.c_str(), warning->c_str());
+      }
+      continue;
+    }
+    lock.unlock();
+    backend_.abort();  // the status allreduce fails; the engine thread stops with abort_reason_
+    return;
+  }
 }
 
 void Engine::trace_report(int from, const Request& r, Clock::time_point now) {
@@ -373,7 +419,7 @@ void Engine::trace_ready(const Response& response, Clock::time_point now) {
     const Work* work = local_work(r.name);
     timeline_->begin(r.name, "NEGOTIATE_" + op, {}, work ? work->submitted : now);
   }
-  timeline_->end(r.name, "NEGOTIATE_" + op);
+  timeline_->end(r.name, "NEGOTIATE_" + op, now);
   const Work* work = local_work(r.name);
   const Request& mine = work ? work->request : r;
   for (std::size_t i = 0; i < std::max<std::size_t>(1, mine.members.size()); ++i) {

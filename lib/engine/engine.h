@@ -11,7 +11,10 @@
 // The engine talks to the Backend only, from its own thread; while it runs,
 // the Communicator's core calls come through run_core(), so backend calls
 // never interleave. Destroying the Engine asks every rank to stop at the
-// next cycle and waits for its thread.
+// next cycle and waits for its thread. A watchdog thread covers what the
+// cycle cannot see while it is stuck in the status allreduce (another
+// rank's engine not started, or stuck): it warns, and past the stall
+// shutdown time (or 10 s into a shutdown) aborts the backend.
 #pragma once
 
 #include <condition_variable>
@@ -79,6 +82,7 @@ class Engine {
   // Completes the ops of these responses (the error, if any, is theirs).
   void finish(const std::vector<const Response*>& done);
   void stop(const Error& reason);
+  void watch();
   void trace_report(int from, const Request& r, Clock::time_point now);
   void trace_ready(const Response& response, Clock::time_point now);
 
@@ -99,6 +103,9 @@ class Engine {
   std::uint64_t next_barrier_ = 0;  // "#barrier.N"
   bool stop_requested_ = false;
   std::optional<Error> stopped_;
+  std::optional<Clock::time_point> blocked_since_;  // the engine thread is in the status allreduce
+  std::string abort_reason_;  // why the watchdog aborted the backend
+  std::condition_variable watch_wake_;
 
   // Engine thread only.
   std::map<std::string, Work> pending_;
@@ -111,6 +118,7 @@ class Engine {
   std::set<std::string> negotiating_;   // names with an open NEGOTIATE span
   Executor executor_;
   std::thread thread_;
+  std::thread watchdog_;
 };
 
 }  // namespace trainrun::detail

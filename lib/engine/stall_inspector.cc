@@ -62,6 +62,24 @@ std::string StallInspector::shutdown_message(const std::vector<Coordinator::Pend
          "), so the engine stopped and failed every pending op" + (count ? "; waiting: " + ops : "");
 }
 
+std::optional<std::string> StallInspector::blocked_warning(Clock::duration waited, Clock::time_point now) {
+  const auto limit = std::chrono::duration_cast<Clock::duration>(warning_);
+  if (warning_.count() <= 0 || waited < limit) return std::nullopt;
+  if (last_blocked_warning_ && now - *last_blocked_warning_ < limit) return std::nullopt;
+  last_blocked_warning_ = now;
+  return "stall: the engine waited more than " + seconds_text(warning_) +
+         " for the other ranks' engines (each starts at its rank's first engine call: has one not made it?)";
+}
+
+bool StallInspector::blocked_shutdown_due(Clock::duration waited) const {
+  return shutdown_.count() > 0 && waited >= std::chrono::duration_cast<Clock::duration>(shutdown_);
+}
+
+std::string StallInspector::blocked_shutdown_message() const {
+  return "stall: the engine waited more than " + seconds_text(shutdown_) + " (" + protocol::kEnvStallShutdown +
+         ") for the other ranks' engines, so it aborted the backend and failed every pending op";
+}
+
 std::optional<StallInspector::Clock::duration> StallInspector::renegotiate_after() const {
   Seconds after{0};
   for (Seconds s : {warning_, shutdown_}) {

@@ -30,6 +30,12 @@ class StallInspector {
   bool shutdown_due(const std::vector<Coordinator::Pending>& pending, Clock::time_point now) const;
   // The error every pending op fails with after a stall shutdown.
   std::string shutdown_message(const std::vector<Coordinator::Pending>& pending) const;
+  // The same for a cycle stuck in its status allreduce: the other ranks'
+  // engines do not cycle (one has not made its first engine call, or is
+  // stuck), so no rank knows which ops wait; only that it waits.
+  std::optional<std::string> blocked_warning(Clock::duration waited, Clock::time_point now);
+  bool blocked_shutdown_due(Clock::duration waited) const;
+  std::string blocked_shutdown_message() const;
   // How long a request may wait on a cache hit before it is negotiated in
   // full, so that the coordinator sees which ranks are missing; nullopt
   // when neither check is on.
@@ -39,6 +45,7 @@ class StallInspector {
   Seconds warning_;
   Seconds shutdown_;
   std::optional<Clock::time_point> last_warning_;
+  std::optional<Clock::time_point> last_blocked_warning_;
 };
 
 }  // namespace trainrun::detail

@@ -31,8 +31,8 @@ void Timeline::begin(const std::string& tensor, const std::string& phase, Args a
   record(TimelineEvent::Phase::Begin, tensor, phase, std::move(args), at);
 }
 
-void Timeline::end(const std::string& tensor, const std::string& phase, Args args) {
-  record(TimelineEvent::Phase::End, tensor, phase, std::move(args), Clock::now());
+void Timeline::end(const std::string& tensor, const std::string& phase, Clock::time_point at) {
+  record(TimelineEvent::Phase::End, tensor, phase, {}, at);
 }
 
 void Timeline::mark(const std::string& tensor, const std::string& what, Clock::time_point at) {

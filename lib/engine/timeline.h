@@ -34,7 +34,7 @@ class Timeline {
   // `at` defaults to now; spans nest per tensor and must be closed in order.
   void begin(const std::string& tensor, const std::string& phase, Args args = {},
              Clock::time_point at = Clock::now());
-  void end(const std::string& tensor, const std::string& phase, Args args = {});
+  void end(const std::string& tensor, const std::string& phase, Clock::time_point at = Clock::now());
   void mark(const std::string& tensor, const std::string& what, Clock::time_point at = Clock::now());
 
  private:
