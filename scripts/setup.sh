@@ -9,8 +9,8 @@ packages=(
   g++ meson ninja-build pkg-config cmake python3
   # libraries (DESIGN §6)
   libcli11-dev libboost-dev libssl-dev libgloo-dev doctest-dev
-  # tests and benchmarks
-  procps
+  # tests and benchmarks (nlohmann-json3-dev: tests parse timelines)
+  procps nlohmann-json3-dev
 )
 
 missing=()
