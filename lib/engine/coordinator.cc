@@ -3,15 +3,10 @@
 #include <algorithm>
 
 namespace trainrun::detail {
-namespace {
-
-// Ops that need a real contribution from every rank: a joined rank has
-// nothing to send or nowhere to take part from.
-bool needs_every_rank(const Request& r) {
-  return r.op == OpType::Alltoall || r.op == OpType::Barrier || r.op == OpType::Core;
+bool joined_rank_can_take_part(const Request& r, int rank) {
+  if (r.op == OpType::Alltoall || r.op == OpType::Barrier || r.op == OpType::Core) return false;
+  return !(r.op == OpType::Broadcast && r.root == rank);
 }
-
-}  // namespace
 
 Coordinator::Coordinator(int size) : size_(size), joined_(static_cast<std::size_t>(size), false) {}
 
@@ -61,7 +56,7 @@ Response Coordinator::respond(const Entry& entry) const {
   for (int r = 0; r < size_; ++r) {
     if (entry.by_rank[r]) continue;  // so r has joined
     const bool root_left = ref.op == OpType::Broadcast && ref.root == r;
-    if (needs_every_rank(ref) || root_left) {
+    if (!joined_rank_can_take_part(ref, r)) {
       response.error = (ref.op == OpType::Core ? "core " + ref.core_op : std::string(to_string(ref.op))) +
                        " '" + ref.name + "': rank " + std::to_string(r) +
                        (root_left ? " (the root)" : "") +

@@ -27,6 +27,11 @@ struct Response {
   int last_joined = -1;  // Join: the rank that joined last
 };
 
+// Whether `rank`, having joined, can still take part in `r` with neutral
+// input: not in ops that need every rank's data (alltoall, barrier, core
+// calls), nor in a broadcast it is the root of.
+bool joined_rank_can_take_part(const Request& r, int rank);
+
 class Coordinator {
  public:
   using Clock = std::chrono::steady_clock;

@@ -184,6 +184,12 @@ bool Engine::cycle() {
   }
   for (const std::string& name : std::exchange(retry_, {})) classify(name, to_report, stale);
 
+  // A joined rank answers "ready" for every slot but those it cannot take
+  // part in: those it finds stale, so that the coordinator reports why.
+  for (std::size_t slot = 0; joined_ && slot < cache_.slots(); ++slot) {
+    if (cache_.holds(slot) && !joined_rank_can_take_part(cache_.at(slot), rank_)) stale.push_back(slot);
+  }
+
   // 1. The status allreduce.
   CycleStatus status(cache_.slots(), joined_);
   const auto renegotiate = stall_.renegotiate_after();
@@ -220,7 +226,8 @@ bool Engine::cycle() {
   }
 
   // 2. Cached ops ready everywhere; slots some rank found stale are dropped
-  // (every rank that marks a slot stale reports its request this cycle).
+  // (a rank that marks a slot stale reports its request this cycle, or has
+  // joined; waiters left without a negotiation this cycle retry the next).
   std::vector<Response> responses;
   for (std::size_t slot = 0; slot < status.slots(); ++slot) {
     if (status.stale(slot)) cache_.erase(slot);

@@ -357,6 +357,11 @@ TEST_CASE("bad arguments fail at once, on the calling rank only") {
 TEST_CASE("join with uneven batches") {
   const int n = size(), r = rank();
   const int batches = 2 * (r + 1);  // rank r runs out of data after 2(r+1) batches
+  // Cached before anyone joins: a joined rank must still refuse these.
+  float y = 0;
+  std::vector<float> rows_out(static_cast<std::size_t>(n), 1.0f);
+  trainrun::synchronize(trainrun::broadcast_async("join.bcast", {&y, DataType::Float32, {1}}, 0));
+  trainrun::synchronize(trainrun::alltoall_async("join.a2a", {rows_out.data(), DataType::Float32, {n}}));
   for (int b = 0; b < batches; ++b) {
     std::vector<double> grad(1000, r + 1.0);
     trainrun::synchronize(trainrun::allreduce_async("join.grad", {grad.data(), DataType::Float64, {1000}}));
@@ -375,12 +380,18 @@ TEST_CASE("join with uneven batches") {
       std::int64_t rows[2] = {7, 7};
       const auto out = trainrun::synchronize(trainrun::allgather_async("join.gather", {rows, DataType::Int64, {1, 2}}));
       CHECK(out.shape == std::vector<std::int64_t>{1, 2});
-      float y = 0;
       try {
         trainrun::synchronize(trainrun::broadcast_async("join.bcast", {&y, DataType::Float32, {1}}, 0));
         CHECK_MESSAGE(false, "broadcast from a joined root did not fail");
       } catch (const Error& e) {
         CHECK_MESSAGE(std::string(e.what()).find("rank 0 (the root) has joined") != std::string::npos, e.what());
+      }
+      try {
+        trainrun::synchronize(trainrun::alltoall_async("join.a2a", {rows_out.data(), DataType::Float32, {n}}));
+        CHECK_MESSAGE(false, "alltoall with joined ranks did not fail");
+      } catch (const Error& e) {
+        CHECK_MESSAGE(std::string(e.what()).find("alltoall 'join.a2a': rank 0 has joined") != std::string::npos,
+                      e.what());
       }
     }
   }
