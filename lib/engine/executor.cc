@@ -65,7 +65,7 @@ void Executor::run(const Batch& batch, const std::vector<Response>& responses,
   }
   Work* work = works[0];
   const std::string span = label(r.op);
-  const bool traced = timeline_ && r.op != OpType::Allreduce;
+  const bool traced = timeline_ && r.op != OpType::Allreduce && r.op != OpType::Join;
   if (traced) timeline_->begin(names[0], span);
   switch (r.op) {
     case OpType::Allreduce:

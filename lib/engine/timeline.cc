@@ -40,8 +40,13 @@ void Timeline::mark(const std::string& tensor, const std::string& what, Clock::t
 }
 
 int Timeline::row(const std::string& tensor) {
-  // "#core.7" and "#core.8" share the row "#core".
-  const std::string key = tensor.empty() || tensor[0] != '#' ? tensor : tensor.substr(0, tensor.find('.'));
+  // Numbered names the engine makes up ("#core.7", "#barrier.2") share a row.
+  std::string key = tensor;
+  const std::size_t dot = tensor.rfind('.');
+  if (!tensor.empty() && tensor[0] == '#' && dot != std::string::npos && dot + 1 < tensor.size() &&
+      tensor.find_first_not_of("0123456789", dot + 1) == std::string::npos) {
+    key.erase(dot);
+  }
   const auto [it, added] = rows_.emplace(key, static_cast<int>(rows_.size()) + 1);
   if (added) {
     std::lock_guard lock(mutex_);
