@@ -67,7 +67,7 @@ bool Engine::running() {
 }
 
 Handle Engine::submit(Work work) {
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   if (stopped_) throw *stopped_;
   Request& r = work.request;
   if (r.op == OpType::Core) r.name = "#core." + std::to_string(next_core_++);
@@ -85,6 +85,9 @@ Handle Engine::submit(Work work) {
   const Handle handle{next_handle_++};
   handles_.emplace(handle.id, work.op);
   incoming_.push_back(std::move(work));
+  const bool wake = idle_;
+  lock.unlock();
+  if (wake) work_arrived_.notify_one();
   return handle;
 }
 
@@ -134,9 +137,13 @@ void Engine::loop() {
   auto next = Clock::now();
   try {
     while (cycle()) {
-      // Cycles start a period apart; one that overran starts the next at once.
+      // Cycles start a period apart (one that overran starts the next at
+      // once), or at once when work comes to an engine with nothing pending.
       next = std::max(next + period, Clock::now());
-      std::this_thread::sleep_until(next);
+      std::unique_lock lock(mutex_);
+      idle_ = pending_.empty() && retry_.empty();
+      work_arrived_.wait_until(lock, next, [&] { return idle_ && !incoming_.empty(); });
+      idle_ = false;
     }
   } catch (const Error& e) {
     std::string aborted;

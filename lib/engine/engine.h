@@ -1,6 +1,7 @@
 // Engine: the coordination engine of one Communicator (trainrun/engine.h).
 // A thread-safe front (submit, poll, wait) queues Work; a background thread
-// runs a negotiation cycle every cycle time:
+// runs negotiation cycles, a cycle time apart while ops keep coming (the
+// batching window), or at once when work reaches an idle engine:
 //   1. one status allreduce (CycleStatus): response-cache hits, "I have
 //      requests to report", shutdown and stall flags;
 //   2. only when some rank has something new: two allgathers carry every
@@ -102,6 +103,8 @@ class Engine {
   std::uint64_t next_core_ = 0;     // "#core.N": the Nth core call since the last join
   std::uint64_t next_barrier_ = 0;  // "#barrier.N"
   bool stop_requested_ = false;
+  bool idle_ = false;  // the engine thread waits for work with nothing pending
+  std::condition_variable work_arrived_;
   std::optional<Error> stopped_;
   std::optional<Clock::time_point> blocked_since_;  // the engine thread is in the status allreduce
   std::string abort_reason_;  // why the watchdog aborted the backend

@@ -1,6 +1,7 @@
 // engine_resnet_bench: one training step's gradient allreduce for ResNet-50
 // (161 float32 tensors, 102 MB; tests/bench/resnet50_sizes.txt) three ways,
-// in the same run, alternating round by round:
+// in the same run, alternating round by round (which goes first alternates
+// too):
 //   engine  allreduce_async of every tensor, submitted in reverse order and
 //           shuffled differently on every rank, then synchronize
 //   (a)     one core allreduce per tensor, in a fixed order
@@ -12,7 +13,7 @@
 // asks for. Also: the latency of one cached 4-byte engine allreduce against
 // the core one, and the CPU an idle engine burns.
 //   trainrun --local -np 2 build/tests/bench/engine_resnet_bench tests/bench/resnet50_sizes.txt
-// Options after the file: --rounds N (3), --steps N (5).
+// Options after the file: --rounds N (8), --steps N (3).
 #include <trainrun/trainrun.h>
 
 #include <time.h>
@@ -21,11 +22,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "tests/bench/resnet_sizes.h"
 
 namespace {
 
@@ -33,20 +35,7 @@ using Clock = std::chrono::steady_clock;
 using trainrun::DataType;
 using trainrun::ReduceOp;
 
-std::vector<std::size_t> read_sizes(const char* path) {
-  std::ifstream in(path);
-  std::vector<std::size_t> counts;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line[0] != '#') counts.push_back(std::stoul(line));
-  }
-  return counts;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
+using bench::median;
 
 double max_across_ranks(trainrun::Communicator& comm, double v) {
   double out = 0;
@@ -63,7 +52,7 @@ double timed(trainrun::Communicator& comm, Step&& step) {
   return max_across_ranks(comm, std::chrono::duration<double, std::milli>(Clock::now() - start).count());
 }
 
-double thread_cpu_seconds_of_process() {
+double process_cpu_seconds() {
   timespec t{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
   return t.tv_sec + t.tv_nsec * 1e-9;
@@ -99,10 +88,10 @@ void engine_round(const std::vector<std::size_t>& counts, std::vector<std::vecto
   for (int i = 0; i < 20; ++i) results.engine_small_us.push_back(1000 * timed(comm, small));
 
   // Idle: the thread still cycles, so that other ranks can reach this one.
-  const double cpu = thread_cpu_seconds_of_process();
+  const double cpu = process_cpu_seconds();
   const auto start = Clock::now();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  results.idle_cpu_percent = 100 * (thread_cpu_seconds_of_process() - cpu) /
+  results.idle_cpu_percent = 100 * (process_cpu_seconds() - cpu) /
                              std::chrono::duration<double>(Clock::now() - start).count();
   trainrun::shutdown();
 }
@@ -139,13 +128,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: engine_resnet_bench SIZES_FILE [--rounds N] [--steps N]\n");
     return 2;
   }
-  int rounds = 3, steps = 5;
+  int rounds = 8, steps = 3;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string option = argv[i];
     if (option == "--rounds") rounds = std::atoi(argv[i + 1]);
     else if (option == "--steps") steps = std::atoi(argv[i + 1]);
   }
-  const auto counts = read_sizes(argv[1]);
+  const auto counts = bench::read_tensor_sizes(argv[1]);
   if (counts.empty() || rounds < 1 || steps < 1) {
     std::fprintf(stderr, "engine_resnet_bench: no sizes in %s, or bad --rounds/--steps\n", argv[1]);
     return 2;
@@ -163,8 +152,9 @@ int main(int argc, char** argv) {
     int rank = 0, size = 1;
     std::string backend;
     for (int round = 0; round < rounds; ++round) {
+      if (round % 2) core_round(counts, grads, packed, steps, results);
       engine_round(counts, grads, steps, round, results);
-      core_round(counts, grads, packed, steps, results);
+      if (round % 2 == 0) core_round(counts, grads, packed, steps, results);
     }
     {
       trainrun::Communicator& comm = trainrun::init();
