@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/bench/resnet_sizes.h"
+#include "tests/bench/gradient_set.h"
 
 namespace {
 
@@ -63,8 +63,8 @@ struct Results {
   double idle_cpu_percent = 0;
 };
 
-void engine_round(const std::vector<std::size_t>& counts, std::vector<std::vector<float>>& grads, int steps,
-                  int round, Results& results) {
+void engine_round(bench::GradientSet& set, int steps, int round, Results& results) {
+  const auto& counts = set.counts;
   trainrun::Communicator& comm = trainrun::init();
   std::vector<std::size_t> order(counts.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = order.size() - 1 - i;
@@ -76,7 +76,7 @@ void engine_round(const std::vector<std::size_t>& counts, std::vector<std::vecto
     std::vector<trainrun::Handle> handles;
     for (std::size_t i : order) {
       handles.push_back(trainrun::allreduce_async(
-          names[i], {grads[i].data(), DataType::Float32, {static_cast<std::int64_t>(counts[i])}}));
+          names[i], {set.tensors[i].data(), DataType::Float32, {static_cast<std::int64_t>(counts[i])}}));
     }
     for (auto h : handles) trainrun::synchronize(h);
   };
@@ -96,16 +96,15 @@ void engine_round(const std::vector<std::size_t>& counts, std::vector<std::vecto
   trainrun::shutdown();
 }
 
-void core_round(const std::vector<std::size_t>& counts, std::vector<std::vector<float>>& grads,
-                std::vector<float>& packed, int steps, Results& results) {
+void core_round(bench::GradientSet& set, int steps, Results& results) {
   trainrun::Communicator& comm = trainrun::init();
   auto per_tensor = [&] {
-    for (std::size_t i = 0; i < counts.size(); ++i) {
-      comm.allreduce(grads[i].data(), grads[i].data(), counts[i], DataType::Float32, ReduceOp::Sum);
+    for (auto& tensor : set.tensors) {
+      comm.allreduce(tensor.data(), tensor.data(), tensor.size(), DataType::Float32, ReduceOp::Sum);
     }
   };
   auto one_buffer = [&] {
-    comm.allreduce(packed.data(), packed.data(), packed.size(), DataType::Float32, ReduceOp::Sum);
+    comm.allreduce(set.packed.data(), set.packed.data(), set.packed.size(), DataType::Float32, ReduceOp::Sum);
   };
   per_tensor();
   one_buffer();
@@ -134,27 +133,19 @@ int main(int argc, char** argv) {
     if (option == "--rounds") rounds = std::atoi(argv[i + 1]);
     else if (option == "--steps") steps = std::atoi(argv[i + 1]);
   }
-  const auto counts = bench::read_tensor_sizes(argv[1]);
-  if (counts.empty() || rounds < 1 || steps < 1) {
+  bench::GradientSet set = bench::load_gradient_set(argv[1]);
+  if (set.counts.empty() || rounds < 1 || steps < 1) {
     std::fprintf(stderr, "engine_resnet_bench: no sizes in %s, or bad --rounds/--steps\n", argv[1]);
     return 2;
   }
-  std::size_t total = 0;
-  std::vector<std::vector<float>> grads;
-  for (std::size_t c : counts) {
-    grads.emplace_back(c, 1.0f);
-    total += c;
-  }
-  std::vector<float> packed(total, 1.0f);
-
   try {
     Results results;
     int rank = 0, size = 1;
     std::string backend;
     for (int round = 0; round < rounds; ++round) {
-      if (round % 2) core_round(counts, grads, packed, steps, results);
-      engine_round(counts, grads, steps, round, results);
-      if (round % 2 == 0) core_round(counts, grads, packed, steps, results);
+      if (round % 2) core_round(set, steps, results);
+      engine_round(set, steps, round, results);
+      if (round % 2 == 0) core_round(set, steps, results);
     }
     {
       trainrun::Communicator& comm = trainrun::init();
@@ -166,7 +157,7 @@ int main(int argc, char** argv) {
     if (rank != 0) return 0;
     const double e = median(results.engine), a = median(results.per_tensor), b = median(results.packed);
     std::printf("# ResNet-50 gradients: %zu float32 tensors, %.1f MB, np=%d, backend %s, %d rounds x %d steps\n",
-                counts.size(), total * 4 / 1e6, size, backend.c_str(), rounds, steps);
+                set.counts.size(), set.packed.size() * 4 / 1e6, size, backend.c_str(), rounds, steps);
     std::printf("# %-46s %10s %10s\n", "step", "median ms", "min ms");
     auto row = [](const char* what, const std::vector<double>& v) {
       std::printf("  %-46s %10.1f %10.1f\n", what, median(v), *std::min_element(v.begin(), v.end()));

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/bench/resnet_sizes.h"
+#include "tests/bench/gradient_set.h"
 
 int main(int argc, char** argv) {
   const char* rank_env = std::getenv("TRAINRUN_RANK");
@@ -27,14 +27,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const int rank = std::atoi(rank_env), size = std::atoi(size_env);
-  const auto counts = bench::read_tensor_sizes(argv[1]);
-  std::size_t total = 0;
-  std::vector<std::vector<float>> grads;
-  for (std::size_t c : counts) {
-    grads.emplace_back(c, 1.0f);
-    total += c;
-  }
-  std::vector<float> packed(total, 1.0f);
+  bench::GradientSet set = bench::load_gradient_set(argv[1]);
 
   gloo::transport::tcp::attr attr;
   attr.hostname = "127.0.0.1";
@@ -65,9 +58,9 @@ int main(int argc, char** argv) {
     return ms;
   };
   auto per_tensor = [&] {
-    for (auto& g : grads) allreduce(g.data(), g.size());
+    for (auto& tensor : set.tensors) allreduce(tensor.data(), tensor.size());
   };
-  auto one_buffer = [&] { allreduce(packed.data(), packed.size()); };
+  auto one_buffer = [&] { allreduce(set.packed.data(), set.packed.size()); };
   per_tensor();
   one_buffer();
   std::vector<double> a, b;
@@ -77,7 +70,7 @@ int main(int argc, char** argv) {
   }
   if (rank == 0) {
     std::printf("# plain Gloo, ResNet-50 gradients (%zu float32 tensors, %.1f MB), np=%d, medians of 8 steps\n",
-                counts.size(), total * 4 / 1e6, size);
+                set.counts.size(), set.packed.size() * 4 / 1e6, size);
     std::printf("  (a) gloo::allreduce per tensor, fixed order   %8.1f ms\n", bench::median(a));
     std::printf("  (b) gloo::allreduce of one pre-packed buffer  %8.1f ms\n", bench::median(b));
   }

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/conformance/every_rank_main.h"
 #include "tests/conformance/typed_buffer.h"
 
 using trainrun::DataType;
@@ -288,21 +289,5 @@ TEST_CASE("invalid arguments are rejected on every rank without communicating") 
 }
 
 int main(int argc, char** argv) {
-  try {
-    g_comm = &trainrun::init();
-  } catch (const trainrun::Error& e) {
-    std::fprintf(stderr, "conformance: %s\n", e.what());
-    return 1;
-  }
-  doctest::Context context;
-  context.applyCommandLine(argc, argv);
-  context.setOption("no-version", true);
-  const int failed = context.run() != 0 ? 1 : 0;
-  // Every rank exits with the verdict of all ranks.
-  int32_t mine = failed, any = 0;
-  comm().allreduce(&mine, &any, 1, DataType::Int32, ReduceOp::Max);
-  std::printf("conformance: rank %d of %d (%s): %s\n", comm().rank(), comm().size(),
-              comm().backend_name().c_str(), any ? "FAILED" : "passed");
-  trainrun::shutdown();
-  return any ? 1 : 0;
+  return trainrun::test::run_on_every_rank(argc, argv, "conformance", g_comm);
 }

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/conformance/every_rank_main.h"
 #include "tests/conformance/typed_buffer.h"
 
 using trainrun::DataType;
@@ -418,19 +419,5 @@ TEST_CASE("core calls and engine ops interleave safely") {
 }
 
 int main(int argc, char** argv) {
-  try {
-    g_comm = &trainrun::init();
-  } catch (const Error& e) {
-    std::fprintf(stderr, "engine_multirank: %s\n", e.what());
-    return 1;
-  }
-  doctest::Context context;
-  context.applyCommandLine(argc, argv);
-  context.setOption("no-version", true);
-  const int failed = context.run() != 0 ? 1 : 0;
-  std::int32_t mine = failed, any = 0;
-  comm().allreduce(&mine, &any, 1, DataType::Int32, ReduceOp::Max);
-  std::printf("engine_multirank: rank %d of %d: %s\n", rank(), size(), any ? "FAILED" : "passed");
-  trainrun::shutdown();
-  return any ? 1 : 0;
+  return trainrun::test::run_on_every_rank(argc, argv, "engine_multirank", g_comm);
 }
