@@ -57,8 +57,7 @@ Response Coordinator::respond(const Entry& entry) const {
     if (entry.by_rank[r]) continue;  // so r has joined
     const bool root_left = ref.op == OpType::Broadcast && ref.root == r;
     if (!joined_rank_can_take_part(ref, r)) {
-      response.error = (ref.op == OpType::Core ? "core " + ref.core_op : std::string(to_string(ref.op))) +
-                       " '" + ref.name + "': rank " + std::to_string(r) +
+      response.error = op_label(ref) + " '" + ref.name + "': rank " + std::to_string(r) +
                        (root_left ? " (the root)" : "") +
                        " has joined (trainrun::join) and cannot take part";
       response.error_code = Error::Code::InvalidArgument;

@@ -26,16 +26,12 @@ std::vector<std::string> tensor_names(const Request& r) {
   return names;
 }
 
-// What a request holds on this rank while in flight: its name, and a
-// group's member names, so that none of them can be submitted twice.
+// What a request holds on this rank while in flight: its tensors' names,
+// and a group's own name, so that none of them can be submitted twice.
 std::vector<std::string> reserved_names(const Request& r) {
-  std::vector<std::string> names = {r.name};
-  for (const Member& m : r.members) names.push_back(m.name);
+  std::vector<std::string> names = tensor_names(r);
+  if (!r.members.empty()) names.push_back(r.name);
   return names;
-}
-
-std::string describe(const Request& r) {
-  return (r.op == OpType::Core ? "core " + r.core_op : std::string(to_string(r.op))) + " '" + r.name + "'";
 }
 
 }  // namespace
@@ -173,47 +169,14 @@ void Engine::classify(const std::string& name, std::vector<std::string>& to_repo
 }
 
 bool Engine::cycle() {
-  std::vector<Work> fresh;
   bool stop_requested;
   {
     std::lock_guard lock(mutex_);
-    fresh.swap(incoming_);
     stop_requested = stop_requested_;
   }
   const auto now = Clock::now();
   std::vector<std::string> to_report;
-  std::vector<std::size_t> stale;
-  for (Work& work : fresh) {
-    const std::string name = work.request.name;
-    joined_ = joined_ || work.request.op == OpType::Join;
-    pending_.emplace(name, std::move(work));
-    classify(name, to_report, stale);
-  }
-  for (const std::string& name : std::exchange(retry_, {})) classify(name, to_report, stale);
-
-  // A joined rank answers "ready" for every slot but those it cannot take
-  // part in: those it finds stale, so that the coordinator reports why.
-  for (std::size_t slot = 0; joined_ && slot < cache_.slots(); ++slot) {
-    if (cache_.holds(slot) && !joined_rank_can_take_part(cache_.at(slot), rank_)) stale.push_back(slot);
-  }
-
-  // 1. The status allreduce.
-  CycleStatus status(cache_.slots(), joined_);
-  const auto renegotiate = stall_.renegotiate_after();
-  for (auto& [name, work] : pending_) {
-    if (!work.cache_slot) continue;
-    if (renegotiate && now - work.submitted >= *renegotiate) {
-      // Waited too long on a hit: negotiate in full so that rank 0 can
-      // name the ranks that are missing.
-      stale.push_back(*work.cache_slot);
-      work.cache_slot.reset();
-      to_report.push_back(name);
-    } else {
-      status.mark_ready(*work.cache_slot);
-    }
-  }
-  for (std::size_t slot : stale) status.mark_stale(slot);
-  if (!to_report.empty()) status.set_reports();
+  CycleStatus status = prepare(now, to_report);
   if (stop_requested) status.set_shutdown();
   if (rank_ == 0 && !coordinator_.empty() && stall_.shutdown_due(coordinator_.pending(), now)) {
     status.set_stall_shutdown();
@@ -232,23 +195,7 @@ bool Engine::cycle() {
     return false;
   }
 
-  // 2. Cached ops ready everywhere; slots some rank found stale are dropped
-  // (a rank that marks a slot stale reports its request this cycle, or has
-  // joined; waiters left without a negotiation this cycle retry the next).
-  std::vector<Response> responses;
-  for (std::size_t slot = 0; slot < status.slots(); ++slot) {
-    if (status.stale(slot)) cache_.erase(slot);
-    if (!status.ready(slot) || status.all_joined() || !cache_.holds(slot)) continue;
-    responses.emplace_back().request = cache_.at(slot);
-    cache_.touch(slot);
-    if (Work* work = local_work(cache_.at(slot).name)) work->cache_slot.reset();
-  }
-  for (auto& [name, work] : pending_) {
-    if (work.cache_slot && !cache_.holds(*work.cache_slot)) {
-      work.cache_slot.reset();
-      to_report.push_back(name);
-    }
-  }
+  std::vector<Response> responses = take_cached(status, to_report);
   if (status.any_reports()) {
     negotiate(to_report, now, responses);
   } else {
@@ -266,8 +213,6 @@ bool Engine::cycle() {
       std::fprintf(stderr, "trainrun: rank 0 (%s): %s\n", hostname_.c_str(), warning->c_str());
     }
   }
-
-  // 3. Run them.
   execute(responses);
   if (status.any_shutdown()) {
     stop(Error(Error::Code::InvalidArgument,
@@ -275,6 +220,66 @@ bool Engine::cycle() {
     return false;
   }
   return true;
+}
+
+CycleStatus Engine::prepare(Clock::time_point now, std::vector<std::string>& to_report) {
+  std::vector<Work> fresh;
+  {
+    std::lock_guard lock(mutex_);
+    fresh.swap(incoming_);
+  }
+  std::vector<std::size_t> stale;
+  for (Work& work : fresh) {
+    const std::string name = work.request.name;
+    joined_ = joined_ || work.request.op == OpType::Join;
+    pending_.emplace(name, std::move(work));
+    classify(name, to_report, stale);
+  }
+  for (const std::string& name : std::exchange(retry_, {})) classify(name, to_report, stale);
+  // A joined rank answers "ready" for every slot but those it cannot take
+  // part in: those it finds stale, so that the coordinator reports why.
+  for (std::size_t slot = 0; joined_ && slot < cache_.slots(); ++slot) {
+    if (cache_.holds(slot) && !joined_rank_can_take_part(cache_.at(slot), rank_)) stale.push_back(slot);
+  }
+
+  CycleStatus status(cache_.slots(), joined_);
+  const auto renegotiate = stall_.renegotiate_after();
+  for (auto& [name, work] : pending_) {
+    if (!work.cache_slot) continue;
+    if (renegotiate && now - work.submitted >= *renegotiate) {
+      // Waited too long on a hit: negotiate in full so that rank 0 can
+      // name the ranks that are missing.
+      stale.push_back(*work.cache_slot);
+      work.cache_slot.reset();
+      to_report.push_back(name);
+    } else {
+      status.mark_ready(*work.cache_slot);
+    }
+  }
+  for (std::size_t slot : stale) status.mark_stale(slot);
+  if (!to_report.empty()) status.set_reports();
+  return status;
+}
+
+std::vector<Response> Engine::take_cached(const CycleStatus& status, std::vector<std::string>& to_report) {
+  // Slots some rank found stale are dropped everywhere. A rank that marks a
+  // slot stale reports its request this cycle (or has joined); waiters left
+  // without a negotiation this cycle retry in the next.
+  std::vector<Response> responses;
+  for (std::size_t slot = 0; slot < status.slots(); ++slot) {
+    if (status.stale(slot)) cache_.erase(slot);
+    if (!status.ready(slot) || status.all_joined() || !cache_.holds(slot)) continue;
+    responses.emplace_back().request = cache_.at(slot);
+    cache_.touch(slot);
+    if (Work* work = local_work(cache_.at(slot).name)) work->cache_slot.reset();
+  }
+  for (auto& [name, work] : pending_) {
+    if (work.cache_slot && !cache_.holds(*work.cache_slot)) {
+      work.cache_slot.reset();
+      to_report.push_back(name);
+    }
+  }
+  return responses;
 }
 
 void Engine::negotiate(const std::vector<std::string>& to_report, Clock::time_point now,
@@ -382,7 +387,8 @@ void Engine::stop(const Error& reason) {
   incoming_.clear();
   for (auto& [name, work] : pending_) {
     const bool core = work.request.op == OpType::Core;
-    work.op->error = Error(reason.code(), core ? reason.what() : describe(work.request) + ": " + reason.what());
+    work.op->error = Error(reason.code(), core ? reason.what() : op_label(work.request) + " '" + work.request.name +
+                                                                      "': " + reason.what());
     work.op->done = true;
   }
   pending_.clear();

@@ -33,6 +33,7 @@
 
 #include "backends/backend.h"
 #include "lib/engine/coordinator.h"
+#include "lib/engine/cycle_status.h"
 #include "lib/engine/engine_options.h"
 #include "lib/engine/executor.h"
 #include "lib/engine/response_cache.h"
@@ -74,6 +75,12 @@ class Engine {
   std::shared_ptr<Operation> await(Handle handle);
   void loop();
   bool cycle();
+  // Takes new work, sorts it into cache hits and requests to report, and
+  // fills this rank's status bytes.
+  CycleStatus prepare(Clock::time_point now, std::vector<std::string>& to_report);
+  // The cached ops every rank is ready for; waiters whose slot went stale
+  // join to_report.
+  std::vector<Response> take_cached(const CycleStatus& status, std::vector<std::string>& to_report);
   void classify(const std::string& name, std::vector<std::string>& to_report,
                 std::vector<std::size_t>& stale);
   void negotiate(const std::vector<std::string>& to_report, Clock::time_point now,

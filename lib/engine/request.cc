@@ -94,10 +94,6 @@ std::string scale_text(double v) {
   return s;
 }
 
-std::string op_label(const Request& r) {
-  return r.op == OpType::Core ? "core " + r.core_op : to_string(r.op);
-}
-
 std::string dims_after_first(const std::vector<std::int64_t>& shape) {
   return shape_text(std::vector<std::int64_t>(shape.begin() + (shape.empty() ? 0 : 1), shape.end()));
 }
@@ -131,6 +127,10 @@ std::size_t Request::count() const {
   std::size_t n = 0;
   for (const Member& m : members) n += elements(m.shape);
   return n;
+}
+
+std::string op_label(const Request& r) {
+  return r.op == OpType::Core ? "core " + r.core_op : to_string(r.op);
 }
 
 std::string shape_text(const std::vector<std::int64_t>& shape) {

@@ -55,6 +55,8 @@ struct Request {
   bool first_dim_varies() const { return op == OpType::Allgather || op == OpType::Alltoall; }
 };
 
+// "allreduce", or "core broadcast" for a Communicator call.
+std::string op_label(const Request& r);
 // "[17,23,57]"; "[]" for a scalar.
 std::string shape_text(const std::vector<std::int64_t>& shape);
 
