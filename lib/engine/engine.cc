@@ -331,7 +331,13 @@ void Engine::execute(const std::vector<Response>& responses) {
     const auto now = Clock::now();
     for (const Response& response : responses) trace_ready(response, now);
   }
-  for (const Batch& batch : plan_batches(responses, options_.fusion_threshold)) {
+  const std::vector<Batch> batches = plan_batches(responses, options_.fusion_threshold);
+  // A group's members may land in several batches: it completes with its last.
+  std::vector<std::size_t> unfinished(responses.size(), 0);
+  for (const Batch& batch : batches) {
+    for (const FusionItem& item : batch.items) ++unfinished[item.response];
+  }
+  for (const Batch& batch : batches) {
     std::vector<Work*> works;
     for (const FusionItem& item : batch.items) works.push_back(local_work(responses[item.response].request.name));
     const Response& first = responses[batch.items[0].response];
@@ -349,10 +355,8 @@ void Engine::execute(const std::vector<Response>& responses) {
         std::lock_guard lock(mutex_);
         next_core_ = next_barrier_ = 0;  // ranks may have made different numbers while joined
       }
-      // A group's members may span batches: it completes with its last one.
       for (const FusionItem& item : batch.items) {
-        const Request& r = responses[item.response].request;
-        if (r.members.empty() || item.member + 1 == r.members.size()) done.push_back(&responses[item.response]);
+        if (--unfinished[item.response] == 0) done.push_back(&responses[item.response]);
       }
     }
     finish(done);

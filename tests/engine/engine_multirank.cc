@@ -250,15 +250,17 @@ TEST_CASE("uneven alltoall and reducescatter, scales, groups") {
   trainrun::synchronize(trainrun::allreduce_async("scaled", {x.data(), DataType::Float32, {10}}, ReduceOp::Sum, 2.0, 0.25));
   CHECK(x[9] == doctest::Approx(0.5 * n * (n + 1) / 2.0));
 
-  // A group of a tiny, a medium and a large (in place) tensor.
-  std::vector<std::vector<float>> g = {std::vector<float>(3, 1.0f), std::vector<float>(5000, 2.0f),
-                                       std::vector<float>(300000, 3.0f)};
+  // A group of a tiny, a medium and a large tensor: the large one is
+  // reduced in place, before the fused batch of the other two.
+  std::vector<std::vector<float>> g = {std::vector<float>(3, r + 1.0f), std::vector<float>(5000, 2.0f * r),
+                                       std::vector<float>(300000, 3.0f * r)};
   std::vector<Tensor> tensors;
   for (auto& t : g) tensors.push_back({t.data(), DataType::Float32, {static_cast<std::int64_t>(t.size())}});
-  trainrun::synchronize(trainrun::grouped_allreduce_async({"g.a", "g.b", "g.c"}, tensors, ReduceOp::Average));
-  CHECK(g[0][2] == 1.0f);
-  CHECK(g[1][4999] == 2.0f);
-  CHECK(g[2][299999] == 3.0f);
+  trainrun::synchronize(trainrun::grouped_allreduce_async({"g.a", "g.b", "g.c"}, tensors));
+  const float ranks = n * (n - 1) / 2.0f;
+  CHECK(g[0][2] == ranks + n);
+  CHECK(g[1][4999] == 2 * ranks);
+  CHECK(g[2][299999] == 3 * ranks);
 }
 
 TEST_CASE("every mismatch raises on every rank within 2 s") {
