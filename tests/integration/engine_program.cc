@@ -1,9 +1,12 @@
 // engine_program: a rank that uses the engine the way the integration tests
 // need, printing what happened as "rank R: ..." lines.
-//   stall LATE_RANK DELAY_MS [cold]
-//                             an engine barrier (so every engine runs; not
-//                             with "cold"), then every rank allreduces
-//                             "late.tensor", LATE_RANK DELAY_MS late. Prints
+//   stall LATE_RANK DELAY_MS [fresh|cold]
+//                             every rank allreduces "late.tensor" once (so
+//                             it is cached, as in steady-state training;
+//                             "fresh": an engine barrier instead, "cold":
+//                             nothing, so LATE_RANK's engine has not
+//                             started), then again, LATE_RANK DELAY_MS late.
+//                             Prints
 //                             when it submits, and "done" or "error after S
 //                             s: MESSAGE". Then a core barrier (direct again
 //                             once the engine stopped) and exit 0, or 3
@@ -25,11 +28,15 @@ namespace {
 using trainrun::DataType;
 using Clock = std::chrono::steady_clock;
 
-int stall(trainrun::Communicator& comm, int late_rank, int delay_ms, bool cold) {
+int stall(trainrun::Communicator& comm, int late_rank, int delay_ms, const std::string& warm_up) {
   const int rank = comm.rank();
-  if (!cold) trainrun::barrier();
-  if (rank == late_rank) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
   std::vector<float> data(16, 1.0f);
+  if (warm_up == "fresh") trainrun::barrier();
+  if (warm_up.empty()) {
+    trainrun::synchronize(trainrun::allreduce_async("late.tensor", {data.data(), DataType::Float32, {16}}));
+    data.assign(16, 1.0f);
+  }
+  if (rank == late_rank) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
   std::printf("rank %d: submitting\n", rank);
   std::fflush(stdout);
   const auto start = Clock::now();
@@ -73,10 +80,10 @@ int main(int argc, char** argv) {
     trainrun::Communicator& comm = trainrun::init();
     int status = 2;
     if (mode == "stall" && (argc == 4 || argc == 5)) {
-      status = stall(comm, std::atoi(argv[2]), std::atoi(argv[3]), argc == 5 && std::string(argv[4]) == "cold");
+      status = stall(comm, std::atoi(argv[2]), std::atoi(argv[3]), argc == 5 ? argv[4] : "");
     }
     else if (mode == "steps" && argc == 3) status = steps(std::atoi(argv[2]));
-    else std::fprintf(stderr, "engine_program: usage: stall LATE_RANK DELAY_MS [cold] | steps N\n");
+    else std::fprintf(stderr, "engine_program: usage: stall LATE_RANK DELAY_MS [fresh|cold] | steps N\n");
     trainrun::shutdown();
     return status;
   } catch (const trainrun::Error& e) {
