@@ -156,7 +156,6 @@ void divide_in_place(void* buf, std::size_t n, DataType type, int divisor) {
   }
 }
 
-
 void scale_in_place(void* buf, std::size_t n, DataType type, double factor) {
   if (factor == 1.0) return;
   switch (type) {
