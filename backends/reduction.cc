@@ -1,6 +1,7 @@
 #include "backends/reduction.h"
 
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include <trainrun/half.h>
@@ -97,6 +98,37 @@ void divide_half(void* buf, std::size_t n, int divisor) {
   for (std::size_t i = 0; i < n; ++i) p[i] = Half::store(Half::load(p[i]) / static_cast<float>(divisor));
 }
 
+template <typename T>
+void scale_plain(void* buf, std::size_t n, double factor) {
+  T* p = static_cast<T*>(buf);
+  const T f = static_cast<T>(factor);
+  for (std::size_t i = 0; i < n; ++i) p[i] *= f;
+}
+
+template <typename Half>
+void scale_half(void* buf, std::size_t n, double factor) {
+  auto* p = static_cast<std::uint16_t*>(buf);
+  const float f = static_cast<float>(factor);
+  for (std::size_t i = 0; i < n; ++i) p[i] = Half::store(Half::load(p[i]) * f);
+}
+
+template <typename T>
+T identity_of(ReduceOp op) {
+  constexpr bool floating = std::is_floating_point_v<T>;
+  switch (op) {
+    case ReduceOp::Product: return T(1);
+    case ReduceOp::Min: return floating ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
+    case ReduceOp::Max: return floating ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+    default: return T(0);
+  }
+}
+
+template <typename T>
+void fill_plain(void* buf, std::size_t n, T value) {
+  T* p = static_cast<T*>(buf);
+  for (std::size_t i = 0; i < n; ++i) p[i] = value;
+}
+
 }  // namespace
 
 ReduceFn reduce_function(DataType type, ReduceOp op) {
@@ -121,6 +153,30 @@ void divide_in_place(void* buf, std::size_t n, DataType type, int divisor) {
     case DataType::BFloat16: return divide_half<BFloat16>(buf, n, divisor);
     case DataType::Float32: return divide_plain<float>(buf, n, divisor);
     case DataType::Float64: return divide_plain<double>(buf, n, divisor);
+  }
+}
+
+void scale_in_place(void* buf, std::size_t n, DataType type, double factor) {
+  if (factor == 1.0) return;
+  switch (type) {
+    case DataType::Float16: return scale_half<Float16>(buf, n, factor);
+    case DataType::BFloat16: return scale_half<BFloat16>(buf, n, factor);
+    case DataType::Float32: return scale_plain<float>(buf, n, factor);
+    case DataType::Float64: return scale_plain<double>(buf, n, factor);
+    default: return;  // callers allow scales on floating types only
+  }
+}
+
+void fill_identity(void* buf, std::size_t n, DataType type, ReduceOp op) {
+  switch (type) {
+    case DataType::UInt8: return fill_plain(buf, n, identity_of<std::uint8_t>(op));
+    case DataType::Int8: return fill_plain(buf, n, identity_of<std::int8_t>(op));
+    case DataType::Int32: return fill_plain(buf, n, identity_of<std::int32_t>(op));
+    case DataType::Int64: return fill_plain(buf, n, identity_of<std::int64_t>(op));
+    case DataType::Float16: return fill_plain(buf, n, float_to_float16(identity_of<float>(op)));
+    case DataType::BFloat16: return fill_plain(buf, n, float_to_bfloat16(identity_of<float>(op)));
+    case DataType::Float32: return fill_plain(buf, n, identity_of<float>(op));
+    case DataType::Float64: return fill_plain(buf, n, identity_of<double>(op));
   }
 }
 

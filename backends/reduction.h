@@ -17,4 +17,10 @@ ReduceFn reduce_function(DataType type, ReduceOp op);
 // The divide step of Average: buf[i] /= divisor (integers truncate toward zero).
 void divide_in_place(void* buf, std::size_t n, DataType type, int divisor);
 
+// buf[i] *= factor, for floating types (16-bit types round to nearest even).
+void scale_in_place(void* buf, std::size_t n, DataType type, double factor);
+// buf[i] = the identity of `op` (0 for Sum/Average, 1 for Product, the
+// type's largest value for Min and smallest for Max; infinities for floats).
+void fill_identity(void* buf, std::size_t n, DataType type, ReduceOp op);
+
 }  // namespace trainrun::detail

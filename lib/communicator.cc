@@ -1,8 +1,11 @@
 #include "trainrun/communicator.h"
 
+#include <cstdlib>
+#include <cstring>
 #include <numeric>
 
 #include "backends/backend.h"
+#include "lib/engine/engine.h"
 #include "lib/world.h"
 #include "trainrun/error.h"
 
@@ -21,13 +24,28 @@ const char* offset(const void* base, std::size_t elements, DataType type) {
   return static_cast<const char*>(base) + elements * size_of(type);
 }
 
+// What every rank must agree on for a core call negotiated by the engine.
+detail::Request core_request(const char* op, DataType type, std::vector<std::int64_t> shape,
+                             ReduceOp reduce_op = ReduceOp::Sum, int root = 0) {
+  detail::Request r;
+  r.op = detail::OpType::Core;
+  r.core_op = op;
+  r.type = type;
+  r.shape = std::move(shape);
+  r.reduce_op = reduce_op;
+  r.root = root;
+  return r;
+}
+
+std::int64_t as_dim(std::size_t n) { return static_cast<std::int64_t>(n); }
+
 }  // namespace
 
 Communicator::Communicator(std::unique_ptr<detail::World> world,
                            std::unique_ptr<detail::Backend> backend)
     : world_(std::move(world)), backend_(std::move(backend)) {}
 
-Communicator::~Communicator() = default;
+Communicator::~Communicator() { engine_.reset(); }
 
 int Communicator::rank() const { return world_->rank; }
 int Communicator::size() const { return world_->size; }
@@ -38,6 +56,24 @@ int Communicator::cross_size() const { return world_->cross_size; }
 const std::string& Communicator::hostname() const { return world_->hostname; }
 std::string Communicator::backend_name() const { return backend_->name(); }
 detail::Backend& Communicator::backend() { return *backend_; }
+
+detail::Engine& Communicator::engine() {
+  std::lock_guard lock(engine_mutex_);
+  if (!engine_) {
+    engine_ = std::make_unique<detail::Engine>(*world_, *backend_, detail::engine_options_from_env(&std::getenv));
+  }
+  return *engine_;
+}
+
+void Communicator::dispatch(const detail::Request& request, const std::function<void()>& body) {
+  detail::Engine* engine = nullptr;
+  {
+    std::lock_guard lock(engine_mutex_);
+    if (engine_ && engine_->running()) engine = engine_.get();
+  }
+  if (engine) engine->run_core(request, body);
+  else body();
+}
 
 // Every error leaving a collective names the rank, its host and the op.
 // Backends may only enqueue (NCCL): the core API returns when done.
@@ -56,7 +92,8 @@ void Communicator::allreduce(const void* send, void* recv, std::size_t count, Da
                              ReduceOp op) {
   call("allreduce", [&] {
     require(count == 0 || (send && recv), "send and recv must not be null");
-    backend_->allreduce(send, recv, count, type, op);
+    dispatch(core_request("allreduce", type, {as_dim(count)}, op),
+             [&] { backend_->allreduce(send, recv, count, type, op); });
   });
 }
 
@@ -64,7 +101,8 @@ void Communicator::allgather(const void* send, void* recv, std::size_t count, Da
   call("allgather", [&] {
     require(count == 0 || recv, "recv must not be null");
     const bool in_place = !send || send == recv || send == offset(recv, count * world_->rank, type);
-    backend_->allgather(in_place ? nullptr : send, recv, count, type);
+    dispatch(core_request("allgather", type, {as_dim(count)}),
+             [&] { backend_->allgather(in_place ? nullptr : send, recv, count, type); });
   });
 }
 
@@ -83,7 +121,10 @@ void Communicator::allgatherv(const void* send, std::size_t count, void* recv,
     require(total == 0 || recv, "recv must not be null");
     const std::size_t before = std::accumulate(counts.begin(), counts.begin() + world_->rank, std::size_t{0});
     const bool in_place = !send || send == recv || send == offset(recv, before, type);
-    backend_->allgatherv(in_place ? nullptr : send, recv, counts, type);
+    // Every rank passes the same counts, so they are what must agree.
+    std::vector<std::int64_t> shape(counts.begin(), counts.end());
+    dispatch(core_request("allgatherv", type, std::move(shape)),
+             [&] { backend_->allgatherv(in_place ? nullptr : send, recv, counts, type); });
   });
 }
 
@@ -94,7 +135,8 @@ void Communicator::broadcast(void* buf, std::size_t count, DataType type, int ro
               std::to_string(world_->size) + "-rank world");
     }
     require(count == 0 || buf, "buf must not be null");
-    backend_->broadcast(buf, count, type, root);
+    dispatch(core_request("broadcast", type, {as_dim(count)}, ReduceOp::Sum, root),
+             [&] { backend_->broadcast(buf, count, type, root); });
   });
 }
 
@@ -102,7 +144,8 @@ void Communicator::alltoall(const void* send, void* recv, std::size_t count, Dat
   call("alltoall", [&] {
     require(count == 0 || (send && recv), "send and recv must not be null");
     const std::vector<std::size_t> counts(static_cast<std::size_t>(world_->size), count);
-    backend_->alltoall(send, counts, recv, counts, type);  // RoutedBackend copies aliased input
+    dispatch(core_request("alltoall", type, {as_dim(count)}),
+             [&] { backend_->alltoall(send, counts, recv, counts, type); });
   });
 }
 
@@ -111,12 +154,13 @@ void Communicator::reducescatter(const void* send, void* recv, std::size_t count
   call("reducescatter", [&] {
     require(count == 0 || (send && recv), "send and recv must not be null");
     const std::vector<std::size_t> counts(static_cast<std::size_t>(world_->size), count);
-    backend_->reducescatter(send, recv, counts, type, op);  // RoutedBackend copies aliased input
+    dispatch(core_request("reducescatter", type, {as_dim(count)}, op),
+             [&] { backend_->reducescatter(send, recv, counts, type, op); });
   });
 }
 
 void Communicator::barrier() {
-  call("barrier", [&] { backend_->barrier(); });
+  call("barrier", [&] { dispatch(core_request("barrier", DataType::UInt8, {}), [&] { backend_->barrier(); }); });
 }
 
 }  // namespace trainrun

@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <optional>
+#include <sstream>
 #include <tuple>
 #include <string_view>
 
@@ -20,24 +21,30 @@ namespace p = protocol;
               std::string(name) + "='" + std::string(value) + "' " + why);
 }
 
-std::optional<long long> read_int(const EnvLookup& env, const char* name, long long min,
-                                  long long max) {
+// The variable's value parsed whole as a T in [min, max]; nullopt when unset.
+template <typename T>
+std::optional<T> read_number(const EnvLookup& env, const char* name, T min, T max, const char* kind) {
   const char* text = env(name);
   if (!text) return std::nullopt;
   const std::string_view value(text);
-  long long number = 0;
+  T number{};
   const auto r = std::from_chars(value.data(), value.data() + value.size(), number);
   if (value.empty() || r.ec != std::errc() || r.ptr != value.data() + value.size()) {
-    bad(name, value, "is not an integer");
+    bad(name, value, std::string("is not ") + kind);
   }
-  if (number < min || number > max) {
-    bad(name, value, "is out of range [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+  if (!(number >= min && number <= max)) {
+    auto text_of = [](T v) {
+      std::ostringstream out;
+      out << v;
+      return out.str();
+    };
+    bad(name, value, "is out of range [" + text_of(min) + ", " + text_of(max) + "]");
   }
   return number;
 }
 
 int require_int(const EnvLookup& env, const char* name, long long min, long long max) {
-  auto v = read_int(env, name, min, max);
+  auto v = env_int(env, name, min, max);
   if (!v) throw Error(Error::Code::InvalidArgument, std::string(name) + " is not set");
   return static_cast<int>(*v);
 }
@@ -68,11 +75,11 @@ void read_trainrun(const EnvLookup& env, World& w) {
   w.size = require_int(env, p::kEnvSize, 1, kMaxRanks);
   w.rank = require_int(env, p::kEnvRank, 0, kMaxRanks);
   check_rank(p::kEnvRank, w.rank, p::kEnvSize, w.size);
-  w.local_size = static_cast<int>(read_int(env, p::kEnvLocalSize, 1, kMaxRanks).value_or(w.size));
-  w.local_rank = static_cast<int>(read_int(env, p::kEnvLocalRank, 0, kMaxRanks).value_or(w.rank));
+  w.local_size = static_cast<int>(env_int(env, p::kEnvLocalSize, 1, kMaxRanks).value_or(w.size));
+  w.local_rank = static_cast<int>(env_int(env, p::kEnvLocalRank, 0, kMaxRanks).value_or(w.rank));
   check_rank(p::kEnvLocalRank, w.local_rank, p::kEnvLocalSize, w.local_size);
-  w.cross_size = static_cast<int>(read_int(env, p::kEnvCrossSize, 1, kMaxRanks).value_or(1));
-  w.cross_rank = static_cast<int>(read_int(env, p::kEnvCrossRank, 0, kMaxRanks).value_or(0));
+  w.cross_size = static_cast<int>(env_int(env, p::kEnvCrossSize, 1, kMaxRanks).value_or(1));
+  w.cross_rank = static_cast<int>(env_int(env, p::kEnvCrossRank, 0, kMaxRanks).value_or(0));
   check_rank(p::kEnvCrossRank, w.cross_rank, p::kEnvCrossSize, w.cross_size);
   const std::string host = read_string(env, p::kEnvHostname);
   if (!host.empty()) w.hostname = host;
@@ -101,8 +108,8 @@ void read_open_mpi(const EnvLookup& env, World& w) {
   w.size = require_int(env, p::kEnvOmpiSize, 1, kMaxRanks);
   w.rank = require_int(env, p::kEnvOmpiRank, 0, kMaxRanks);
   check_rank(p::kEnvOmpiRank, w.rank, p::kEnvOmpiSize, w.size);
-  w.local_size = static_cast<int>(read_int(env, p::kEnvOmpiLocalSize, 1, kMaxRanks).value_or(1));
-  w.local_rank = static_cast<int>(read_int(env, p::kEnvOmpiLocalRank, 0, kMaxRanks).value_or(0));
+  w.local_size = static_cast<int>(env_int(env, p::kEnvOmpiLocalSize, 1, kMaxRanks).value_or(1));
+  w.local_rank = static_cast<int>(env_int(env, p::kEnvOmpiLocalRank, 0, kMaxRanks).value_or(0));
   check_rank(p::kEnvOmpiLocalRank, w.local_rank, p::kEnvOmpiLocalSize, w.local_size);
   // Open MPI does not export the host index; assume the usual by-slot
   // layout here. The MPI backend computes the exact values from a split.
@@ -140,8 +147,8 @@ void read_slurm(const EnvLookup& env, World& w) {
   w.size = require_int(env, p::kEnvSlurmNTasks, 1, kMaxRanks);
   w.rank = require_int(env, p::kEnvSlurmProcId, 0, kMaxRanks);
   check_rank(p::kEnvSlurmProcId, w.rank, p::kEnvSlurmNTasks, w.size);
-  w.local_rank = static_cast<int>(read_int(env, p::kEnvSlurmLocalId, 0, kMaxRanks).value_or(0));
-  const int node = static_cast<int>(read_int(env, p::kEnvSlurmNodeId, 0, kMaxRanks).value_or(0));
+  w.local_rank = static_cast<int>(env_int(env, p::kEnvSlurmLocalId, 0, kMaxRanks).value_or(0));
+  const int node = static_cast<int>(env_int(env, p::kEnvSlurmNodeId, 0, kMaxRanks).value_or(0));
   const std::string tasks = read_string(env, p::kEnvSlurmTasksPerNode);
   std::vector<int> per_node = tasks.empty() ? std::vector<int>{w.size} : parse_tasks_per_node(tasks);
   if (node >= static_cast<int>(per_node.size())) {
@@ -176,6 +183,14 @@ std::pair<int, int> cross_rank_and_size(const std::vector<int>& slots_per_host, 
   return {cross_rank, cross_size};
 }
 
+std::optional<long long> env_int(const EnvLookup& env, const char* name, long long min, long long max) {
+  return read_number<long long>(env, name, min, max, "an integer");
+}
+
+std::optional<double> env_number(const EnvLookup& env, const char* name, double min, double max) {
+  return read_number<double>(env, name, min, max, "a number");
+}
+
 World world_from_env(const EnvLookup& env) {
   World w;
   w.hostname = host_name();
@@ -189,13 +204,13 @@ World world_from_env(const EnvLookup& env) {
   }
   w.iface = read_string(env, p::kEnvIface);
   w.network = read_string(env, p::kEnvNetwork);
-  if (auto s = read_int(env, p::kEnvStartTimeout, 1, 86400)) w.start_timeout = std::chrono::seconds(*s);
-  if (auto s = read_int(env, p::kEnvCollectiveTimeout, 1, 30 * 86400)) {
+  if (auto s = env_int(env, p::kEnvStartTimeout, 1, 86400)) w.start_timeout = std::chrono::seconds(*s);
+  if (auto s = env_int(env, p::kEnvCollectiveTimeout, 1, 30 * 86400)) {
     w.collective_timeout = std::chrono::seconds(*s);
     w.nccl_timeout = w.collective_timeout;
   }
-  if (auto s = read_int(env, p::kEnvNcclTimeout, 1, 30 * 86400)) w.nccl_timeout = std::chrono::seconds(*s);
-  w.cuda_device = static_cast<int>(read_int(env, p::kEnvCudaDevice, 0, 1023).value_or(-1));
+  if (auto s = env_int(env, p::kEnvNcclTimeout, 1, 30 * 86400)) w.nccl_timeout = std::chrono::seconds(*s);
+  w.cuda_device = static_cast<int>(env_int(env, p::kEnvCudaDevice, 0, 1023).value_or(-1));
   w.cuda_visible_devices_set = env(p::kEnvCudaVisibleDevices) != nullptr;
   return w;
 }

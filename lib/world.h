@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,6 +53,12 @@ using EnvLookup = std::function<const char*(const char*)>;
 // Throws Error(InvalidArgument) naming the variable and its value when a
 // variable is present but malformed or inconsistent (rank >= size, ...).
 World world_from_env(const EnvLookup& env);
+
+// An integer (or decimal: env_number) variable; nullopt when unset. Throws
+// Error(InvalidArgument) naming the variable and its value when it is
+// malformed or outside [min, max].
+std::optional<long long> env_int(const EnvLookup& env, const char* name, long long min, long long max);
+std::optional<double> env_number(const EnvLookup& env, const char* name, double min, double max);
 
 // Horovod's cross rank/size for a host layout: `slots_per_host[h]` ranks on
 // host h; returns {index of `host` among hosts that have a slot at

@@ -44,6 +44,24 @@ inline constexpr const char* kEnvCudaDevice = "TRAINRUN_CUDA_DEVICE";
 // Set by schedulers that bind each rank to its GPUs; read, never written.
 inline constexpr const char* kEnvCudaVisibleDevices = "CUDA_VISIBLE_DEVICES";
 
+// Coordination engine (lib/engine, <trainrun/engine.h>); read when the
+// engine starts. Launcher flags in brackets.
+// Bytes of small allreduces fused into one backend call; 0 disables fusion
+// (--fusion-threshold-mb N sets N * 1048576). Default 64 MiB.
+inline constexpr const char* kEnvFusionThreshold = "TRAINRUN_FUSION_THRESHOLD";
+// Milliseconds between negotiation cycles, decimal (--cycle-time-ms). Default 1.
+inline constexpr const char* kEnvCycleTimeMs = "TRAINRUN_CYCLE_TIME_MS";
+// Entries of the response cache; 0 disables it (--cache-capacity). Default 1024.
+inline constexpr const char* kEnvCacheCapacity = "TRAINRUN_CACHE_CAPACITY";
+// Chrome-trace JSON file rank 0 writes (--timeline FILE). Default: none.
+inline constexpr const char* kEnvTimeline = "TRAINRUN_TIMELINE";
+// Seconds, decimal, before a waiting op is reported on stderr; 0 = never
+// (--stall-warning). Default 60.
+inline constexpr const char* kEnvStallWarning = "TRAINRUN_STALL_WARNING";
+// Seconds, decimal, before a stall fails every pending op on every rank;
+// 0 = never (--stall-shutdown). Default 0.
+inline constexpr const char* kEnvStallShutdown = "TRAINRUN_STALL_SHUTDOWN";
+
 // Compatibility exports so existing Horovod / torch code runs unchanged.
 inline constexpr const char* kEnvHorovodRank = "HOROVOD_RANK";
 inline constexpr const char* kEnvHorovodSize = "HOROVOD_SIZE";

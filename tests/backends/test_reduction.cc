@@ -65,3 +65,23 @@ TEST_CASE("divide_in_place implements Average's final step") {
   detail::divide_in_place(h.data(), 1, DataType::Float16, 4);
   CHECK(float16_to_float(h[0]) == 0.75f);
 }
+
+TEST_CASE("scales multiply floating types, rounding 16-bit ones") {
+  std::vector<float> f = {1, -2, 3};
+  detail::scale_in_place(f.data(), 3, DataType::Float32, 0.5);
+  CHECK(f == std::vector<float>{0.5f, -1, 1.5f});
+  std::vector<std::uint16_t> h = {float_to_float16(3.0f)};
+  detail::scale_in_place(h.data(), 1, DataType::Float16, 1.0 / 3);
+  CHECK(h[0] == float_to_float16(1.0f));
+}
+
+TEST_CASE("identity fills leave the other operand unchanged") {
+  for (DataType type : kAllDataTypes) {
+    for (ReduceOp op : kAllReduceOps) {
+      std::vector<unsigned char> identity(4 * size_of(type)), value(4 * size_of(type), 3), out(value.size());
+      detail::fill_identity(identity.data(), 4, type, op);
+      reduce_function(type, op)(out.data(), identity.data(), value.data(), 4);
+      CHECK_MESSAGE(out == value, to_string(type) << " " << to_string(op));
+    }
+  }
+}

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/conformance/every_rank_main.h"
 #include "tests/conformance/typed_buffer.h"
 
 using trainrun::DataType;
@@ -316,21 +317,6 @@ int main(int argc, char** argv) {
     std::printf("conformance: skipped: %s\n", why.c_str());
     return 77;
   }
-  try {
-    g_comm = &trainrun::init();
-  } catch (const trainrun::Error& e) {
-    std::fprintf(stderr, "conformance: %s\n", e.what());
-    return 1;
-  }
-  doctest::Context context;
-  context.applyCommandLine(argc, argv);
-  context.setOption("no-version", true);
-  const int failed = context.run() != 0 ? 1 : 0;
-  // Every rank exits with the verdict of all ranks.
-  int32_t mine = failed, any = 0;
-  comm().allreduce(&mine, &any, 1, DataType::Int32, ReduceOp::Max);
-  std::printf("conformance: rank %d of %d (%s%s): %s\n", comm().rank(), comm().size(),
-              comm().backend_name().c_str(), device ? ", CUDA buffers" : "", any ? "FAILED" : "passed");
-  trainrun::shutdown();
-  return any ? 1 : 0;
+  return trainrun::test::run_on_every_rank(argc, argv, "conformance", g_comm,
+                                           device ? ", CUDA buffers" : "");
 }

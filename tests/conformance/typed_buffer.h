@@ -12,6 +12,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <trainrun/half.h>
@@ -44,6 +45,11 @@ class TypedBuffer {
   }
   TypedBuffer(const TypedBuffer&) = delete;
   TypedBuffer& operator=(const TypedBuffer&) = delete;
+  // Movable (returned from helpers, kept in vectors); the mirror moves along.
+  TypedBuffer(TypedBuffer&& other) noexcept
+      : type_(other.type_), count_(other.count_), bytes_(std::move(other.bytes_)), device_(other.device_),
+        mirror_(std::exchange(other.mirror_, nullptr)), host_newer_(other.host_newer_),
+        device_newer_(other.device_newer_) {}
 
   // What collectives get: the device mirror (brought up to date) when there is one.
   void* data() {

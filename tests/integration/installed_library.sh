@@ -21,7 +21,8 @@ done
 
 # Only the test's own files travel: no -I into the source tree.
 mkdir -p "$tmp/src/tests/conformance"
-cp "$src/tests/conformance/conformance.cc" "$src/tests/conformance/typed_buffer.h" "$tmp/src/tests/conformance/"
+cp "$src/tests/conformance/conformance.cc" "$src/tests/conformance/typed_buffer.h" \
+   "$src/tests/conformance/every_rank_main.h" "$tmp/src/tests/conformance/"
 flags=$(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --define-variable=prefix="$root" --cflags --libs --static trainrun)
 echo "g++ conformance.cc $flags"
 g++ -std=c++17 -O1 -I"$tmp/src" "$tmp/src/tests/conformance/conformance.cc" $flags -o "$tmp/conformance"

@@ -16,10 +16,14 @@
 //   alltoall:              send == recv.
 // A Communicator is not thread-safe: use it from one thread at a time.
 // It is owned by trainrun::init() and lives until trainrun::shutdown().
+// Once the engine (trainrun/engine.h) runs, these calls are negotiated and
+// run by the engine's thread, in the order every rank made them.
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -29,6 +33,8 @@ namespace trainrun {
 
 namespace detail {
 class Backend;
+class Engine;
+struct Request;
 struct World;
 }  // namespace detail
 
@@ -64,13 +70,20 @@ class Communicator {
   // The backend behind this communicator, for the engine layer: it routes
   // host and CUDA buffers as the calls above do (backends/routed_backend.h).
   detail::Backend& backend();
+  // The coordination engine, started on first use (thread-safe).
+  detail::Engine& engine();
 
  private:
   template <typename Fn>
   void call(const char* op, Fn&& fn);
+  // Runs `body` (a backend call) now, or, while the engine runs, on the
+  // engine's thread once every rank has reached the call `request` describes.
+  void dispatch(const detail::Request& request, const std::function<void()>& body);
 
   std::unique_ptr<detail::World> world_;
   std::unique_ptr<detail::Backend> backend_;
+  std::mutex engine_mutex_;
+  std::unique_ptr<detail::Engine> engine_;  // declared last: stops before the backend goes
 };
 
 // Starts the process-wide communicator from the environment (TRAINRUN_*,

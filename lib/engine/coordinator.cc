@@ -1,0 +1,109 @@
+#include "lib/engine/coordinator.h"
+
+#include <algorithm>
+
+namespace trainrun::detail {
+bool joined_rank_can_take_part(const Request& r, int rank) {
+  if (r.op == OpType::Alltoall || r.op == OpType::Barrier || r.op == OpType::Core) return false;
+  return !(r.op == OpType::Broadcast && r.root == rank);
+}
+
+Coordinator::Coordinator(int size) : size_(size), joined_(static_cast<std::size_t>(size), false) {}
+
+void Coordinator::report(int rank, std::vector<Request> requests, Clock::time_point now) {
+  for (Request& r : requests) {
+    Entry& entry = table_[r.name];
+    if (entry.by_rank.empty()) {
+      entry.by_rank.resize(static_cast<std::size_t>(size_));
+      entry.order = next_order_++;
+      entry.since = now;
+    }
+    if (entry.by_rank[rank]) {
+      throw Error(Error::Code::Internal, "engine: rank " + std::to_string(rank) + " reported '" +
+                                             r.name + "' twice");
+    }
+    entry.since = std::min(entry.since, now - std::chrono::milliseconds(r.age_ms));
+    entry.last_reporter = rank;
+    if (r.op == OpType::Join) joined_[rank] = true;
+    entry.by_rank[rank] = std::move(r);
+  }
+}
+
+bool Coordinator::complete(const Entry& entry) const {
+  for (int r = 0; r < size_; ++r) {
+    if (!entry.by_rank[r] && !joined_[r]) return false;
+  }
+  return true;
+}
+
+Response Coordinator::respond(const Entry& entry) const {
+  Response response;
+  int reference = 0;
+  while (!entry.by_rank[reference]) ++reference;
+  response.request = *entry.by_rank[reference];
+  const Request& ref = response.request;
+  for (int r = reference + 1; r < size_; ++r) {
+    if (!entry.by_rank[r]) continue;
+    if (auto why = disagreement(ref, reference, *entry.by_rank[r], r)) {
+      response.error = *why;
+      return response;
+    }
+  }
+  if (ref.op == OpType::Join) {
+    response.last_joined = entry.last_reporter;
+    return response;
+  }
+  for (int r = 0; r < size_; ++r) {
+    if (entry.by_rank[r]) continue;  // so r has joined
+    const bool root_left = ref.op == OpType::Broadcast && ref.root == r;
+    if (!joined_rank_can_take_part(ref, r)) {
+      response.error = op_label(ref) + " '" + ref.name + "': rank " + std::to_string(r) +
+                       (root_left ? " (the root)" : "") +
+                       " has joined (trainrun::join) and cannot take part";
+      response.error_code = Error::Code::InvalidArgument;
+      return response;
+    }
+  }
+  return response;
+}
+
+std::vector<Response> Coordinator::take_ready() {
+  std::vector<std::map<std::string, Entry>::iterator> done;
+  for (auto it = table_.begin(); it != table_.end(); ++it) {
+    if (complete(it->second)) done.push_back(it);
+  }
+  std::sort(done.begin(), done.end(), [](auto a, auto b) { return a->second.order < b->second.order; });
+
+  std::vector<Response> ready;
+  bool join_done = false;
+  for (auto it : done) {
+    ready.push_back(respond(it->second));
+    join_done = join_done || (ready.back().request.op == OpType::Join && ready.back().error.empty());
+    table_.erase(it);
+  }
+  if (join_done) std::fill(joined_.begin(), joined_.end(), false);
+  return ready;
+}
+
+std::vector<Coordinator::Pending> Coordinator::pending() const {
+  std::vector<std::pair<std::uint64_t, Pending>> out;
+  for (const auto& [name, entry] : table_) {
+    Pending p{name, OpType::Allreduce, entry.since, {}};
+    for (int r = 0; r < size_; ++r) {
+      if (entry.by_rank[r]) p.op = entry.by_rank[r]->op;
+      else if (!joined_[r]) p.missing.push_back(r);
+    }
+    out.emplace_back(entry.order, std::move(p));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<Pending> result;
+  for (auto& [order, p] : out) result.push_back(std::move(p));
+  return result;
+}
+
+void Coordinator::clear() {
+  table_.clear();
+  std::fill(joined_.begin(), joined_.end(), false);
+}
+
+}  // namespace trainrun::detail

@@ -1,0 +1,202 @@
+// The public engine API (trainrun/engine.h): checks arguments on the
+// calling thread, turns them into Work for the default communicator's
+// Engine, and names the rank and host in every error.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <set>
+
+#include "lib/engine/engine.h"
+#include "trainrun/communicator.h"
+#include "trainrun/engine.h"
+
+namespace trainrun {
+
+std::size_t Tensor::count() const {
+  std::size_t n = 1;
+  for (auto d : shape) n *= static_cast<std::size_t>(d);
+  return n;
+}
+
+namespace {
+
+using detail::OpType;
+using detail::Request;
+using detail::Work;
+
+[[noreturn]] void invalid(const std::string& message) {
+  throw Error(Error::Code::InvalidArgument, message);
+}
+
+template <typename Fn>
+auto call(const char* what, Fn&& fn) {
+  Communicator* comm = nullptr;
+  try {
+    if (!is_initialized()) invalid("call trainrun::init() before using the engine");
+    comm = &init();
+    return fn(comm->engine());
+  } catch (const Error& e) {
+    const std::string where =
+        comm ? "rank " + std::to_string(comm->rank()) + " (" + comm->hostname() + "): " : "";
+    throw Error(e.code(), where + what + e.what());
+  }
+}
+
+void check_name(const std::string& name) {
+  if (name.empty()) invalid("the tensor name is empty");
+  if (name[0] == detail::kReservedPrefix) {
+    invalid("'" + name + "': names starting with '" + detail::kReservedPrefix + "' are reserved");
+  }
+}
+
+Request tensor_request(OpType op, const std::string& name, const Tensor& t) {
+  check_name(name);
+  for (auto d : t.shape) {
+    if (d < 0) invalid("'" + name + "' has shape " + detail::shape_text(t.shape) + ": dimensions must be >= 0");
+  }
+  if (t.device != kCpu) {
+    throw Error(Error::Code::Unsupported, "'" + name + "' is on CUDA device " + std::to_string(t.device) +
+                                              "; the engine takes host memory (device kCpu) only");
+  }
+  if (!t.data && t.count() > 0) invalid("'" + name + "' has no data (null pointer)");
+  const bool rows = op == OpType::Allgather || op == OpType::Alltoall || op == OpType::Reducescatter;
+  if (rows && t.shape.empty()) {
+    invalid("'" + name + "': " + detail::to_string(op) + " needs a tensor with at least one dimension");
+  }
+  Request r;
+  r.name = name;
+  r.op = op;
+  r.type = t.type;
+  r.shape = t.shape;
+  r.device = t.device;
+  return r;
+}
+
+void set_scales(Request& r, double prescale, double postscale) {
+  if (!std::isfinite(prescale) || !std::isfinite(postscale)) {
+    invalid("'" + r.name + "': prescale and postscale must be finite");
+  }
+  if ((prescale != 1.0 || postscale != 1.0) && !is_floating(r.type)) {
+    invalid("'" + r.name + "': prescale and postscale need a floating-point dtype, not " + to_string(r.type));
+  }
+  r.prescale = prescale;
+  r.postscale = postscale;
+}
+
+Work work_for(Request request, const Tensor& tensor) {
+  Work work;
+  work.request = std::move(request);
+  work.data = {tensor.data};
+  return work;
+}
+
+}  // namespace
+
+Handle allreduce_async(const std::string& name, const Tensor& tensor, ReduceOp op, double prescale,
+                       double postscale) {
+  return call("allreduce_async: ", [&](detail::Engine& engine) {
+    Request r = tensor_request(OpType::Allreduce, name, tensor);
+    r.reduce_op = op;
+    set_scales(r, prescale, postscale);
+    return engine.submit(work_for(std::move(r), tensor));
+  });
+}
+
+Handle grouped_allreduce_async(const std::vector<std::string>& names, const std::vector<Tensor>& tensors,
+                               ReduceOp op, double prescale, double postscale) {
+  return call("grouped_allreduce_async: ", [&](detail::Engine& engine) {
+    if (names.empty() || names.size() != tensors.size()) {
+      invalid(std::to_string(names.size()) + " names for " + std::to_string(tensors.size()) +
+              " tensors (need the same number, at least one)");
+    }
+    Work work;
+    Request& r = work.request;
+    r.name = std::string(1, detail::kReservedPrefix) + "group." + names[0];
+    r.type = tensors[0].type;
+    r.device = tensors[0].device;
+    r.reduce_op = op;
+    std::set<std::string> seen;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const Request member = tensor_request(OpType::Allreduce, names[i], tensors[i]);
+      if (member.type != r.type) {
+        invalid("'" + names[i] + "' is " + to_string(member.type) + " but '" + names[0] + "' is " +
+                to_string(r.type) + ": a group has one dtype");
+      }
+      if (!seen.insert(names[i]).second) invalid("'" + names[i] + "' appears twice in the group");
+      r.members.push_back({names[i], tensors[i].shape});
+      work.data.push_back(tensors[i].data);
+    }
+    set_scales(r, prescale, postscale);
+    return engine.submit(std::move(work));
+  });
+}
+
+Handle allgather_async(const std::string& name, const Tensor& tensor) {
+  return call("allgather_async: ", [&](detail::Engine& engine) {
+    return engine.submit(work_for(tensor_request(OpType::Allgather, name, tensor), tensor));
+  });
+}
+
+Handle broadcast_async(const std::string& name, const Tensor& tensor, int root) {
+  return call("broadcast_async: ", [&](detail::Engine& engine) {
+    Request r = tensor_request(OpType::Broadcast, name, tensor);
+    if (root < 0 || root >= engine.size()) {
+      invalid("'" + name + "': root " + std::to_string(root) + " is not a rank of this " +
+              std::to_string(engine.size()) + "-rank world");
+    }
+    r.root = root;
+    return engine.submit(work_for(std::move(r), tensor));
+  });
+}
+
+Handle alltoall_async(const std::string& name, const Tensor& tensor, const std::vector<std::int64_t>& splits) {
+  return call("alltoall_async: ", [&](detail::Engine& engine) {
+    Work work = work_for(tensor_request(OpType::Alltoall, name, tensor), tensor);
+    const std::int64_t rows = tensor.shape[0], size = engine.size();
+    work.splits = splits;
+    if (splits.empty()) {
+      if (rows % size != 0) {
+        invalid("'" + name + "': " + std::to_string(rows) + " rows do not split evenly over " +
+                std::to_string(size) + " ranks; pass splits");
+      }
+      work.splits.assign(static_cast<std::size_t>(size), rows / size);
+    }
+    const bool negative = std::any_of(work.splits.begin(), work.splits.end(), [](auto s) { return s < 0; });
+    const std::int64_t sum = std::accumulate(work.splits.begin(), work.splits.end(), std::int64_t{0});
+    if (static_cast<std::int64_t>(work.splits.size()) != size || negative || sum != rows) {
+      invalid("'" + name + "': splits " + detail::shape_text(work.splits) + " must be " +
+              std::to_string(size) + " non-negative row counts adding up to " + std::to_string(rows));
+    }
+    return engine.submit(std::move(work));
+  });
+}
+
+Handle reducescatter_async(const std::string& name, const Tensor& tensor, ReduceOp op) {
+  return call("reducescatter_async: ", [&](detail::Engine& engine) {
+    Request r = tensor_request(OpType::Reducescatter, name, tensor);
+    r.reduce_op = op;
+    return engine.submit(work_for(std::move(r), tensor));
+  });
+}
+
+bool poll(Handle handle) {
+  return call("poll: ", [&](detail::Engine& engine) { return engine.poll(handle); });
+}
+
+Output synchronize(Handle handle) {
+  return call("", [&](detail::Engine& engine) { return engine.wait(handle); });
+}
+
+void barrier() {
+  call("barrier: ", [&](detail::Engine& engine) {
+    Work work;
+    work.request.op = OpType::Barrier;
+    engine.wait(engine.submit(std::move(work)));
+  });
+}
+
+int join() {
+  return call("join: ", [&](detail::Engine& engine) { return engine.join(); });
+}
+
+}  // namespace trainrun

@@ -1,0 +1,19 @@
+#include "lib/engine/engine_options.h"
+
+#include "rendezvous/protocol.h"
+
+namespace trainrun::detail {
+
+EngineOptions engine_options_from_env(const EnvLookup& env) {
+  namespace p = protocol;
+  EngineOptions o;
+  if (auto v = env_int(env, p::kEnvFusionThreshold, 0, 1ll << 40)) o.fusion_threshold = *v;
+  if (auto v = env_number(env, p::kEnvCycleTimeMs, 0.01, 60'000)) o.cycle_time = decltype(o.cycle_time)(*v);
+  if (auto v = env_int(env, p::kEnvCacheCapacity, 0, 1 << 20)) o.cache_capacity = *v;
+  if (const char* path = env(p::kEnvTimeline)) o.timeline_path = path;
+  if (auto v = env_number(env, p::kEnvStallWarning, 0, 30 * 86400)) o.stall_warning = decltype(o.stall_warning)(*v);
+  if (auto v = env_number(env, p::kEnvStallShutdown, 0, 30 * 86400)) o.stall_shutdown = decltype(o.stall_shutdown)(*v);
+  return o;
+}
+
+}  // namespace trainrun::detail

@@ -1,0 +1,26 @@
+// EngineOptions: the engine's settings, read from the environment the
+// launcher sets (rendezvous/protocol.h: TRAINRUN_FUSION_THRESHOLD, ...).
+// Plain value type; engine_options_from_env is pure given `env`.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+#include "lib/world.h"
+
+namespace trainrun::detail {
+
+struct EngineOptions {
+  std::size_t fusion_threshold = 64u << 20;  // bytes; 0: no fusion
+  std::chrono::duration<double, std::milli> cycle_time{1.0};
+  std::size_t cache_capacity = 1024;         // 0: no response cache
+  std::string timeline_path;                 // empty: no timeline
+  std::chrono::duration<double> stall_warning{60.0};  // 0: off
+  std::chrono::duration<double> stall_shutdown{0.0};  // 0: off
+};
+
+// Throws Error(InvalidArgument) naming the variable and its value.
+EngineOptions engine_options_from_env(const EnvLookup& env);
+
+}  // namespace trainrun::detail

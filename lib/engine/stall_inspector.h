@@ -1,0 +1,51 @@
+// StallInspector: decides when ops that wait for other ranks deserve a
+// warning (at most once per warning interval, naming the ops and the ranks
+// that have not submitted them) and when the wait has lasted long enough to
+// stop the engine. Rank 0 decides for everyone (the engine carries its
+// decision in the cycle status), so ranks never disagree about a stall.
+// Pure: time comes in as an argument. Not thread-safe.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/engine/coordinator.h"
+
+namespace trainrun::detail {
+
+class StallInspector {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using Seconds = std::chrono::duration<double>;
+
+  // Zero turns the warning or the shutdown off.
+  StallInspector(Seconds warning, Seconds shutdown) : warning_(warning), shutdown_(shutdown) {}
+
+  // A one-line warning when an op has waited longer than the warning time
+  // and the last warning is at least that long ago.
+  std::optional<std::string> warning(const std::vector<Coordinator::Pending>& pending,
+                                     Clock::time_point now);
+  bool shutdown_due(const std::vector<Coordinator::Pending>& pending, Clock::time_point now) const;
+  // The error every pending op fails with after a stall shutdown.
+  std::string shutdown_message(const std::vector<Coordinator::Pending>& pending) const;
+  // The same for a cycle stuck in its status allreduce: the other ranks'
+  // engines do not cycle (one has not made its first engine call, or is
+  // stuck), so no rank knows which ops wait; only that it waits.
+  std::optional<std::string> blocked_warning(Clock::duration waited, Clock::time_point now);
+  bool blocked_shutdown_due(Clock::duration waited) const;
+  std::string blocked_shutdown_message() const;
+  // How long a request may wait on a cache hit before it is negotiated in
+  // full, so that the coordinator sees which ranks are missing; nullopt
+  // when neither check is on.
+  std::optional<Clock::duration> renegotiate_after() const;
+
+ private:
+  Seconds warning_;
+  Seconds shutdown_;
+  std::optional<Clock::time_point> last_warning_;
+  std::optional<Clock::time_point> last_blocked_warning_;
+};
+
+}  // namespace trainrun::detail

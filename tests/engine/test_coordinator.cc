@@ -1,0 +1,113 @@
+#include <doctest/doctest.h>
+
+#include "lib/engine/coordinator.h"
+
+using namespace trainrun;
+using namespace trainrun::detail;
+using Clock = Coordinator::Clock;
+
+namespace {
+
+Request req(const std::string& name, OpType op = OpType::Allreduce, std::vector<std::int64_t> shape = {4}) {
+  Request r;
+  r.name = name;
+  r.op = op;
+  r.shape = std::move(shape);
+  return r;
+}
+
+std::vector<std::string> names(const std::vector<Response>& responses) {
+  std::vector<std::string> out;
+  for (const auto& r : responses) out.push_back(r.request.name);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("an op is ready once every rank reported it, in first-report order") {
+  Coordinator c(3);
+  const auto now = Clock::now();
+  c.report(0, {req("b"), req("a")}, now);
+  c.report(1, {req("a")}, now);
+  CHECK(c.take_ready().empty());
+  c.report(2, {req("a"), req("b")}, now);
+  c.report(1, {req("b")}, now);
+  // b was reported first (by rank 0), so it runs first on every rank.
+  CHECK(names(c.take_ready()) == std::vector<std::string>{"b", "a"});
+  CHECK(c.empty());
+  CHECK(c.take_ready().empty());
+}
+
+TEST_CASE("a disagreement is an error response for every rank") {
+  Coordinator c(3);
+  const auto now = Clock::now();
+  c.report(1, {req("w", OpType::Allreduce, {2, 2})}, now);
+  c.report(0, {req("w", OpType::Allreduce, {4})}, now);
+  c.report(2, {req("w", OpType::Allreduce, {4})}, now);
+  const auto ready = c.take_ready();
+  REQUIRE(ready.size() == 1);
+  CHECK(ready[0].error_code == Error::Code::Mismatch);
+  // Rank 0, the lowest, is the reference.
+  CHECK(ready[0].error == "allreduce 'w': rank 1 shape [2,2] != rank 0 shape [4]");
+}
+
+TEST_CASE("who is missing, and since when") {
+  Coordinator c(4);
+  const auto now = Clock::now();
+  Request old = req("x");
+  old.age_ms = 5000;  // waited on a cache hit before it was reported
+  c.report(2, {old}, now);
+  c.report(0, {req("x")}, now);
+  const auto pending = c.pending();
+  REQUIRE(pending.size() == 1);
+  CHECK(pending[0].name == "x");
+  CHECK(pending[0].missing == std::vector<int>{1, 3});
+  CHECK(now - pending[0].since == std::chrono::milliseconds(5000));
+  c.clear();
+  CHECK(c.empty());
+}
+
+TEST_CASE("joined ranks count as reported; join completes when all joined") {
+  Coordinator c(3);
+  const auto now = Clock::now();
+  c.report(1, {req("#join", OpType::Join)}, now);
+  c.report(0, {req("g")}, now);
+  c.report(2, {req("g")}, now);
+  CHECK(names(c.take_ready()) == std::vector<std::string>{"g"});
+  c.report(0, {req("#join", OpType::Join)}, now);
+  CHECK(c.take_ready().empty());  // rank 2 has not joined
+  c.report(2, {req("h")}, now);
+  CHECK(names(c.take_ready()) == std::vector<std::string>{"h"});
+  c.report(2, {req("#join", OpType::Join)}, now);
+  const auto ready = c.take_ready();
+  REQUIRE(ready.size() == 1);
+  CHECK(ready[0].request.op == OpType::Join);
+  CHECK(ready[0].last_joined == 2);
+  // Nobody is joined any more: a new op needs every rank again.
+  c.report(0, {req("i")}, now);
+  CHECK(c.take_ready().empty());
+  CHECK(c.pending()[0].missing == std::vector<int>{1, 2});
+}
+
+TEST_CASE("ops that need every rank fail while one has joined") {
+  Coordinator c(2);
+  const auto now = Clock::now();
+  c.report(1, {req("#join", OpType::Join)}, now);
+  Request bcast = req("b", OpType::Broadcast);
+  bcast.root = 1;
+  c.report(0, {req("a2a", OpType::Alltoall), bcast, req("#barrier.0", OpType::Barrier)}, now);
+  const auto ready = c.take_ready();
+  REQUIRE(ready.size() == 3);
+  CHECK(ready[0].error == "alltoall 'a2a': rank 1 has joined (trainrun::join) and cannot take part");
+  CHECK(ready[1].error == "broadcast 'b': rank 1 (the root) has joined (trainrun::join) and cannot take part");
+  CHECK(ready[2].error_code == Error::Code::InvalidArgument);
+  bcast.root = 0;
+  c.report(0, {bcast}, now);
+  CHECK(c.take_ready()[0].error.empty());  // the root is still here
+}
+
+TEST_CASE("a rank reporting a name twice is an engine bug") {
+  Coordinator c(2);
+  c.report(0, {req("a")}, Clock::now());
+  CHECK_THROWS_AS(c.report(0, {req("a")}, Clock::now()), Error);
+}

@@ -1,0 +1,63 @@
+#include <doctest/doctest.h>
+
+#include "lib/engine/stall_inspector.h"
+
+using namespace trainrun::detail;
+using Clock = StallInspector::Clock;
+using Seconds = StallInspector::Seconds;
+
+namespace {
+
+std::vector<Coordinator::Pending> waiting(Clock::time_point since) {
+  return {{"fc.weight", OpType::Allreduce, since, {1}}, {"emb", OpType::Allgather, since, {1, 3}}};
+}
+
+}  // namespace
+
+TEST_CASE("a warning after the warning time, at most once per interval") {
+  StallInspector inspector(Seconds(2), Seconds(0));
+  const auto t0 = Clock::now();
+  const auto pending = waiting(t0);
+  CHECK_FALSE(inspector.warning(pending, t0 + std::chrono::milliseconds(1999)));
+  const auto first = inspector.warning(pending, t0 + std::chrono::seconds(2));
+  REQUIRE(first);
+  CHECK(*first == "stall: 2 op(s) waited more than 2 s for other ranks: allreduce 'fc.weight' (missing rank "
+                  "1); allgather 'emb' (missing ranks 1, 3)");
+  CHECK_FALSE(inspector.warning(pending, t0 + std::chrono::milliseconds(3999)));
+  CHECK(inspector.warning(pending, t0 + std::chrono::seconds(4)));
+}
+
+TEST_CASE("only ops past the warning time are named, at most eight") {
+  StallInspector inspector(Seconds(0.5), Seconds(0));
+  const auto t0 = Clock::now();
+  std::vector<Coordinator::Pending> pending;
+  for (int i = 0; i < 10; ++i) pending.push_back({"old" + std::to_string(i), OpType::Allreduce, t0, {0}});
+  pending.push_back({"new", OpType::Allreduce, t0 + std::chrono::seconds(1), {0}});
+  const auto text = inspector.warning(pending, t0 + std::chrono::seconds(1));
+  REQUIRE(text);
+  CHECK(text->find("stall: 10 op(s) waited more than 0.5 s") == 0);
+  CHECK(text->find("'old7'") != std::string::npos);
+  CHECK(text->find("'old8'") == std::string::npos);
+  CHECK(text->find("; and 2 more") != std::string::npos);
+  CHECK(text->find("'new'") == std::string::npos);
+}
+
+TEST_CASE("shutdown after the shutdown time, with a message naming what waits") {
+  StallInspector inspector(Seconds(60), Seconds(3));
+  const auto t0 = Clock::now();
+  CHECK_FALSE(inspector.shutdown_due(waiting(t0), t0 + std::chrono::seconds(2)));
+  CHECK(inspector.shutdown_due(waiting(t0), t0 + std::chrono::seconds(3)));
+  CHECK(inspector.shutdown_message(waiting(t0)) ==
+        "stall: an op waited more than 3 s (TRAINRUN_STALL_SHUTDOWN), so the engine stopped and failed every "
+        "pending op; waiting: allreduce 'fc.weight' (missing rank 1); allgather 'emb' (missing ranks 1, 3)");
+  CHECK(inspector.renegotiate_after() == std::chrono::seconds(3));
+}
+
+TEST_CASE("zero turns the checks off") {
+  StallInspector off(Seconds(0), Seconds(0));
+  const auto t0 = Clock::now();
+  CHECK_FALSE(off.warning(waiting(t0), t0 + std::chrono::hours(1)));
+  CHECK_FALSE(off.shutdown_due(waiting(t0), t0 + std::chrono::hours(1)));
+  CHECK_FALSE(off.renegotiate_after());
+  CHECK(StallInspector(Seconds(60), Seconds(0)).renegotiate_after() == std::chrono::seconds(60));
+}

@@ -1,0 +1,93 @@
+// engine_program: a rank that uses the engine the way the integration tests
+// need, printing what happened as "rank R: ..." lines.
+//   stall LATE_RANK DELAY_MS [fresh|cold]
+//                             every rank allreduces "late.tensor" once (so
+//                             it is cached, as in steady-state training;
+//                             "fresh": an engine barrier instead, "cold":
+//                             nothing, so LATE_RANK's engine has not
+//                             started), then again, LATE_RANK DELAY_MS late.
+//                             Prints
+//                             when it submits, and "done" or "error after S
+//                             s: MESSAGE". Then a core barrier (direct again
+//                             once the engine stopped) and exit 0, or 3
+//                             after an error.
+//   steps N                   N training steps: two small tensors (fused),
+//                             one large (in place), an allgather and a
+//                             broadcast; exit 0, or 1 with the error.
+#include <trainrun/trainrun.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using trainrun::DataType;
+using Clock = std::chrono::steady_clock;
+
+int stall(trainrun::Communicator& comm, int late_rank, int delay_ms, const std::string& warm_up) {
+  const int rank = comm.rank();
+  std::vector<float> data(16, 1.0f);
+  if (warm_up == "fresh") trainrun::barrier();
+  if (warm_up.empty()) {
+    trainrun::synchronize(trainrun::allreduce_async("late.tensor", {data.data(), DataType::Float32, {16}}));
+    data.assign(16, 1.0f);
+  }
+  if (rank == late_rank) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+  std::printf("rank %d: submitting\n", rank);
+  std::fflush(stdout);
+  const auto start = Clock::now();
+  int status = 0;
+  try {
+    trainrun::synchronize(trainrun::allreduce_async("late.tensor", {data.data(), DataType::Float32, {16}}));
+    std::printf("rank %d: done, sum %g\n", rank, data[0]);
+  } catch (const trainrun::Error& e) {
+    std::printf("rank %d: error after %.2f s: %s\n", rank,
+                std::chrono::duration<double>(Clock::now() - start).count(), e.what());
+    status = 3;
+  }
+  std::fflush(stdout);
+  try {
+    comm.barrier();
+  } catch (const trainrun::Error& e) {
+    std::printf("rank %d: barrier failed: %s\n", rank, e.what());
+  }
+  return status;
+}
+
+int steps(int count) {
+  std::vector<float> a(3, 1.0f), b(5, 2.0f), big(100000, 3.0f);
+  std::vector<std::int32_t> row(4, 7);
+  for (int step = 0; step < count; ++step) {
+    auto ha = trainrun::allreduce_async("small.a", {a.data(), DataType::Float32, {3}});
+    auto hb = trainrun::allreduce_async("small.b", {b.data(), DataType::Float32, {5}});
+    auto hbig = trainrun::allreduce_async("big", {big.data(), DataType::Float32, {100000}});
+    auto hg = trainrun::allgather_async("gathered", {row.data(), DataType::Int32, {1, 4}});
+    auto hc = trainrun::broadcast_async("params", {b.data(), DataType::Float32, {5}}, 0);
+    for (auto h : {ha, hb, hbig, hg, hc}) trainrun::synchronize(h);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  try {
+    trainrun::Communicator& comm = trainrun::init();
+    int status = 2;
+    if (mode == "stall" && (argc == 4 || argc == 5)) {
+      status = stall(comm, std::atoi(argv[2]), std::atoi(argv[3]), argc == 5 ? argv[4] : "");
+    }
+    else if (mode == "steps" && argc == 3) status = steps(std::atoi(argv[2]));
+    else std::fprintf(stderr, "engine_program: usage: stall LATE_RANK DELAY_MS [fresh|cold] | steps N\n");
+    trainrun::shutdown();
+    return status;
+  } catch (const trainrun::Error& e) {
+    std::fprintf(stderr, "engine_program: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,195 @@
+// The engine in real jobs, as a user sees it: the stall warning and the
+// stall shutdown (text, timing, exit status), the timeline file (valid JSON
+// with every phase), and settings that cannot be used; no process left over.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/integration/process_runner.h"
+
+using namespace trainrun::test;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::vector<std::string> job(int np, std::vector<std::string> program_args) {
+  std::vector<std::string> argv = {program_path("TRAINRUN_BIN"), "--local", "-np", std::to_string(np),
+                                   program_path("ENGINE_PROGRAM")};
+  argv.insert(argv.end(), program_args.begin(), program_args.end());
+  return argv;
+}
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// "rank R: error after S s: ..." -> S, or -1.
+double error_seconds(const std::string& out, int rank) {
+  const std::string key = "rank " + std::to_string(rank) + ": error after ";
+  const auto at = out.find(key);
+  return at == std::string::npos ? -1 : std::stod(out.substr(at + key.size()));
+}
+
+}  // namespace
+
+// The late tensor is cached here, as in steady-state training: rank 0's
+// request waits on a cache hit and must be negotiated in full before rank 0
+// can say which rank is missing.
+TEST_CASE("a stall warning names the op and the missing rank, once per interval") {
+  ProcessOptions options;
+  options.env = {unique_tag(), "TRAINRUN_STALL_WARNING=1"};
+  Child child(job(2, {"stall", "1", "2500"}), options);
+  REQUIRE(child.wait_for_output("rank 0: submitting", std::chrono::seconds(30)));
+  const auto submitted = Clock::now();
+  REQUIRE(child.wait_for_output("stall:", std::chrono::seconds(5)));
+  const double after = std::chrono::duration<double>(Clock::now() - submitted).count();
+  CHECK_MESSAGE(after >= 0.95, after);
+  CHECK_MESSAGE(after <= 1.8, after);
+  const ProcessResult r = child.wait();
+  CHECK(r.exit_code == 0);
+  CHECK(count(r.out, ": done, sum 2") == 2);
+  const std::string warning = "trainrun: rank 0 (";
+  CHECK_MESSAGE(r.err.find("): stall: 1 op(s) waited more than 1 s for other ranks: allreduce 'late.tensor' "
+                           "(missing rank 1)") != std::string::npos,
+                r.err);
+  // Rank 1 arrives 2.5 s late: warnings at about 1 s and 2 s, never more.
+  CHECK(count(r.err, warning) >= 1);
+  CHECK(count(r.err, warning) <= 2);
+  CHECK(processes_with_env(options.env[0]).empty());
+}
+
+TEST_CASE("a stall shutdown fails the pending op on every rank, and the job goes on") {
+  ProcessOptions options;
+  options.env = {unique_tag(), "TRAINRUN_STALL_SHUTDOWN=1.5", "TRAINRUN_STALL_WARNING=0"};
+  const ProcessResult r = run_process(job(2, {"stall", "1", "3000", "fresh"}), options);  // not cached
+  CHECK(r.exit_code == 3);
+  INFO(r.out);
+  INFO(r.err);
+  // Rank 0 waited 1.5 s (plus a cycle or two); rank 1 came later and was
+  // refused at once: the engine had stopped on every rank.
+  CHECK(error_seconds(r.out, 0) >= 1.45);
+  CHECK(error_seconds(r.out, 0) <= 2.5);
+  CHECK(error_seconds(r.out, 1) >= 0);
+  CHECK(error_seconds(r.out, 1) <= 0.1);
+  const std::string why = "stall: an op waited more than 1.5 s (TRAINRUN_STALL_SHUTDOWN), so the engine stopped "
+                          "and failed every pending op";
+  CHECK(count(r.out, why) == 2);
+  CHECK(r.out.find("allreduce 'late.tensor': " + why + "; waiting: allreduce 'late.tensor' (missing rank 1)") !=
+        std::string::npos);
+  CHECK(r.err.find("stall: 1 op(s) waited") == std::string::npos);  // warnings were off
+  CHECK(processes_with_env(options.env[0]).empty());
+}
+
+TEST_CASE("a rank whose engine never starts: warned about, then aborted instead of hanging") {
+  ProcessOptions options;
+  options.env = {unique_tag(), "TRAINRUN_STALL_WARNING=0.5", "TRAINRUN_STALL_SHUTDOWN=1.5"};
+  const ProcessResult r = run_process(job(2, {"stall", "1", "4000", "cold"}), options);
+  INFO(r.out);
+  INFO(r.err);
+  CHECK(r.exit_code == 3);
+  CHECK(r.err.find("stall: the engine waited more than 0.5 s for the other ranks' engines") != std::string::npos);
+  CHECK(r.out.find("rank 0: error after ") != std::string::npos);
+  CHECK(error_seconds(r.out, 0) >= 1.45);
+  CHECK(error_seconds(r.out, 0) <= 2.5);
+  CHECK(r.out.find("stall: the engine waited more than 1.5 s (TRAINRUN_STALL_SHUTDOWN) for the other ranks' "
+                   "engines, so it aborted the backend and failed every pending op") != std::string::npos);
+  CHECK(r.seconds < 10);
+  CHECK(processes_with_env(options.env[0]).empty());
+}
+
+TEST_CASE("the timeline is Chrome-trace JSON with every phase of every tensor") {
+  char path[] = "/tmp/trainrun-timeline-XXXXXX";
+  const int fd = ::mkstemp(path);
+  REQUIRE(fd >= 0);
+  ::close(fd);
+  ProcessOptions options;
+  options.env = {unique_tag(), std::string("TRAINRUN_TIMELINE=") + path};
+  const ProcessResult r = run_process(job(2, {"steps", "3"}), options);
+  CHECK(r.exit_code == 0);
+  std::ifstream in(path);
+  const nlohmann::json trace = nlohmann::json::parse(in, nullptr, false);
+  std::remove(path);
+  REQUIRE_MESSAGE(trace.is_array(), "not a JSON array");
+
+  std::map<int, std::string> rows;  // pid -> tensor
+  std::map<std::string, std::vector<std::string>> phases;  // tensor -> "B:NAME", "E:NAME", "i:NAME" in order
+  std::map<std::string, std::vector<std::string>> stacks;
+  for (const auto& e : trace) {
+    REQUIRE(e.contains("ph"));
+    const std::string ph = e["ph"];
+    if (ph == "M") {
+      if (e["name"] == "process_name") rows[e["pid"].get<int>()] = e["args"]["name"];
+      continue;
+    }
+    const std::string tensor = rows.at(e["pid"].get<int>()), name = e["name"];
+    CHECK(e["ts"].is_number_integer());
+    phases[tensor].push_back(ph + ":" + name);
+    if (ph == "B") stacks[tensor].push_back(name);
+    if (ph == "E") {
+      REQUIRE_MESSAGE(!stacks[tensor].empty(), tensor << ": E " << name << " without B");
+      CHECK_MESSAGE(stacks[tensor].back() == name, tensor << ": E " << name << " closes " << stacks[tensor].back());
+      stacks[tensor].pop_back();
+    }
+    if (ph == "B" && name == "ALLREDUCE") {
+      CHECK(e["args"]["dtype"] == "float32");
+      CHECK(e["args"]["shape"] == (tensor == "small.a" ? "[3]" : tensor == "small.b" ? "[5]" : "[100000]"));
+    }
+  }
+  for (const auto& [tensor, stack] : stacks) CHECK_MESSAGE(stack.empty(), tensor << " leaves spans open");
+  auto has = [&](const std::string& tensor, const std::string& what) {
+    const auto& p = phases[tensor];
+    return std::find(p.begin(), p.end(), what) != p.end();
+  };
+  for (const char* tensor : {"small.a", "small.b", "big", "gathered", "params"}) {
+    CHECK_MESSAGE(has(tensor, "i:rank 0 ready"), tensor);  // the first step is negotiated in full
+    CHECK_MESSAGE(has(tensor, "i:rank 1 ready"), tensor);
+    CHECK_MESSAGE(has(tensor, "E:QUEUE"), tensor);
+  }
+  // The first step of a fused tensor, ready marks aside (ranks report in any order).
+  const std::vector<std::string> fused = {"B:NEGOTIATE_ALLREDUCE", "E:NEGOTIATE_ALLREDUCE", "B:ALLREDUCE",
+                                          "B:QUEUE", "E:QUEUE", "B:MEMCPY_IN_FUSION_BUFFER",
+                                          "E:MEMCPY_IN_FUSION_BUFFER", "B:GLOO_ALLREDUCE", "E:GLOO_ALLREDUCE",
+                                          "B:MEMCPY_OUT_FUSION_BUFFER", "E:MEMCPY_OUT_FUSION_BUFFER",
+                                          "E:ALLREDUCE"};
+  std::vector<std::string> a;
+  for (const auto& p : phases["small.a"]) {
+    if (p.rfind("i:", 0) != 0) a.push_back(p);
+  }
+  CHECK((a.size() >= fused.size() && std::equal(fused.begin(), fused.end(), a.begin())));
+  CHECK(phases["small.a"][1].rfind("i:rank ", 0) == 0);  // marks sit inside the NEGOTIATE span
+  CHECK(phases["small.a"][2].rfind("i:rank ", 0) == 0);
+  CHECK(std::count(a.begin(), a.end(), "B:GLOO_ALLREDUCE") == 3);  // one per step, cached after the first
+  CHECK(has("big", "B:GLOO_ALLREDUCE"));
+  CHECK_FALSE(has("big", "B:MEMCPY_IN_FUSION_BUFFER"));  // large tensors are reduced in place
+  CHECK(has("gathered", "B:GLOO_ALLGATHER"));
+  CHECK(has("params", "B:GLOO_BROADCAST"));
+  CHECK(processes_with_env(options.env[0]).empty());
+}
+
+TEST_CASE("unusable engine settings fail with the variable and value, and nothing hangs") {
+  for (const char* setting : {"TRAINRUN_CYCLE_TIME_MS=fast", "TRAINRUN_TIMELINE=/nonexistent/dir/t.json"}) {
+    ProcessOptions options;
+    options.env = {unique_tag(), setting};
+    options.timeout = std::chrono::seconds(60);
+    const ProcessResult r = run_process(job(2, {"steps", "1"}), options);
+    CHECK_FALSE(r.timed_out);
+    CHECK(r.exit_code == 1);
+    const std::string expected = std::string(setting).find("CYCLE") != std::string::npos
+                                     ? "allreduce_async: TRAINRUN_CYCLE_TIME_MS='fast' is not a number"
+                                     : "allreduce_async: timeline: cannot write '/nonexistent/dir/t.json': No such "
+                                       "file or directory";
+    CHECK_MESSAGE(r.err.find("engine_program: rank 0 (") != std::string::npos, r.err);
+    CHECK_MESSAGE(r.err.find(expected) != std::string::npos, r.err);
+    CHECK(processes_with_env(options.env[0]).empty());
+  }
+}
