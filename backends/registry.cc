@@ -6,6 +6,9 @@
 #if TRAINRUN_HAVE_GLOO
 #include "backends/gloo/gloo_backend.h"
 #endif
+#if TRAINRUN_HAVE_MPI
+#include "backends/mpi/mpi_backend.h"
+#endif
 
 namespace trainrun::detail {
 
@@ -13,6 +16,9 @@ std::vector<BackendInfo> built_backends() {
   std::vector<BackendInfo> out;
 #if TRAINRUN_HAVE_GLOO
   out.push_back({"gloo", gloo_version()});
+#endif
+#if TRAINRUN_HAVE_MPI
+  out.push_back({"mpi", mpi_version()});
 #endif
   return out;
 }
@@ -36,6 +42,9 @@ std::string choose_backend(const World& world) {
 std::unique_ptr<Backend> create_backend(const std::string& name, const BackendContext& context) {
 #if TRAINRUN_HAVE_GLOO
   if (name == "gloo") return make_gloo_backend(context);
+#endif
+#if TRAINRUN_HAVE_MPI
+  if (name == "mpi") return make_mpi_backend(context);
 #endif
   std::string built;
   for (const auto& b : built_backends()) built += (built.empty() ? "" : ", ") + b.name;
