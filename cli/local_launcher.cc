@@ -3,16 +3,15 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <cstring>
 #include <iostream>
 #include <optional>
 
+#include "cli/child_process.h"
 #include "cli/program_path.h"
 #include "cli/rank_env.h"
 #include "cli/rank_plan.h"
@@ -25,11 +24,6 @@ namespace trainrun::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string signal_name(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
-}
 
 std::string host_name() {
   char buffer[256] = {};
@@ -60,13 +54,6 @@ struct Rank {
   int status = 0;
 };
 
-// exit status as a shell reports it: code, or 128 + signal
-int shell_status(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 1;
-}
-
 std::string describe(const Rank& r) {
   std::string text = "rank " + std::to_string(r.slot.rank) + " (host " + r.slot.host + ", pid " +
                      std::to_string(r.pid) + ") ";
@@ -75,28 +62,6 @@ std::string describe(const Rank& r) {
   text += "was killed by " + signal_name(sig);
   if (sig == SIGKILL) text += " (out of memory? see dmesg)";
   return text;
-}
-
-pid_t spawn(const std::string& program, const std::vector<std::string>& command,
-            const std::vector<std::string>& env, const sigset_t& original_mask) {
-  std::vector<char*> argv, envp;
-  for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid != 0) return pid;
-  // Child: own process group (so teardown reaches its children too), dies
-  // with the launcher, default signal state.
-  ::setpgid(0, 0);
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) ::_exit(127);
-  ::sigprocmask(SIG_SETMASK, &original_mask, nullptr);
-  ::execve(program.c_str(), argv.data(), envp.data());
-  const std::string message = "trainrun: cannot execute " + program + ": " + std::strerror(errno) + "\n";
-  (void)!::write(STDERR_FILENO, message.data(), message.size());
-  ::_exit(127);
 }
 
 }  // namespace
@@ -144,8 +109,10 @@ int run_local(const Options& options) {
   for (const RankSlot& slot : plan_ranks(hosts, options.np)) {
     Rank rank;
     rank.slot = slot;
-    rank.pid = spawn(*program.path, options.command,
-                     merge_environment(base_env, rank_environment(slot, job)), original);
+    // Own process group, so that teardown reaches the rank's children too.
+    rank.pid = spawn_child(*program.path, options.command,
+                           merge_environment(base_env, rank_environment(slot, job)), original,
+                           /*own_group=*/true);
     rank.running = rank.pid > 0;
     ranks.push_back(rank);
   }

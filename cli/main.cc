@@ -4,6 +4,7 @@
 
 #include "backends/registry.h"
 #include "cli/local_launcher.h"
+#include "cli/mpirun_launcher.h"
 #include "cli/options.h"
 #include "trainrun/error.h"
 #include "trainrun/version.h"
@@ -34,7 +35,12 @@ int main(int argc, char** argv) {
     std::cerr << "trainrun: error: -np N is required\n";
     return 2;
   }
+  if (options.dry_run && options.launcher != "mpirun") {
+    std::cerr << "trainrun: error: --dry-run needs --launcher mpirun\n";
+    return 2;
+  }
   try {
+    if (options.launcher == "mpirun") return run_mpirun(options);
     return run_local(options);
   } catch (const trainrun::Error& e) {
     std::cerr << "trainrun: error: " << e.what() << "\n";

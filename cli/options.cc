@@ -10,7 +10,8 @@ namespace {
 
 constexpr const char* kDescription =
     "trainrun: start a distributed training job and supervise it.\n\n"
-    "  trainrun --local -np 4 ./train [args...]\n";
+    "  trainrun --local -np 4 ./train [args...]\n"
+    "  trainrun --launcher mpirun -np 4 ./train [args...]\n";
 
 void build(CLI::App& app, Options& o) {
   app.description(kDescription);
@@ -23,6 +24,16 @@ void build(CLI::App& app, Options& o) {
   app.add_flag("--local", o.local, "Run every rank on this machine")->group(job);
   app.add_option("--backend", o.backend, "Collective backend for the ranks: gloo, mpi or nccl")
       ->check(CLI::IsMember({"gloo", "mpi", "nccl"}))->group(job);
+
+  const char* engine = "Launch through Open MPI";
+  app.add_option("--launcher", o.launcher, "How ranks start: local (default) or mpirun")
+      ->check(CLI::IsMember({"local", "mpirun"}))->group(engine);
+  app.add_flag_callback("--mpi", [&o] { o.launcher = "mpirun"; }, "Same as --launcher mpirun")
+      ->group(engine);
+  app.add_option("--mpi-args", o.mpi_args, "Extra mpirun arguments, one string split like a shell would")
+      ->group(engine);
+  app.add_flag("!--no-tag-output", o.tag_output, "Do not pass --tag-output to mpirun")->group(engine);
+  app.add_flag("--dry-run", o.dry_run, "Print the mpirun command and exit")->group(engine);
 
   const char* control = "Supervision";
   app.add_option("--start-timeout", o.start_timeout_s,

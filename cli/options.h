@@ -14,6 +14,11 @@ struct Options {
   int start_timeout_s = 30;
   double grace_s = 5.0;
   bool verbose = false;
+  // --launcher mpirun (alias --mpi): hand the job to Open MPI's mpirun.
+  std::string launcher = "local";  // "local" | "mpirun"
+  std::string mpi_args;            // extra mpirun arguments, split like a shell would
+  bool tag_output = true;          // mpirun --tag-output (off: --no-tag-output)
+  bool dry_run = false;            // print the mpirun command instead of running it
   bool check_build = false;
   bool version = false;
   std::vector<std::string> command;  // program and its arguments, untouched

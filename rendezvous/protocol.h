@@ -32,6 +32,11 @@ inline constexpr const char* kEnvStartTimeout = "TRAINRUN_START_TIMEOUT";
 // Seconds one collective may block before it fails with Error::Code::Timeout.
 inline constexpr const char* kEnvCollectiveTimeout = "TRAINRUN_COLLECTIVE_TIMEOUT";
 
+// Job-level settings (the same for every rank) that a launcher forwards when
+// it hands the job to another engine (mpirun -x NAME); never per-rank names.
+inline constexpr const char* kJobEnv[] = {kEnvBackend, kEnvIface, kEnvStartTimeout,
+                                          kEnvCollectiveTimeout};
+
 // Compatibility exports so existing Horovod / torch code runs unchanged.
 inline constexpr const char* kEnvHorovodRank = "HOROVOD_RANK";
 inline constexpr const char* kEnvHorovodSize = "HOROVOD_SIZE";
