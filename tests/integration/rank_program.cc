@@ -8,6 +8,11 @@
 //   exit:CODE         exit with CODE          exit:R:CODE   only on rank R
 //   raise:SIG         raise signal SIG        raise:R:SIG   only on rank R
 //   allreduce         sum of ranks via the library, printed
+//   topology          "rank R: backend=B size=N local=L/LS cross=C/CS" via the library
+//   quit:CODE         std::exit(CODE): at-exit handlers run   quit:R:CODE
+//   noshutdown        leave trainrun::shutdown() to process exit
+// The rank before init comes from TRAINRUN_RANK, else OMPI_COMM_WORLD_RANK
+// (plain mpirun or trainrun --launcher mpirun), else SLURM_PROCID.
 #include <trainrun/trainrun.h>
 
 #include <unistd.h>
@@ -32,11 +37,18 @@ std::vector<std::string> split(const std::string& s) {
   }
 }
 
+int rank_from_env() {
+  for (const char* name : {"TRAINRUN_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"}) {
+    if (const char* text = std::getenv(name)) return std::atoi(text);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const char* rank_text = std::getenv("TRAINRUN_RANK");
-  const int rank = rank_text ? std::atoi(rank_text) : 0;
+  const int rank = rank_from_env();
+  bool shutdown_at_end = true;
   for (int i = 1; i < argc; ++i) {
     const std::string step = argv[i];
     const std::vector<std::string> p = split(step);
@@ -61,6 +73,17 @@ int main(int argc, char** argv) {
     } else if (verb == "exit") {
       std::fflush(stdout);
       std::_Exit(std::atoi(arg.c_str()));
+    } else if (verb == "quit") {
+      std::fflush(stdout);
+      std::exit(std::atoi(arg.c_str()));
+    } else if (verb == "noshutdown") {
+      shutdown_at_end = false;
+    } else if (verb == "topology") {
+      auto& comm = trainrun::init();
+      std::printf("rank %d: backend=%s size=%d local=%d/%d cross=%d/%d\n", comm.rank(),
+                  comm.backend_name().c_str(), comm.size(), comm.local_rank(), comm.local_size(),
+                  comm.cross_rank(), comm.cross_size());
+      std::fflush(stdout);
     } else if (verb == "raise") {
       std::fflush(stdout);
       std::signal(std::atoi(arg.c_str()), SIG_DFL);
@@ -76,6 +99,6 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (trainrun::is_initialized()) trainrun::shutdown();
+  if (shutdown_at_end && trainrun::is_initialized()) trainrun::shutdown();
   return 0;
 }
