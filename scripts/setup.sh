@@ -8,9 +8,9 @@ packages=(
   # build
   g++ meson ninja-build pkg-config cmake python3
   # libraries (DESIGN §6)
-  libcli11-dev libboost-dev libssl-dev libgloo-dev doctest-dev
+  libcli11-dev libboost-dev libssl-dev libgloo-dev libopenmpi-dev doctest-dev
   # tests and benchmarks
-  procps
+  procps openmpi-bin
 )
 
 missing=()

@@ -16,7 +16,9 @@
 namespace trainrun::detail {
 namespace {
 
-constexpr std::size_t kMaxCount = INT_MAX;  // MPI counts and displacements are int
+// MPI counts and displacements are int (Open MPI 4 has no MPI-4 large-count
+// calls): larger counts are an error before anything is sent.
+constexpr std::size_t kMaxCount = INT_MAX;
 
 // A communicator this backend created; freed unless MPI is already gone.
 struct OwnedComm {
@@ -29,21 +31,17 @@ struct OwnedComm {
   }
 };
 
-int as_count(std::size_t count) {
+int as_count(std::size_t count, const char* what = "count") {
   if (count > kMaxCount) {
-    throw Error(Error::Code::InvalidArgument, "count " + std::to_string(count) +
+    throw Error(Error::Code::InvalidArgument, std::string(what) + " " + std::to_string(count) +
                                                   " exceeds MPI's limit of " + std::to_string(kMaxCount) +
-                                                  " elements per rank");
+                                                  " elements");
   }
   return static_cast<int>(count);
 }
 
 bool uniform(const std::vector<std::size_t>& counts) {
   return std::adjacent_find(counts.begin(), counts.end(), std::not_equal_to<>()) == counts.end();
-}
-
-const void* in_place_or(const void* send, const void* recv) {
-  return send == recv ? MPI_IN_PLACE : send;
 }
 
 class MpiBackend final : public Backend {
@@ -68,12 +66,9 @@ class MpiBackend final : public Backend {
                  ReduceOp op) override {
     const MPI_Datatype datatype = types_.datatype(type);
     const MPI_Op mpi_op = types_.op(type, op);
-    const void* in = in_place_or(send, recv);
-    in_chunks(count, type, [&](std::size_t offset, int n) {
-      const void* from = in == MPI_IN_PLACE ? in : static_cast<const char*>(send) + offset;
-      check_mpi(MPI_Allreduce(from, static_cast<char*>(recv) + offset, n, datatype, mpi_op, comm_.handle),
-                "MPI_Allreduce");
-    });
+    check_mpi(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, as_count(count), datatype, mpi_op,
+                            comm_.handle),
+              "MPI_Allreduce");
     if (op == ReduceOp::Average) divide_in_place(recv, count, type, size_);
   }
 
@@ -96,9 +91,7 @@ class MpiBackend final : public Backend {
 
   void broadcast(void* buf, std::size_t count, DataType type, int root) override {
     const MPI_Datatype datatype = types_.datatype(type);
-    in_chunks(count, type, [&](std::size_t offset, int n) {
-      check_mpi(MPI_Bcast(static_cast<char*>(buf) + offset, n, datatype, root, comm_.handle), "MPI_Bcast");
-    });
+    check_mpi(MPI_Bcast(buf, as_count(count), datatype, root, comm_.handle), "MPI_Bcast");
   }
 
   void alltoall(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
@@ -169,22 +162,12 @@ class MpiBackend final : public Backend {
     world.cross_size = cross_size;
   }
 
-  // Calls fn(byte offset, element count) over pieces MPI's int counts can hold.
-  template <typename Fn>
-  static void in_chunks(std::size_t count, DataType type, Fn&& fn) {
-    for (std::size_t done = 0; done < count;) {
-      const std::size_t n = std::min(count - done, kMaxCount);
-      fn(done * size_of(type), static_cast<int>(n));
-      done += n;
-    }
-  }
-
   // Per-rank counts and displacements as MPI ints; returns the total.
   static std::size_t fill(const std::vector<std::size_t>& counts, std::vector<int>& out_counts,
                           std::vector<int>& out_displs) {
     std::size_t total = 0;
     for (std::size_t r = 0; r < counts.size(); ++r) {
-      out_displs[r] = as_count(total);
+      out_displs[r] = as_count(total, "offset");
       out_counts[r] = as_count(counts[r]);
       total += counts[r];
     }

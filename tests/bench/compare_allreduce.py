@@ -5,14 +5,25 @@ alternate for --rounds rounds and each size's median over rounds is kept, so
 a burst of load on the 2-core machine hurts both sides alike.
 
   compare_allreduce.py --build build [--np 2] [--rounds 3] [--max-bytes 256M]
+  compare_allreduce.py --baseline mpi --launch mpirun [--mpi-args "--mca btl tcp,self"]
 
-Prints one table: time and busbw per program and the ratios
-trainrun/baseline (busbw: higher is better; time: lower is better).
+--baseline gloo: plain Gloo (tests/bench/gloo_allreduce_bench), both sides
+started by trainrun --local, trainrun on its gloo backend.
+--baseline mpi: plain MPI_Allreduce (tests/bench/mpi_allreduce_bench) under
+plain mpirun, trainrun on its mpi backend. --launch says how trainrun's side
+starts: mpirun (the default with --baseline mpi: the very same mpirun command
+line as the baseline, so both run under the same MPI settings) or trainrun
+(trainrun --local for gloo, trainrun --launcher mpirun for mpi). --mpi-args
+are added to every mpirun command line.
+
+Prints one table: mean time, median (p50) time and busbw per program and the
+ratios trainrun/baseline (busbw: higher is better; time: lower is better).
 """
 import argparse
 import csv
 import io
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -32,19 +43,37 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--min-bytes", default="4")
     ap.add_argument("--max-bytes", default="256M")
-    ap.add_argument("--baseline", choices=["gloo"], default="gloo")
+    ap.add_argument("--baseline", choices=["gloo", "mpi"], default="gloo")
+    ap.add_argument("--launch", choices=["mpirun", "trainrun"],
+                    help="how trainrun's side starts (default: mpirun with --baseline mpi, else trainrun)")
+    ap.add_argument("--mpi-args", default="", help="extra arguments for every mpirun, e.g. '--mca btl tcp,self'")
     args = ap.parse_args()
+    launch = args.launch or ("mpirun" if args.baseline == "mpi" else "trainrun")
+    backend = "mpi" if args.baseline == "mpi" else "gloo"
 
     trainrun = os.path.join(args.build, "trainrun")
     sweep = ["--min-bytes", args.min_bytes, "--max-bytes", args.max_bytes, "--csv"]
-    programs = {
-        "trainrun": lambda: [trainrun, "--local", "-np", str(args.np), "--backend", "gloo",
-                             os.path.join(args.build, "examples", "allreduce_bench")] + sweep,
-    }
+    mpirun = ["mpirun", "-np", str(args.np)] + shlex.split(args.mpi_args)
+    if os.geteuid() == 0:
+        mpirun.append("--allow-run-as-root")
+    if args.np > (os.cpu_count() or 1):
+        mpirun.append("--oversubscribe")
+    bench = os.path.join(args.build, "examples", "allreduce_bench")
+    if launch == "mpirun":
+        trainrun_side = mpirun + ["-x", "TRAINRUN_BACKEND=" + backend, bench]
+    elif backend == "mpi":
+        trainrun_side = [trainrun, "--launcher", "mpirun", "-np", str(args.np), "--backend", "mpi",
+                         "--mpi-args", args.mpi_args, bench]
+    else:
+        trainrun_side = [trainrun, "--local", "-np", str(args.np), "--backend", backend, bench]
+    programs = {"trainrun": lambda: trainrun_side + sweep}
     if args.baseline == "gloo":
         programs["gloo"] = lambda: [trainrun, "--local", "-np", str(args.np),
                                     os.path.join(args.build, "tests", "bench", "gloo_allreduce_bench"),
                                     "--store", "{store}"] + sweep
+    else:
+        programs["mpi"] = lambda: mpirun + [os.path.join(args.build, "tests", "bench", "mpi_allreduce_bench")] + sweep
+    print("# " + " | ".join(shlex.join(make()) for make in programs.values()), flush=True)
 
     results = {name: [] for name in programs}
     for rnd in range(args.rounds):
@@ -58,14 +87,17 @@ def main():
 
     base = args.baseline
     sizes = sorted(results["trainrun"][0])
-    print(f"# allreduce float32 sum, np={args.np}, median of {args.rounds} alternating rounds")
-    print(f"# {'bytes':>10} {base + ' us':>12} {'trainrun us':>12} {'time ratio':>10} "
-          f"{base + ' GB/s':>11} {'trainrun GB/s':>13} {'busbw ratio':>11}")
+    print(f"# allreduce float32 sum, np={args.np}, trainrun on {backend} ({launch}), "
+          f"median of {args.rounds} alternating rounds")
+    print(f"# {'bytes':>10} {base + ' us':>10} {'trainrun us':>11} {'ratio':>6} {base + ' p50':>9} "
+          f"{'trainrun p50':>12} {'ratio':>6} {base + ' GB/s':>9} {'trainrun GB/s':>13} {'busbw ratio':>11}")
     for size in sizes:
         bt, tt = median(base, size, "time_us"), median("trainrun", size, "time_us")
+        bp, tp = median(base, size, "p50_us"), median("trainrun", size, "p50_us")
         bb, tb = median(base, size, "busbw_gbs"), median("trainrun", size, "busbw_gbs")
         ratio_bw = tb / bb if bb > 0 else float("nan")
-        print(f"  {size:>10} {bt:>12.2f} {tt:>12.2f} {tt / bt:>10.3f} {bb:>11.3f} {tb:>13.3f} {ratio_bw:>11.2f}")
+        print(f"  {size:>10} {bt:>10.2f} {tt:>11.2f} {tt / bt:>6.3f} {bp:>9.2f} {tp:>12.2f} {tp / bp:>6.3f} "
+              f"{bb:>9.3f} {tb:>13.3f} {ratio_bw:>11.3f}")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@
 //   topology          "rank R: backend=B size=N local=L/LS cross=C/CS" via the library
 //   quit:CODE         std::exit(CODE): at-exit handlers run   quit:R:CODE
 //   noshutdown        leave trainrun::shutdown() to process exit
+//   hugecount         allreduce of 2^31 elements on a 1-element buffer; prints
+//                     the error (mpi backend only: it refuses before sending)
 // The rank before init comes from TRAINRUN_RANK, else OMPI_COMM_WORLD_RANK
 // (plain mpirun or trainrun --launcher mpirun), else SLURM_PROCID.
 #include <trainrun/trainrun.h>
@@ -83,6 +85,16 @@ int main(int argc, char** argv) {
       std::printf("rank %d: backend=%s size=%d local=%d/%d cross=%d/%d\n", comm.rank(),
                   comm.backend_name().c_str(), comm.size(), comm.local_rank(), comm.local_size(),
                   comm.cross_rank(), comm.cross_size());
+      std::fflush(stdout);
+    } else if (verb == "hugecount") {
+      float x = 0;
+      try {
+        trainrun::init().allreduce(&x, &x, std::size_t{1} << 31, trainrun::DataType::Float32,
+                                   trainrun::ReduceOp::Sum);
+        std::printf("rank %d: no error\n", rank);
+      } catch (const trainrun::Error& e) {
+        std::printf("rank %d: error: %s\n", rank, e.what());
+      }
       std::fflush(stdout);
     } else if (verb == "raise") {
       std::fflush(stdout);

@@ -103,6 +103,17 @@ TEST_CASE("TRAINRUN_BACKEND overrides detection under plain mpirun") {
   CHECK(contains(r.err, "init: the gloo backend needs a rendezvous"));
 }
 
+TEST_CASE("a count MPI cannot express is an error naming it, and the job goes on") {
+  const ProcessResult r =
+      run_trainrun({"--mpi", "--no-tag-output", "-np", "2", rank_program(), "hugecount", "allreduce"});
+  CHECK(r.exit_code == 0);
+  for (const char* rank : {"0", "1"}) {
+    CHECK(contains(r.out, std::string("rank ") + rank + ": error: rank " + rank + " ("));
+  }
+  CHECK(count(r.out, "): allreduce: count 2147483648 exceeds MPI's limit of 2147483647 elements\n") == 2);
+  CHECK(count(r.out, "sum=1") == 2);
+}
+
 TEST_CASE("a program that leaves shutdown to exit still ends cleanly (MPI finalized at exit)") {
   const ProcessResult r = run_trainrun({"--mpi", "-np", "2", rank_program(), "allreduce", "noshutdown"});
   CHECK(r.exit_code == 0);
