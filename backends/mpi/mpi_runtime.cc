@@ -31,7 +31,7 @@ MpiRuntime::MpiRuntime() {
     MPI_Query_thread(&thread_level_);
     return;
   }
-  check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &thread_level_),
+  check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SINGLE, &thread_level_),
             "MPI_Init_thread");
   owned_ = true;
   // Registered after MPI_Init_thread, so it runs before anything MPI
