@@ -96,14 +96,9 @@ class MpiBackend final : public Backend {
 
   void alltoall(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
                 const std::vector<std::size_t>& recv_counts, DataType type) override {
+    // Always alltoallv: a rank whose own counts happen to be uniform cannot
+    // tell whether its peers' are, and every rank must call the same collective.
     const MPI_Datatype datatype = types_.datatype(type);
-    // Open MPI's alltoall has better algorithms (Bruck for short blocks) than alltoallv.
-    if (uniform(send_counts) && send_counts == recv_counts) {
-      if (send_counts[0] == 0) return;
-      const int n = as_count(send_counts[0]);
-      check_mpi(MPI_Alltoall(send, n, datatype, recv, n, datatype, comm_.handle), "MPI_Alltoall");
-      return;
-    }
     fill(send_counts, counts_, displs_);
     fill(recv_counts, recv_counts_, recv_displs_);
     check_mpi(MPI_Alltoallv(send, counts_.data(), displs_.data(), datatype, recv, recv_counts_.data(),
