@@ -52,7 +52,7 @@ int supervise(pid_t mpirun, const sigset_t& handled, double grace_s) {
   while (true) {
     timespec wait{0, 200'000'000};
     const int sig = ::sigtimedwait(&handled, nullptr, &wait);
-    if (sig == SIGCHLD && ::waitpid(mpirun, &status, WNOHANG) == mpirun) break;
+    if (::waitpid(mpirun, &status, WNOHANG) == mpirun) break;  // every wake-up: SIGCHLDs merge
     if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
       if (stop_signal && sig == SIGINT) {
         ::kill(mpirun, SIGKILL);  // second Ctrl-C: no more grace
