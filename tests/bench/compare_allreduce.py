@@ -31,7 +31,10 @@ import tempfile
 
 
 def run_csv(cmd, env=None):
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env, timeout=1800).stdout
+    run = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+    if run.returncode != 0:
+        sys.exit(f"{shlex.join(cmd)}: exit status {run.returncode}\n{run.stderr[-3000:]}")
+    out = run.stdout
     lines = [l for l in out.splitlines() if l and (l[0].isdigit() or l.startswith("bytes,"))]
     return {int(r["bytes"]): r for r in csv.DictReader(io.StringIO("\n".join(lines)))}
 
