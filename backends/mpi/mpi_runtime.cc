@@ -10,6 +10,11 @@
 namespace trainrun::detail {
 
 MpiRuntime& MpiRuntime::acquire() {
+  // Checked on every call: MPI may have been finalized since the first one.
+  if (finalized()) {
+    throw Error(Error::Code::Backend,
+                "MPI was already finalized in this process; MPI cannot be initialized again");
+  }
   static MpiRuntime runtime;
   return runtime;
 }
@@ -21,18 +26,11 @@ bool MpiRuntime::finalized() {
 }
 
 MpiRuntime::MpiRuntime() {
-  if (finalized()) {
-    throw Error(Error::Code::Backend,
-                "MPI was already finalized in this process; MPI cannot be initialized again");
-  }
   int initialised = 0;
   MPI_Initialized(&initialised);
-  if (initialised) {
-    MPI_Query_thread(&thread_level_);
-    return;
-  }
-  check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SINGLE, &thread_level_),
-            "MPI_Init_thread");
+  if (initialised) return;  // the program's MPI, at the program's thread level
+  int provided = 0;
+  check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SINGLE, &provided), "MPI_Init_thread");
   owned_ = true;
   // Registered after MPI_Init_thread, so it runs before anything MPI
   // registered at exit, and before the default communicator is destroyed.

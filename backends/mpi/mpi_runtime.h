@@ -22,7 +22,7 @@ namespace trainrun::detail {
 class MpiRuntime {
  public:
   // Initialises MPI on the first call. Throws Error(Backend) if MPI_Init_thread
-  // fails or the program already finalised MPI.
+  // fails or MPI has been finalized (by the program) since.
   static MpiRuntime& acquire();
 
   // True once MPI_Finalize has run (by us or by the program): MPI objects
@@ -30,14 +30,12 @@ class MpiRuntime {
   static bool finalized();
 
   bool initialised_by_us() const { return owned_; }
-  int thread_level() const { return thread_level_; }
 
  private:
   MpiRuntime();
   static void finalize_on_success(int status, void* runtime);
 
   bool owned_ = false;
-  int thread_level_ = 0;
 };
 
 // Turns an MPI return code into Error(Backend, "<call>: <MPI_Error_string>").

@@ -11,6 +11,7 @@
 //   topology          "rank R: backend=B size=N local=L/LS cross=C/CS" via the library
 //   quit:CODE         std::exit(CODE): at-exit handlers run   quit:R:CODE
 //   noshutdown        leave trainrun::shutdown() to process exit
+//   shutdown          trainrun::shutdown() now (a later step may init again)
 //   hugecount         allreduce of 2^31 elements on a 1-element buffer; prints
 //                     the error (mpi backend only: it refuses before sending)
 // The rank before init comes from TRAINRUN_RANK, else OMPI_COMM_WORLD_RANK
@@ -78,6 +79,8 @@ int main(int argc, char** argv) {
     } else if (verb == "quit") {
       std::fflush(stdout);
       std::exit(std::atoi(arg.c_str()));
+    } else if (verb == "shutdown") {
+      trainrun::shutdown();
     } else if (verb == "noshutdown") {
       shutdown_at_end = false;
     } else if (verb == "topology") {

@@ -114,10 +114,32 @@ TEST_CASE("a count MPI cannot express is an error naming it, and the job goes on
   CHECK(count(r.out, "sum=1") == 2);
 }
 
+TEST_CASE("a program that owns MPI keeps it: trainrun neither initialises nor finalizes it") {
+  for (const char* order : {"shutdown-first", "finalize-first"}) {
+    CAPTURE(order);
+    const ProcessResult r = run_plain_mpirun({"-np", "2", program_path("USER_MPI_PROGRAM"), order});
+    CHECK(r.exit_code == 0);
+    const std::string mpi_sum = std::string(order) == "shutdown-first" ? "1" : "0";
+    CHECK(contains(r.out, "rank 0: mpi sum=1 mpi_sum=" + mpi_sum + "\n"));
+    CHECK(contains(r.out, "rank 1: mpi sum=1 mpi_sum=" + mpi_sum + "\n"));
+    if (mpi_sum == "0") {
+      CHECK(count(r.out, "): init: MPI was already finalized in this process; MPI cannot be initialized again\n") == 2);
+    }
+  }
+}
+
 TEST_CASE("a program that leaves shutdown to exit still ends cleanly (MPI finalized at exit)") {
   const ProcessResult r = run_trainrun({"--mpi", "-np", "2", rank_program(), "allreduce", "noshutdown"});
   CHECK(r.exit_code == 0);
   CHECK(count(r.out, "sum=1") == 2);
+  CHECK(r.err.empty());
+}
+
+TEST_CASE("shutdown() then init() again reuses MPI") {
+  const ProcessResult r =
+      run_trainrun({"--mpi", "-np", "2", rank_program(), "allreduce", "shutdown", "allreduce"});
+  CHECK(r.exit_code == 0);
+  CHECK(count(r.out, "sum=1") == 4);
   CHECK(r.err.empty());
 }
 
