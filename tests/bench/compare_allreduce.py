@@ -15,6 +15,10 @@ starts: mpirun (the default with --baseline mpi: the very same mpirun command
 line as the baseline, so both run under the same MPI settings) or trainrun
 (trainrun --local for gloo, trainrun --launcher mpirun for mpi). --mpi-args
 are added to every mpirun command line.
+--sizes-per-run N runs each program on N sizes at a time, alternating per
+chunk of sizes instead of per whole sweep: on a loaded machine the two sides
+of a size are then measured seconds apart, not minutes (costs one launch per
+chunk).
 
 Prints one table: mean time, median (p50) time and busbw per program and the
 ratios trainrun/baseline (busbw: higher is better; time: lower is better).
@@ -39,6 +43,23 @@ def run_csv(cmd, env=None):
     return {int(r["bytes"]): r for r in csv.DictReader(io.StringIO("\n".join(lines)))}
 
 
+def parse_size(text):
+    """The harness's size syntax: a number with an optional K/M/G and B."""
+    t = text.upper().rstrip("B")
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(t[-1:], 1)
+    return int(float(t[:-1] if scale > 1 else t) * scale)
+
+
+def size_chunks(min_bytes, max_bytes, per_run):
+    sizes = []
+    size = min_bytes
+    while size <= max_bytes:
+        sizes.append(size)
+        size *= 2
+    per_run = per_run or len(sizes)
+    return [sizes[i:i + per_run] for i in range(0, len(sizes), per_run)]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
@@ -50,12 +71,12 @@ def main():
     ap.add_argument("--launch", choices=["mpirun", "trainrun"],
                     help="how trainrun's side starts (default: mpirun with --baseline mpi, else trainrun)")
     ap.add_argument("--mpi-args", default="", help="extra arguments for every mpirun, e.g. '--mca btl tcp,self'")
+    ap.add_argument("--sizes-per-run", type=int, default=0, help="sizes per program run (default: all)")
     args = ap.parse_args()
     launch = args.launch or ("mpirun" if args.baseline == "mpi" else "trainrun")
     backend = "mpi" if args.baseline == "mpi" else "gloo"
 
     trainrun = os.path.join(args.build, "trainrun")
-    sweep = ["--min-bytes", args.min_bytes, "--max-bytes", args.max_bytes, "--csv"]
     mpirun = ["mpirun", "-np", str(args.np)] + shlex.split(args.mpi_args)
     if os.geteuid() == 0:
         mpirun.append("--allow-run-as-root")
@@ -69,21 +90,26 @@ def main():
                          "--mpi-args", args.mpi_args, bench]
     else:
         trainrun_side = [trainrun, "--local", "-np", str(args.np), "--backend", backend, bench]
-    programs = {"trainrun": lambda: trainrun_side + sweep}
+    programs = {"trainrun": lambda: trainrun_side}
     if args.baseline == "gloo":
         programs["gloo"] = lambda: [trainrun, "--local", "-np", str(args.np),
                                     os.path.join(args.build, "tests", "bench", "gloo_allreduce_bench"),
-                                    "--store", "{store}"] + sweep
+                                    "--store", "{store}"]
     else:
-        programs["mpi"] = lambda: mpirun + [os.path.join(args.build, "tests", "bench", "mpi_allreduce_bench")] + sweep
+        programs["mpi"] = lambda: mpirun + [os.path.join(args.build, "tests", "bench", "mpi_allreduce_bench")]
     print("# " + " | ".join(shlex.join(make()) for make in programs.values()), flush=True)
 
+    chunks = size_chunks(parse_size(args.min_bytes), parse_size(args.max_bytes), args.sizes_per_run)
     results = {name: [] for name in programs}
     for rnd in range(args.rounds):
-        for name, make in programs.items():
-            print(f"# round {rnd + 1}/{args.rounds}: {name}", file=sys.stderr, flush=True)
-            with tempfile.TemporaryDirectory(prefix="trainrun-bench-") as store:
-                results[name].append(run_csv([a.replace("{store}", store) for a in make()]))
+        print(f"# round {rnd + 1}/{args.rounds}", file=sys.stderr, flush=True)
+        for name in programs:
+            results[name].append({})
+        for chunk in chunks:
+            sweep = ["--min-bytes", str(chunk[0]), "--max-bytes", str(chunk[-1]), "--csv"]
+            for name, make in programs.items():
+                with tempfile.TemporaryDirectory(prefix="trainrun-bench-") as store:
+                    results[name][-1].update(run_csv([a.replace("{store}", store) for a in make() + sweep]))
 
     def median(name, size, field):
         return statistics.median(float(r[size][field]) for r in results[name] if size in r)
@@ -91,7 +117,7 @@ def main():
     base = args.baseline
     sizes = sorted(results["trainrun"][0])
     print(f"# allreduce float32 sum, np={args.np}, trainrun on {backend} ({launch}), "
-          f"median of {args.rounds} alternating rounds")
+          f"median of {args.rounds} alternating rounds, {args.sizes_per_run or 'all'} size(s) per run")
     print(f"# {'bytes':>10} {base + ' us':>10} {'trainrun us':>11} {'ratio':>6} {base + ' p50':>9} "
           f"{'trainrun p50':>12} {'ratio':>6} {base + ' GB/s':>9} {'trainrun GB/s':>13} {'busbw ratio':>11}")
     for size in sizes:
