@@ -86,8 +86,8 @@ def main():
     if launch == "mpirun":
         trainrun_side = mpirun + ["-x", "TRAINRUN_BACKEND=" + backend, bench]
     elif backend == "mpi":
-        trainrun_side = [trainrun, "--launcher", "mpirun", "-np", str(args.np), "--backend", "mpi",
-                         "--mpi-args", args.mpi_args, bench]
+        trainrun_side = [trainrun, "--launcher", "mpirun", "--no-tag-output", "-np", str(args.np),
+                         "--backend", "mpi", "--mpi-args", args.mpi_args, bench]
     else:
         trainrun_side = [trainrun, "--local", "-np", str(args.np), "--backend", backend, bench]
     programs = {"trainrun": lambda: trainrun_side}
