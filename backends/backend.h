@@ -50,8 +50,11 @@ class Backend {
 
 // What a backend may use while it starts: the world, and the job's
 // rendezvous store (null when the job has none, e.g. under mpirun).
+// A backend may refine the topology it knows better than the environment
+// (the MPI backend sets local and cross ranks from MPI's own node split);
+// the communicator keeps the refined world.
 struct BackendContext {
-  const World& world;
+  World& world;
   std::shared_ptr<rendezvous::Store> store;
   int generation = 0;  // how many communicators this process made before
 };

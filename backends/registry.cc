@@ -12,6 +12,9 @@
 #if TRAINRUN_HAVE_NCCL
 #include "backends/nccl/nccl_cuda_support.h"
 #endif
+#if TRAINRUN_HAVE_MPI
+#include "backends/mpi/mpi_backend.h"
+#endif
 
 namespace trainrun::detail {
 namespace {
@@ -21,6 +24,9 @@ std::vector<std::string> built_names() {
   std::vector<std::string> names;
 #if TRAINRUN_HAVE_GLOO
   names.push_back("gloo");
+#endif
+#if TRAINRUN_HAVE_MPI
+  names.push_back("mpi");
 #endif
 #if TRAINRUN_HAVE_NCCL
   names.push_back("nccl");
@@ -53,6 +59,9 @@ std::unique_ptr<Backend> create_cpu_backend(const std::string& name, const Backe
 #if TRAINRUN_HAVE_GLOO
   if (name == "gloo") return make_gloo_backend(context);
 #endif
+#if TRAINRUN_HAVE_MPI
+  if (name == "mpi") return make_mpi_backend(context);
+#endif
   (void)context;
   not_available(name);
 }
@@ -74,6 +83,9 @@ std::vector<BackendInfo> built_backends() {
 #endif
 #if TRAINRUN_HAVE_NCCL
   out.push_back({"nccl", describe_nccl()});
+#endif
+#if TRAINRUN_HAVE_MPI
+  out.push_back({"mpi", mpi_version()});
 #endif
   return out;
 }

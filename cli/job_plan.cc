@@ -1,19 +1,18 @@
 #include "cli/job_plan.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <charconv>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include "cli/host_list.h"
+#include "rendezvous/protocol.h"
 
 namespace trainrun::cli {
 namespace {
-
-bool valid_env_name(const std::string& name) {
-  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
-  for (char c : name) {
-    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
-  }
-  return true;
-}
 
 bool parse_int(std::string_view text, int& value) {
   const auto r = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -26,7 +25,48 @@ std::string hosts_text(const std::vector<HostSlots>& hosts) {
   return out;
 }
 
+std::string decimal(double v) {
+  std::ostringstream out;
+  out.precision(17);
+  out << v;
+  return out.str();
+}
+
+// The engine's launcher flags, as the variables the library reads
+// (rendezvous/protocol.h); only those the user gave.
+void append_engine_settings(const Options& o, EnvList& env) {
+  namespace p = protocol;
+  if (o.fusion_threshold_mb >= 0) {
+    env.emplace_back(p::kEnvFusionThreshold,
+                     std::to_string(static_cast<long long>(o.fusion_threshold_mb * 1024 * 1024)));
+  }
+  if (o.cycle_time_ms >= 0) env.emplace_back(p::kEnvCycleTimeMs, decimal(o.cycle_time_ms));
+  if (o.cache_capacity >= 0) env.emplace_back(p::kEnvCacheCapacity, std::to_string(o.cache_capacity));
+  if (!o.timeline.empty()) {
+    // Rank 0 may run in another directory (or on another host): make it absolute.
+    std::string path = o.timeline;
+    if (path.front() != '/') {
+      char cwd[4096];
+      if (::getcwd(cwd, sizeof cwd)) path = std::string(cwd) + "/" + path;
+    }
+    env.emplace_back(p::kEnvTimeline, path);
+  }
+  if (o.stall_warning_s >= 0) env.emplace_back(p::kEnvStallWarning, decimal(o.stall_warning_s));
+  if (o.stall_shutdown_s >= 0) env.emplace_back(p::kEnvStallShutdown, decimal(o.stall_shutdown_s));
+}
+
 }  // namespace
+
+std::optional<std::string> read_text_file(const std::string& path, std::string* error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *error = std::strerror(errno);
+    return std::nullopt;
+  }
+  std::stringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
 
 std::optional<std::set<int>> parse_rank_list(const std::string& text, int size, std::string* error) {
   std::set<int> ranks;
@@ -101,7 +141,7 @@ PlanResult make_plan(const Options& o, const std::string& local_host_name, const
   for (const std::string& item : o.env_forward) {
     const std::size_t eq = item.find('=');
     const std::string name = item.substr(0, eq);
-    if (!valid_env_name(name)) return fail("-x " + item + ": '" + name + "' is not a variable name");
+    if (!is_env_name(name)) return fail("-x " + item + ": '" + name + "' is not a variable name");
     if (eq != std::string::npos) {
       plan.forwarded.emplace_back(name, item.substr(eq + 1));
     } else if (const char* value = getenv(name.c_str())) {
@@ -110,6 +150,7 @@ PlanResult make_plan(const Options& o, const std::string& local_host_name, const
       return fail("-x " + name + ": " + name + " is not set in trainrun's environment (use -x " + name + "=VALUE)");
     }
   }
+  append_engine_settings(o, plan.forwarded);
   result.plan = std::move(plan);
   return result;
 }

@@ -31,6 +31,9 @@ struct PlanResult {
 using GetEnv = std::function<const char*(const char*)>;
 using ReadFile = std::function<std::optional<std::string>(const std::string& path, std::string* error)>;
 
+// The ReadFile of a real run: the whole file, or nullopt and strerror(errno).
+std::optional<std::string> read_text_file(const std::string& path, std::string* error);
+
 // `local_host_name` names this machine when no hosts are given.
 PlanResult make_plan(const Options& options, const std::string& local_host_name, const GetEnv& getenv,
                      const ReadFile& read_file);

@@ -30,6 +30,12 @@ std::string signal_name(int sig) {
   return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
 }
 
+int shell_status(int wait_status) {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+  return 1;
+}
+
 JobState::JobState(int size, std::vector<std::string> rank_hosts) : size_(size), ranks_(static_cast<std::size_t>(size)) {
   for (int r = 0; r < size; ++r) ranks_[r].host = rank_hosts[r];
 }
@@ -119,10 +125,7 @@ int JobState::exit_code() const {
   if (stop_signal_) return 128 + *stop_signal_;
   if (timeout_s_) return kExitTimeout;
   if (!launch_failure_.empty()) return kExitLaunch;
-  if (cause_) {
-    const int status = ranks_[*cause_].status;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
+  if (cause_) return shell_status(ranks_[*cause_].status);
   return 0;
 }
 

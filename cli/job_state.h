@@ -65,6 +65,8 @@ class JobState {
   std::optional<double> timeout_s_;
 };
 
-std::string signal_name(int sig);  // "SIGSEGV"
+std::string signal_name(int sig);  // "SIGSEGV", or "signal N" for one without a name
+// A wait() status as a shell reports it: the exit code, or 128 + signal.
+int shell_status(int wait_status);
 
 }  // namespace trainrun::cli

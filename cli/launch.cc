@@ -32,17 +32,6 @@
 namespace trainrun::cli {
 namespace {
 
-std::optional<std::string> read_file(const std::string& path, std::string* error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *error = std::strerror(errno);
-    return std::nullopt;
-  }
-  std::stringstream content;
-  content << in.rdbuf();
-  return content.str();
-}
-
 JobEnv job_environment(const Options& options, const JobPlan& plan, const RemotePlan& remote) {
   JobEnv job;
   job.size = static_cast<int>(plan.ranks.size());
@@ -122,7 +111,7 @@ std::string current_directory() {
 }
 
 std::optional<PlannedJob> plan_job(const Options& options) {
-  PlanResult planned = make_plan(options, this_host_name(), &std::getenv, read_file);
+  PlanResult planned = make_plan(options, this_host_name(), &std::getenv, read_text_file);
   if (!planned.plan) {
     std::cerr << "trainrun: error: " << planned.error << "\n";
     return std::nullopt;

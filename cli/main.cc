@@ -8,6 +8,7 @@
 #include "cli/doctor.h"
 #include "cli/job_state.h"
 #include "cli/launch.h"
+#include "cli/mpirun_launcher.h"
 #include "cli/options.h"
 #include "trainrun/error.h"
 #include "trainrun/version.h"
@@ -49,6 +50,7 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   try {
+    if (options.launcher == "mpirun") return run_mpirun(options);
     return launch(options);
   } catch (const trainrun::Error& e) {
     std::cerr << "trainrun: error: " << e.what() << "\n";

@@ -12,6 +12,7 @@ constexpr const char* kDescription =
     "trainrun: start a distributed training job and supervise it.\n\n"
     "  trainrun --local -np 4 ./train [args...]\n"
     "  trainrun -np 8 -H localhost:8 ./train\n"
+    "  trainrun --launcher mpirun -np 4 ./train\n"
     "Everything from the program name on is passed to the program untouched.\n";
 
 // Multi-host: SSH and network choices (cli/remote_options.h).
@@ -64,6 +65,14 @@ void build(CLI::App& app, Options& o) {
   app.add_option("--rank-filter", o.rank_filter,
                  "Only these ranks' output reaches the console, e.g. 0 or 0,2-3")->group(output);
 
+  const char* launchers = "Launch through Open MPI";
+  app.add_option("--launcher", o.launcher, "How ranks start: local/SSH agents (default: local) or mpirun")
+      ->check(CLI::IsMember({"local", "mpirun"}))->group(launchers);
+  app.add_flag_callback("--mpi", [&o] { o.launcher = "mpirun"; }, "Same as --launcher mpirun")
+      ->group(launchers);
+  app.add_option("--mpi-args", o.mpi_args, "Extra mpirun arguments, one string split like a shell would")
+      ->group(launchers);
+
   const char* control = "Supervision";
   app.add_option("--start-timeout", o.start_timeout_s,
                  "Seconds every rank may take to reach the rendezvous (default 30)")
@@ -74,6 +83,23 @@ void build(CLI::App& app, Options& o) {
       ->check(CLI::Range(0.0, 3600.0))->group(control);
 
   add_remote_options(app, o.remote);
+
+  const char* engine = "Engine (async named collectives)";
+  app.add_option("--fusion-threshold-mb", o.fusion_threshold_mb,
+                 "Fuse small allreduces into buffers up to this many MiB; 0: no fusion (default 64)")
+      ->check(CLI::Range(0.0, 1e6))->group(engine);
+  app.add_option("--cycle-time-ms", o.cycle_time_ms, "Engine negotiation cycle while ops keep coming (default 1)")
+      ->check(CLI::Range(0.01, 60000.0))->group(engine);
+  app.add_option("--cache-capacity", o.cache_capacity, "Engine response cache entries; 0: off (default 1024)")
+      ->check(CLI::Range(0, 1 << 20))->group(engine);
+  app.add_option("--timeline", o.timeline, "Write a Chrome-trace timeline of engine ops to FILE (rank 0)")
+      ->group(engine);
+  app.add_option("--stall-warning", o.stall_warning_s,
+                 "Warn about ops some ranks have not submitted after S seconds; 0: never (default 60)")
+      ->check(CLI::Range(0.0, 1e9))->group(engine);
+  app.add_option("--stall-shutdown", o.stall_shutdown_s,
+                 "Fail stalled ops on every rank after S seconds; 0: never (default)")
+      ->check(CLI::Range(0.0, 1e9))->group(engine);
 
   const char* info = "Information";
   app.add_flag("--verbose", o.verbose, "Print what trainrun decides and does")->group(info);

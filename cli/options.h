@@ -25,9 +25,20 @@ struct Options {
   int start_timeout_s = 30;
   double timeout_s = 0;                // 0: no limit
   double grace_s = 5.0;
+  // Engine (lib/engine): forwarded to every rank as TRAINRUN_* variables;
+  // negative or empty: not set, the library's default applies.
+  double fusion_threshold_mb = -1;
+  double cycle_time_ms = -1;
+  int cache_capacity = -1;
+  std::string timeline;
+  double stall_warning_s = -1;
+  double stall_shutdown_s = -1;
   // Information
   bool verbose = false;
   bool dry_run = false;
+  // --launcher mpirun (alias --mpi): hand the job to Open MPI's mpirun.
+  std::string launcher = "local";      // "local" | "mpirun"
+  std::string mpi_args;                // extra mpirun arguments, split like a shell would
   bool check_build = false;
   std::vector<std::string> command;    // program and its arguments, untouched
   RemoteOptions remote;                // SSH and network (multi-host)

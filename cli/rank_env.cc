@@ -42,6 +42,14 @@ EnvList rank_environment(const RankSlot& slot, const JobEnv& job) {
   return env;
 }
 
+bool is_env_name(std::string_view name) {
+  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
+  for (char c : name) {
+    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
 std::vector<std::string> merge_environment(const std::vector<std::string>& base,
                                            const EnvList& overrides) {
   std::unordered_map<std::string, std::size_t> index;

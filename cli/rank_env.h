@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -29,6 +30,9 @@ struct JobEnv {
 };
 
 EnvList rank_environment(const RankSlot& slot, const JobEnv& job);
+
+// [A-Za-z_][A-Za-z0-9_]*: what -x and the launchers accept as a name.
+bool is_env_name(std::string_view name);
 
 // `base` with every name in `overrides` replaced or appended, as
 // "NAME=value" strings ready for execve.

@@ -1,5 +1,6 @@
-// Quoting words for a POSIX shell, for commands trainrun prints (--dry-run,
-// --verbose) so that they can be pasted back as they are. Pure.
+// Words the way a POSIX shell reads them: quoting for the commands trainrun
+// prints (--dry-run, --verbose) so that they can be pasted back as they are,
+// and splitting of option strings like --mpi-args. Pure.
 #pragma once
 
 #include <string>
@@ -11,5 +12,11 @@ namespace trainrun::cli {
 // 'it'\''s' style quoting, and none for words made of safe characters only.
 std::string shell_quote(std::string_view word);
 std::string shell_join(const std::vector<std::string>& words);
+
+// Words as POSIX sh splits them, without expansions: blanks separate,
+// '...' is literal, "..." honours \" \\ \$ \` and \newline, a backslash
+// outside quotes escapes the next character. Throws Error(InvalidArgument)
+// on an unterminated quote or a trailing backslash.
+std::vector<std::string> split_shell_words(std::string_view text);
 
 }  // namespace trainrun::cli

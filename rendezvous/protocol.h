@@ -62,6 +62,11 @@ inline constexpr const char* kEnvStallWarning = "TRAINRUN_STALL_WARNING";
 // 0 = never (--stall-shutdown). Default 0.
 inline constexpr const char* kEnvStallShutdown = "TRAINRUN_STALL_SHUTDOWN";
 
+// Job-level settings (the same for every rank) that a launcher forwards when
+// it hands the job to another engine (mpirun -x NAME); never per-rank names.
+inline constexpr const char* kJobEnv[] = {kEnvBackend, kEnvIface, kEnvStartTimeout,
+                                          kEnvCollectiveTimeout};
+
 // Compatibility exports so existing Horovod / torch code runs unchanged.
 inline constexpr const char* kEnvHorovodRank = "HOROVOD_RANK";
 inline constexpr const char* kEnvHorovodSize = "HOROVOD_SIZE";

@@ -8,10 +8,10 @@ packages=(
   # build
   g++ meson ninja-build pkg-config cmake python3
   # libraries (DESIGN §6)
-  libcli11-dev libboost-dev libssl-dev libgloo-dev doctest-dev libssh-dev
+  libcli11-dev libboost-dev libssl-dev libgloo-dev libopenmpi-dev doctest-dev libssh-dev
   # tests and benchmarks (readelf: no binary may link NCCL or CUDA; the
   # multi-host tests run sshd in network namespaces; tests parse timelines)
-  procps binutils openssh-server openssh-client iproute2 nlohmann-json3-dev
+  procps binutils openmpi-bin openssh-server openssh-client iproute2 nlohmann-json3-dev
 )
 # Commands that other packages may provide (nodesource's nodejs ships npm;
 # Debian's npm package would conflict with it): installed only when absent.

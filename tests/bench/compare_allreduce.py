@@ -5,17 +5,31 @@ alternate for --rounds rounds and each size's median over rounds is kept, so
 a burst of load on the 2-core machine hurts both sides alike.
 
   compare_allreduce.py --build build [--np 2] [--rounds 3] [--max-bytes 256M]
-  compare_allreduce.py --build build --baseline build --baseline-build OTHER
+  compare_allreduce.py --baseline mpi --launch mpirun [--mpi-args "--mca btl tcp,self"]
 
-The baseline is plain Gloo, or (--baseline build) the allreduce_bench of
-another trainrun build, for A/B runs of two versions.
-Prints one table: time and busbw per program and the ratios
-trainrun/baseline (busbw: higher is better; time: lower is better).
+--baseline gloo: plain Gloo (tests/bench/gloo_allreduce_bench), both sides
+started by trainrun --local, trainrun on its gloo backend.
+--baseline mpi: plain MPI_Allreduce (tests/bench/mpi_allreduce_bench) under
+plain mpirun, trainrun on its mpi backend. --launch says how trainrun's side
+starts: mpirun (the default with --baseline mpi: the very same mpirun command
+line as the baseline, so both run under the same MPI settings) or trainrun
+(trainrun --local for gloo, trainrun --launcher mpirun for mpi). --mpi-args
+are added to every mpirun command line.
+--baseline build: the allreduce_bench of another trainrun build
+(--baseline-build DIR), both on gloo, for A/B runs of two versions.
+--sizes-per-run N runs each program on N sizes at a time, alternating per
+chunk of sizes instead of per whole sweep: on a loaded machine the two sides
+of a size are then measured seconds apart, not minutes (costs one launch per
+chunk).
+
+Prints one table: mean time, median (p50) time and busbw per program and the
+ratios trainrun/baseline (busbw: higher is better; time: lower is better).
 """
 import argparse
 import csv
 import io
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -23,9 +37,29 @@ import tempfile
 
 
 def run_csv(cmd, env=None):
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env, timeout=1800).stdout
+    run = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+    if run.returncode != 0:
+        sys.exit(f"{shlex.join(cmd)}: exit status {run.returncode}\n{run.stderr[-3000:]}")
+    out = run.stdout
     lines = [l for l in out.splitlines() if l and (l[0].isdigit() or l.startswith("bytes,"))]
     return {int(r["bytes"]): r for r in csv.DictReader(io.StringIO("\n".join(lines)))}
+
+
+def parse_size(text):
+    """The harness's size syntax: a number with an optional K/M/G and B."""
+    t = text.upper().rstrip("B")
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(t[-1:], 1)
+    return int(float(t[:-1] if scale > 1 else t) * scale)
+
+
+def size_chunks(min_bytes, max_bytes, per_run):
+    sizes = []
+    size = min_bytes
+    while size <= max_bytes:
+        sizes.append(size)
+        size *= 2
+    per_run = per_run or len(sizes)
+    return [sizes[i:i + per_run] for i in range(0, len(sizes), per_run)]
 
 
 def main():
@@ -35,47 +69,73 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--min-bytes", default="4")
     ap.add_argument("--max-bytes", default="256M")
-    ap.add_argument("--baseline", choices=["gloo", "build"], default="gloo")
+    ap.add_argument("--baseline", choices=["gloo", "mpi", "build"], default="gloo")
     ap.add_argument("--baseline-build", help="with --baseline build: the other build folder")
+    ap.add_argument("--launch", choices=["mpirun", "trainrun"],
+                    help="how trainrun's side starts (default: mpirun with --baseline mpi, else trainrun)")
+    ap.add_argument("--mpi-args", default="", help="extra arguments for every mpirun, e.g. '--mca btl tcp,self'")
+    ap.add_argument("--sizes-per-run", type=int, default=0, help="sizes per program run (default: all)")
     args = ap.parse_args()
+    if args.baseline == "build" and not args.baseline_build:
+        ap.error("--baseline build needs --baseline-build DIR")
+    launch = args.launch or ("mpirun" if args.baseline == "mpi" else "trainrun")
+    backend = "mpi" if args.baseline == "mpi" else "gloo"
 
     trainrun = os.path.join(args.build, "trainrun")
-    sweep = ["--min-bytes", args.min_bytes, "--max-bytes", args.max_bytes, "--csv"]
-
-    def bench(build):
-        return lambda: [os.path.join(build, "trainrun"), "--local", "-np", str(args.np), "--backend", "gloo",
-                        os.path.join(build, "examples", "allreduce_bench")] + sweep
-
-    programs = {"trainrun": bench(args.build)}
-    if args.baseline == "build":
-        if not args.baseline_build:
-            ap.error("--baseline build needs --baseline-build DIR")
-        programs["build"] = bench(args.baseline_build)
+    mpirun = ["mpirun", "-np", str(args.np)] + shlex.split(args.mpi_args)
+    if os.geteuid() == 0:
+        mpirun.append("--allow-run-as-root")
+    if args.np > (os.cpu_count() or 1):
+        mpirun.append("--oversubscribe")
+    bench = os.path.join(args.build, "examples", "allreduce_bench")
+    if launch == "mpirun":
+        trainrun_side = mpirun + ["-x", "TRAINRUN_BACKEND=" + backend, bench]
+    elif backend == "mpi":
+        trainrun_side = [trainrun, "--launcher", "mpirun", "--no-tag-output", "-np", str(args.np),
+                         "--backend", "mpi", "--mpi-args", args.mpi_args, bench]
+    else:
+        trainrun_side = [trainrun, "--local", "-np", str(args.np), "--backend", backend, bench]
+    programs = {"trainrun": lambda: trainrun_side}
     if args.baseline == "gloo":
         programs["gloo"] = lambda: [trainrun, "--local", "-np", str(args.np),
                                     os.path.join(args.build, "tests", "bench", "gloo_allreduce_bench"),
-                                    "--store", "{store}"] + sweep
+                                    "--store", "{store}"]
+    elif args.baseline == "build":
+        other = [os.path.join(args.baseline_build, "trainrun"), "--local", "-np", str(args.np), "--backend", "gloo",
+                 os.path.join(args.baseline_build, "examples", "allreduce_bench")]
+        programs["build"] = lambda: other
+    else:
+        programs["mpi"] = lambda: mpirun + [os.path.join(args.build, "tests", "bench", "mpi_allreduce_bench")]
+    print("# " + " | ".join(shlex.join(make()) for make in programs.values()), flush=True)
 
+    chunks = size_chunks(parse_size(args.min_bytes), parse_size(args.max_bytes), args.sizes_per_run)
     results = {name: [] for name in programs}
     for rnd in range(args.rounds):
-        for name, make in programs.items():
-            print(f"# round {rnd + 1}/{args.rounds}: {name}", file=sys.stderr, flush=True)
-            with tempfile.TemporaryDirectory(prefix="trainrun-bench-") as store:
-                results[name].append(run_csv([a.replace("{store}", store) for a in make()]))
+        print(f"# round {rnd + 1}/{args.rounds}", file=sys.stderr, flush=True)
+        for name in programs:
+            results[name].append({})
+        for chunk in chunks:
+            sweep = ["--min-bytes", str(chunk[0]), "--max-bytes", str(chunk[-1]), "--csv"]
+            for name, make in programs.items():
+                with tempfile.TemporaryDirectory(prefix="trainrun-bench-") as store:
+                    results[name][-1].update(run_csv([a.replace("{store}", store) for a in make() + sweep]))
 
     def median(name, size, field):
         return statistics.median(float(r[size][field]) for r in results[name] if size in r)
 
     base = args.baseline
     sizes = sorted(results["trainrun"][0])
-    print(f"# allreduce float32 sum, np={args.np}, median of {args.rounds} alternating rounds")
-    print(f"# {'bytes':>10} {base + ' us':>12} {'trainrun us':>12} {'time ratio':>10} "
-          f"{base + ' GB/s':>11} {'trainrun GB/s':>13} {'busbw ratio':>11}")
+    print(f"# allreduce float32 sum, np={args.np}, trainrun on {backend} ({launch}), "
+          f"median of {args.rounds} alternating rounds, {args.sizes_per_run or 'all'} size(s) per run")
+    print(f"# {'bytes':>10} {base + ' us':>10} {'trainrun us':>11} {'ratio':>6} {base + ' p50':>9} "
+          f"{'trainrun p50':>12} {'ratio':>6} {base + ' GB/s':>9} {'trainrun GB/s':>13} {'busbw ratio':>11}")
     for size in sizes:
         bt, tt = median(base, size, "time_us"), median("trainrun", size, "time_us")
+        bp, tp = median(base, size, "p50_us"), median("trainrun", size, "p50_us")
         bb, tb = median(base, size, "busbw_gbs"), median("trainrun", size, "busbw_gbs")
         ratio_bw = tb / bb if bb > 0 else float("nan")
-        print(f"  {size:>10} {bt:>12.2f} {tt:>12.2f} {tt / bt:>10.3f} {bb:>11.3f} {tb:>13.3f} {ratio_bw:>11.2f}")
+        print(f"  {size:>10} {bt:>10.2f} {tt:>11.2f} {tt / bt:>6.3f} {bp:>9.2f} {tp:>12.2f} {tp / bp:>6.3f} "
+              f"{bb:>9.3f} {tb:>13.3f} {ratio_bw:>11.3f}")
 
 
 if __name__ == "__main__":

@@ -98,3 +98,30 @@ TEST_CASE("conflicting host options") {
   l.local = true;
   CHECK(plan(l).error.find("--local runs every rank here") == 0);
 }
+
+TEST_CASE("engine flags become the variables the library reads, only when given") {
+  Options o = with(1);
+  const PlanResult none = plan(o);
+  REQUIRE(none.plan);
+  CHECK(none.plan->forwarded.empty());
+  o.fusion_threshold_mb = 0.5;
+  o.cycle_time_ms = 2.5;
+  o.cache_capacity = 0;
+  o.timeline = "/tmp/t.json";
+  o.stall_warning_s = 30;
+  o.stall_shutdown_s = 0;
+  const PlanResult r = plan(o);
+  REQUIRE(r.plan);
+  CHECK(r.plan->forwarded == EnvList{{"TRAINRUN_FUSION_THRESHOLD", "524288"},
+                                     {"TRAINRUN_CYCLE_TIME_MS", "2.5"},
+                                     {"TRAINRUN_CACHE_CAPACITY", "0"},
+                                     {"TRAINRUN_TIMELINE", "/tmp/t.json"},
+                                     {"TRAINRUN_STALL_WARNING", "30"},
+                                     {"TRAINRUN_STALL_SHUTDOWN", "0"}});
+  o = with(1);
+  o.timeline = "relative.json";
+  const PlanResult rel = plan(o);
+  REQUIRE(rel.plan);
+  CHECK(rel.plan->forwarded.front().second.front() == '/');
+  CHECK(rel.plan->forwarded.front().second.size() > std::string("/relative.json").size());
+}

@@ -69,3 +69,20 @@ TEST_CASE("programs are found like execvp finds them, or named in the error") {
   ::unlink(plain.c_str());
   ::rmdir(dir);
 }
+
+TEST_CASE("--launcher mpirun, its --mpi alias and its options") {
+  const ParseResult plain = parse({"-np", "2", "p"});
+  CHECK(plain.options.launcher == "local");
+  CHECK(plain.options.tag_output);
+  CHECK_FALSE(plain.options.dry_run);
+  CHECK(parse({"--launcher", "mpirun", "-np", "2", "p"}).options.launcher == "mpirun");
+  const ParseResult mpi = parse({"--mpi", "-np", "2", "--mpi-args", "--mca btl 'tcp,self'",
+                                 "--no-tag-output", "--dry-run", "p", "--mpi"});
+  REQUIRE(mpi.exit_code == -1);
+  CHECK(mpi.options.launcher == "mpirun");
+  CHECK(mpi.options.mpi_args == "--mca btl 'tcp,self'");
+  CHECK_FALSE(mpi.options.tag_output);
+  CHECK(mpi.options.dry_run);
+  CHECK(mpi.options.command == std::vector<std::string>{"p", "--mpi"});
+  CHECK(parse({"--launcher", "slurm", "-np", "2", "p"}).exit_code == 2);
+}

@@ -16,6 +16,14 @@
 //                     no newline added
 //   cat               copy stdin to stdout as "rank R got: LINE"
 //   usr1              print "rank R: got SIGUSR1" once SIGUSR1 arrives
+//   topology          "rank R: backend=B size=N local=L/LS cross=C/CS" via the library
+//   quit:CODE         std::exit(CODE): at-exit handlers run   quit:R:CODE
+//   noshutdown        leave trainrun::shutdown() to process exit
+//   shutdown          trainrun::shutdown() now (a later step may init again)
+//   hugecount         allreduce of 2^31 elements on a 1-element buffer; prints
+//                     the error (mpi backend only: it refuses before sending)
+// The rank before init comes from TRAINRUN_RANK, else OMPI_COMM_WORLD_RANK
+// (plain mpirun or trainrun --launcher mpirun), else SLURM_PROCID.
 #include <trainrun/trainrun.h>
 
 #include <signal.h>
@@ -101,11 +109,18 @@ std::string unescape(const std::string& text) {
   return out;
 }
 
+int rank_from_env() {
+  for (const char* name : {"TRAINRUN_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"}) {
+    if (const char* text = std::getenv(name)) return std::atoi(text);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const char* rank_text = std::getenv("TRAINRUN_RANK");
-  const int rank = rank_text ? std::atoi(rank_text) : 0;
+  const int rank = rank_from_env();
+  bool shutdown_at_end = true;
   for (int i = 1; i < argc; ++i) {
     const std::string step = argv[i];
     const std::vector<std::string> p = split(step);
@@ -130,6 +145,29 @@ int main(int argc, char** argv) {
     } else if (verb == "exit") {
       std::fflush(stdout);
       std::_Exit(std::atoi(arg.c_str()));
+    } else if (verb == "quit") {
+      std::fflush(stdout);
+      std::exit(std::atoi(arg.c_str()));
+    } else if (verb == "shutdown") {
+      trainrun::shutdown();
+    } else if (verb == "noshutdown") {
+      shutdown_at_end = false;
+    } else if (verb == "topology") {
+      auto& comm = trainrun::init();
+      std::printf("rank %d: backend=%s size=%d local=%d/%d cross=%d/%d\n", comm.rank(),
+                  comm.backend_name().c_str(), comm.size(), comm.local_rank(), comm.local_size(),
+                  comm.cross_rank(), comm.cross_size());
+      std::fflush(stdout);
+    } else if (verb == "hugecount") {
+      float x = 0;
+      try {
+        trainrun::init().allreduce(&x, &x, std::size_t{1} << 31, trainrun::DataType::Float32,
+                                   trainrun::ReduceOp::Sum);
+        std::printf("rank %d: no error\n", rank);
+      } catch (const trainrun::Error& e) {
+        std::printf("rank %d: error: %s\n", rank, e.what());
+      }
+      std::fflush(stdout);
     } else if (verb == "raise") {
       std::fflush(stdout);
       std::signal(std::atoi(arg.c_str()), SIG_DFL);
@@ -166,6 +204,6 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (trainrun::is_initialized()) trainrun::shutdown();
+  if (shutdown_at_end && trainrun::is_initialized()) trainrun::shutdown();
   return 0;
 }

@@ -44,6 +44,26 @@ TEST_CASE("every rank gets the environment contract, -x forwards only what is na
   CHECK(contains(unset.err, "-x TRAINRUN_TEST_NOT_SET: TRAINRUN_TEST_NOT_SET is not set"));
 }
 
+TEST_CASE("engine flags reach every rank as the library's variables") {
+  const ProcessResult r = run_trainrun({"-np", "2", "--fusion-threshold-mb", "16", "--cycle-time-ms", "0.5",
+                                        "--cache-capacity", "64", "--stall-warning", "5", "--stall-shutdown", "20",
+                                        rank_program(), "env:TRAINRUN_FUSION_THRESHOLD", "env:TRAINRUN_CYCLE_TIME_MS",
+                                        "env:TRAINRUN_CACHE_CAPACITY", "env:TRAINRUN_STALL_WARNING",
+                                        "env:TRAINRUN_STALL_SHUTDOWN"});
+  CHECK(r.exit_code == 0);
+  for (const char* rank : {"0", "1"}) {
+    const std::string prefix = std::string("rank ") + rank + ": ";
+    CHECK(contains(r.out, prefix + "TRAINRUN_FUSION_THRESHOLD=16777216"));
+    CHECK(contains(r.out, prefix + "TRAINRUN_CYCLE_TIME_MS=0.5"));
+    CHECK(contains(r.out, prefix + "TRAINRUN_CACHE_CAPACITY=64"));
+    CHECK(contains(r.out, prefix + "TRAINRUN_STALL_WARNING=5"));
+    CHECK(contains(r.out, prefix + "TRAINRUN_STALL_SHUTDOWN=20"));
+  }
+  const ProcessResult bad = run_trainrun({"-np", "1", "--cycle-time-ms", "0", rank_program()});
+  CHECK(bad.exit_code == 2);
+  CHECK(contains(bad.err, "--cycle-time-ms"));
+}
+
 TEST_CASE("rank 3 of 4 exits 7: trainrun exits 7 within 1 s + grace and names it") {
   std::string tag;
   const ProcessResult r =
@@ -281,7 +301,9 @@ TEST_CASE("--help lists every option group; --version and --check-build answer")
   CHECK(help.exit_code == 0);
   for (const char* option : {"--np", "--local", "--hosts", "--hostfile", "--env", "--backend", "--output-filename",
                              "--tag-output", "--rank-filter", "--start-timeout", "--timeout", "--grace",
-                             "--verbose", "--dry-run", "--check-build", "--version"}) {
+                             "--verbose", "--dry-run", "--check-build", "--version", "--launcher", "--mpi-args",
+                             "--fusion-threshold-mb", "--cycle-time-ms", "--cache-capacity", "--timeline",
+                             "--stall-warning", "--stall-shutdown"}) {
     CHECK_MESSAGE(contains(help.out, option), option);
   }
   const ProcessResult version = run_trainrun({"--version"});

@@ -1,0 +1,15 @@
+// Runs a job through Open MPI's mpirun (`trainrun --launcher mpirun`):
+// translates the options (cli/mpirun_command.h), runs mpirun as trainrun's
+// child, forwards stop and user signals to it, and returns trainrun's exit
+// status (the first failing rank's code as mpirun reports it, 128+N when
+// trainrun was stopped by signal N, 127 when mpirun or the program is
+// missing). Single-threaded; blocks signals while it supervises.
+#pragma once
+
+#include "cli/options.h"
+
+namespace trainrun::cli {
+
+int run_mpirun(const Options& options);
+
+}  // namespace trainrun::cli

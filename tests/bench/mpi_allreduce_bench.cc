@@ -1,0 +1,46 @@
+// The plain-MPI baseline for allreduce_bench: the same sizes and timing loop
+// (examples/allreduce_bench/bench_harness.h), but straight MPI: MPI_Init and
+// MPI_Allreduce(MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), exactly what a program
+// without trainrun would write. Nothing of libtrainrun is linked in.
+//   mpirun -np 2 ./mpi_allreduce_bench [bench options]
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "examples/allreduce_bench/bench_harness.h"
+
+int main(int argc, char** argv) {
+  bench::Config config;
+  std::string error;
+  if (!bench::parse_args(argc, argv, config, error) || config.type != "float32" || config.op != "sum") {
+    std::fprintf(stderr, "mpi_allreduce_bench: float32 sum only. %s\n", error.c_str());
+    return 2;
+  }
+  MPI_Init(&argc, &argv);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+  const std::size_t max_count = std::max<std::size_t>(config.max_bytes / sizeof(float), 1);
+  std::vector<float> send(max_count, 1.0f), recv(max_count, 0.0f);
+  bench::Hooks hooks;
+  hooks.rank = rank;
+  hooks.size = size;
+  hooks.element_size = sizeof(float);
+  hooks.bus_factor = size > 1 ? 2.0 * (size - 1) / size : 1.0;
+  hooks.run = [&](std::size_t count) {
+    MPI_Allreduce(send.data(), recv.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  };
+  hooks.barrier = [] { MPI_Barrier(MPI_COMM_WORLD); };
+  hooks.max_across_ranks = [](double v) {
+    double out = 0;
+    MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return out;
+  };
+  bench::run(config, hooks, "plain MPI_Allreduce");
+  MPI_Finalize();
+  return 0;
+}
