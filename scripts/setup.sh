@@ -9,6 +9,8 @@ packages=(
   g++ meson ninja-build pkg-config cmake python3
   # libraries (DESIGN §6)
   libcli11-dev libboost-dev libssl-dev libgloo-dev libopenmpi-dev doctest-dev libssh-dev
+  # LibTorch for <trainrun/torch.h> and the MNIST example (~120 MB download)
+  libtorch-dev
   # tests and benchmarks (readelf: no binary may link NCCL or CUDA; the
   # multi-host tests run sshd in network namespaces; tests parse timelines)
   procps binutils openmpi-bin openssh-server openssh-client iproute2 nlohmann-json3-dev

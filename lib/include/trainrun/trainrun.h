@@ -5,5 +5,6 @@
 #include "trainrun/engine.h"
 #include "trainrun/error.h"
 #include "trainrun/half.h"
+#include "trainrun/sampler.h"
 #include "trainrun/types.h"
 #include "trainrun/version.h"

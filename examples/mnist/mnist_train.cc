@@ -1,0 +1,261 @@
+// mnist_train: a LibTorch CNN trained on real MNIST digits by every rank of
+// a job, Horovod-style: each rank trains on its shard, the learning rate is
+// scaled by the number of ranks, gradients are averaged by
+// DistributedOptimizer while backward runs, rank 0 reports and checkpoints.
+//
+//   trainrun --local -np 4 ./build/examples/mnist/mnist_train
+//
+// Options: --data FILE (data/mnist/mnist.bin), --epochs N (3), --batch-size B
+// per rank (32), --lr X before scaling (0.025), --momentum X (0.9), --seed S,
+// --checkpoint FILE (mnist-checkpoint.pt), --resume, --compression
+// none|fp16|bf16, --backward-passes K, --check-identical (after every step,
+// fail unless every rank holds the same parameters), --no-progress,
+// --threads T (LibTorch threads per rank; default: cores / local ranks).
+#include <torch/torch.h>
+#include <trainrun/torch.h>
+#include <trainrun/trainrun.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "mnist_data.h"
+
+namespace {
+
+struct Config {
+  std::string data = "data/mnist/mnist.bin";
+  int epochs = 3;
+  int batch_size = 32;
+  double lr = 0.025;
+  double momentum = 0.9;
+  std::uint64_t seed = 1;
+  std::string checkpoint = "mnist-checkpoint.pt";
+  bool resume = false;
+  trainrun::torch::Compression compression = trainrun::torch::Compression::None;
+  int backward_passes = 1;
+  bool check_identical = false;
+  bool progress = true;
+  int threads = 0;
+};
+
+struct Net : torch::nn::Module {
+  Net() {
+    conv1 = register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 8, 5)));
+    conv2 = register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(8, 16, 5)));
+    fc1 = register_module("fc1", torch::nn::Linear(16 * 4 * 4, 64));
+    fc2 = register_module("fc2", torch::nn::Linear(64, 10));
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    x = torch::max_pool2d(torch::relu(conv1(x)), 2);
+    x = torch::max_pool2d(torch::relu(conv2(x)), 2);
+    return fc2(torch::relu(fc1(x.flatten(1))));
+  }
+  torch::nn::Conv2d conv1{nullptr}, conv2{nullptr};
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+};
+
+bool parse(int argc, char** argv, Config& c) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
+    const char* v = nullptr;
+    if (a == "--resume") c.resume = true;
+    else if (a == "--check-identical") c.check_identical = true;
+    else if (a == "--no-progress") c.progress = false;
+    else if (a == "--data" && (v = value())) c.data = v;
+    else if (a == "--checkpoint" && (v = value())) c.checkpoint = v;
+    else if (a == "--epochs" && (v = value())) c.epochs = std::atoi(v);
+    else if (a == "--batch-size" && (v = value())) c.batch_size = std::atoi(v);
+    else if (a == "--lr" && (v = value())) c.lr = std::atof(v);
+    else if (a == "--momentum" && (v = value())) c.momentum = std::atof(v);
+    else if (a == "--seed" && (v = value())) c.seed = std::strtoull(v, nullptr, 10);
+    else if (a == "--backward-passes" && (v = value())) c.backward_passes = std::atoi(v);
+    else if (a == "--threads" && (v = value())) c.threads = std::atoi(v);
+    else if (a == "--compression" && (v = value())) {
+      const std::string name = v;
+      if (name == "none") c.compression = trainrun::torch::Compression::None;
+      else if (name == "fp16") c.compression = trainrun::torch::Compression::Float16;
+      else if (name == "bf16") c.compression = trainrun::torch::Compression::BFloat16;
+      else return std::fprintf(stderr, "mnist_train: --compression none|fp16|bf16, not '%s'\n", v), false;
+    } else {
+      std::fprintf(stderr, "mnist_train: unknown or incomplete option '%s'\n", a.c_str());
+      return false;
+    }
+  }
+  if (c.epochs < 1 || c.batch_size < 1 || c.backward_passes < 1 || c.lr <= 0) {
+    std::fprintf(stderr, "mnist_train: --epochs, --batch-size, --backward-passes and --lr must be positive\n");
+    return false;
+  }
+  return true;
+}
+
+// Images as float [N,1,28,28] in [0,1] and labels as int64.
+std::pair<torch::Tensor, torch::Tensor> tensors(const mnist::Digits& d) {
+  const auto n = static_cast<std::int64_t>(d.size());
+  auto x = torch::from_blob(const_cast<std::uint8_t*>(d.pixels.data()), {n, 1, 28, 28}, torch::kUInt8)
+               .to(torch::kFloat32)
+               .div_(255.0);
+  auto y = torch::from_blob(const_cast<std::uint8_t*>(d.labels.data()), {n}, torch::kUInt8).to(torch::kLong);
+  return {x, y};
+}
+
+// Bits of every parameter folded into one number: equal on every rank
+// exactly when the parameters are bit-identical (as far as a checksum can).
+std::int64_t checksum(Net& net) {
+  std::int64_t sum = 0;
+  for (const auto& p : net.parameters()) {
+    sum += p.detach().contiguous().view(torch::kInt32).to(torch::kLong).mul(31).sum().item<std::int64_t>();
+  }
+  return sum;
+}
+
+// Held-out accuracy over all ranks: each evaluates a contiguous slice.
+double evaluate(Net& net, const torch::Tensor& x, const torch::Tensor& y, int rank, int size) {
+  torch::NoGradGuard no_grad;
+  net.eval();
+  const std::int64_t n = x.size(0), begin = n * rank / size, end = n * (rank + 1) / size;
+  const auto correct = net.forward(x.slice(0, begin, end)).argmax(1).eq(y.slice(0, begin, end)).sum();
+  const auto counts = torch::stack({correct.to(torch::kLong), torch::tensor(end - begin, torch::kLong)});
+  const auto total = trainrun::torch::allreduce(counts, "mnist.accuracy", trainrun::ReduceOp::Sum);
+  net.train();
+  return static_cast<double>(total[0].item<std::int64_t>()) / static_cast<double>(total[1].item<std::int64_t>());
+}
+
+void save_checkpoint(Net& net, torch::optim::Optimizer& optimizer, int epoch, const std::string& path) {
+  torch::serialize::OutputArchive archive;
+  net.save(archive);
+  torch::serialize::OutputArchive optimizer_archive;
+  optimizer.save(optimizer_archive);
+  archive.write("optimizer", optimizer_archive);
+  archive.write("epoch", torch::tensor(static_cast<std::int64_t>(epoch)));
+  const std::string temporary = path + ".tmp";
+  archive.save_to(temporary);
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    throw std::runtime_error("cannot write checkpoint " + path + ": " + std::strerror(errno));
+  }
+}
+
+int load_checkpoint(Net& net, torch::optim::Optimizer& optimizer, const std::string& path) {
+  torch::serialize::InputArchive archive;
+  archive.load_from(path);
+  net.load(archive);
+  torch::serialize::InputArchive optimizer_archive;
+  archive.read("optimizer", optimizer_archive);
+  optimizer.load(optimizer_archive);
+  torch::Tensor epoch;
+  archive.read("epoch", epoch);
+  return static_cast<int>(epoch.item<std::int64_t>());
+}
+
+int train(const Config& c) {
+  trainrun::Communicator& comm = trainrun::init();
+  const int rank = comm.rank(), size = comm.size();
+  const int threads = c.threads > 0 ? c.threads
+                                    : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / comm.local_size());
+  torch::set_num_threads(threads);
+
+  const mnist::Split split = mnist::load(c.data);
+  const auto [train_x, train_y] = tensors(split.train);
+  const auto [test_x, test_y] = tensors(split.held_out);
+
+  // Different seeds on purpose: broadcast_parameters makes rank 0's win.
+  torch::manual_seed(c.seed + static_cast<std::uint64_t>(rank));
+  Net net;
+  const double lr = c.lr * size;
+  torch::optim::SGD sgd(net.parameters(), torch::optim::SGDOptions(lr).momentum(c.momentum));
+  int first_epoch = 0;
+  if (c.resume && rank == 0) first_epoch = load_checkpoint(net, sgd, c.checkpoint);
+  trainrun::torch::broadcast_parameters(net.named_parameters(), 0);
+  trainrun::torch::broadcast_optimizer_state(sgd, 0);
+  first_epoch = static_cast<int>(trainrun::torch::allreduce(torch::tensor(static_cast<std::int64_t>(first_epoch)),
+                                                            "mnist.first_epoch", trainrun::ReduceOp::Max)
+                                     .item<std::int64_t>());
+  trainrun::torch::DistributedOptimizer optimizer(sgd, net.named_parameters(),
+                                                  {trainrun::ReduceOp::Average, c.compression, c.backward_passes});
+
+  trainrun::DistributedSampler sampler(split.train.size(), rank, size, true, c.seed);
+  const std::int64_t steps_per_epoch = static_cast<std::int64_t>(sampler.size()) / (c.batch_size * c.backward_passes);
+  if (rank == 0) {
+    std::printf("mnist: %d rank(s) (%s), %zu training digits (%zu per rank), %zu held out; batch %d per rank, lr %g%s%s\n",
+                size, comm.backend_name().c_str(), split.train.size(), sampler.size(), split.held_out.size(),
+                c.batch_size, lr, first_epoch ? ", resuming after epoch " : "",
+                first_epoch ? std::to_string(first_epoch).c_str() : "");
+    std::fflush(stdout);
+  }
+  double accuracy = 0;
+  for (int epoch = first_epoch; epoch < c.epochs; ++epoch) {
+    sampler.set_epoch(static_cast<std::uint64_t>(epoch));
+    const std::vector<std::size_t> mine = sampler.indices();
+    const auto order = torch::tensor(std::vector<std::int64_t>(mine.begin(), mine.end()));
+    const auto start = std::chrono::steady_clock::now();
+    const double wait_before = optimizer.wait_seconds();
+    double loss_sum = 0;
+    for (std::int64_t step = 0; step < steps_per_epoch; ++step) {
+      optimizer.zero_grad();
+      for (int pass = 0; pass < c.backward_passes; ++pass) {
+        const std::int64_t first = (step * c.backward_passes + pass) * c.batch_size;
+        const auto batch = order.slice(0, first, first + c.batch_size);
+        auto loss = torch::nn::functional::cross_entropy(net.forward(train_x.index_select(0, batch)),
+                                                         train_y.index_select(0, batch));
+        loss.backward();
+        loss_sum += loss.item<double>() / c.backward_passes;
+      }
+      optimizer.step();
+      if (c.check_identical) {
+        const auto sum = torch::tensor(checksum(net));
+        const auto high = trainrun::torch::allreduce(sum, "mnist.checksum.max", trainrun::ReduceOp::Max);
+        const auto low = trainrun::torch::allreduce(sum, "mnist.checksum.min", trainrun::ReduceOp::Min);
+        if (!high.equal(low)) {
+          std::fprintf(stderr, "mnist: rank %d: parameters differ between ranks after epoch %d step %lld\n", rank,
+                       epoch + 1, static_cast<long long>(step + 1));
+          return 3;
+        }
+      }
+      if (rank == 0 && c.progress && (step % 10 == 9 || step + 1 == steps_per_epoch)) {
+        std::printf("epoch %d/%d: step %lld/%lld, loss %.4f\r", epoch + 1, c.epochs, static_cast<long long>(step + 1),
+                    static_cast<long long>(steps_per_epoch), loss_sum / static_cast<double>(step + 1));
+        std::fflush(stdout);
+      }
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double waited = optimizer.wait_seconds() - wait_before;
+    const double loss = trainrun::torch::allreduce(torch::tensor(loss_sum / static_cast<double>(steps_per_epoch)),
+                                                   "mnist.loss", trainrun::ReduceOp::Average)
+                            .item<double>();
+    accuracy = evaluate(net, test_x, test_y, rank, size);
+    const double images = static_cast<double>(steps_per_epoch * c.batch_size * c.backward_passes * size);
+    if (rank == 0) {
+      std::printf("epoch %d/%d: loss %.4f, held-out accuracy %.2f%% (%lld digits), %.2f s, %.0f images/s, "
+                  "waiting for allreduce %.0f%% of the time\n",
+                  epoch + 1, c.epochs, loss, 100 * accuracy, static_cast<long long>(test_x.size(0)), seconds,
+                  images / seconds, 100 * waited / seconds);
+      save_checkpoint(net, sgd, epoch + 1, c.checkpoint);
+      std::fflush(stdout);
+    }
+  }
+  if (rank == 0) {
+    std::printf("mnist: held-out accuracy %.2f%% after %d epoch(s); checkpoint %s\n", 100 * accuracy, c.epochs,
+                c.checkpoint.c_str());
+  }
+  trainrun::shutdown();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Config config;
+  if (!parse(argc, argv, config)) return 2;
+  try {
+    return train(config);
+  } catch (const trainrun::Error& e) {
+    std::fprintf(stderr, "mnist_train: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mnist_train: %s\n", e.what());
+    return 1;
+  }
+}

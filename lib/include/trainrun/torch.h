@@ -1,0 +1,93 @@
+// LibTorch integration: Horovod's workflow for C++ training programs.
+//
+//   trainrun::init();
+//   Net net;  torch::optim::SGD sgd(net.parameters(), lr * comm.size());
+//   trainrun::torch::broadcast_parameters(net.named_parameters(), 0);
+//   trainrun::torch::DistributedOptimizer opt(sgd, net.named_parameters());
+//   trainrun::torch::broadcast_optimizer_state(sgd, 0);
+//   for (auto batch : shard) {
+//     opt.zero_grad();
+//     loss(net.forward(batch)).backward();   // each gradient's allreduce starts here
+//     opt.step();                             // waits for them, then steps
+//   }
+//
+// Every call here is collective: every rank makes the same calls in the
+// same order. Parameters and gradients are dense, contiguous CPU tensors
+// (Debian's LibTorch has no CUDA; a CUDA tensor is an Error of code
+// Unsupported). Built and installed when LibTorch is found (-Dtorch=auto);
+// link with `pkg-config --libs trainrun-torch`.
+#pragma once
+
+#include <torch/optim/optimizer.h>
+#include <torch/ordered_dict.h>
+#include <torch/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "trainrun/sampler.h"
+#include "trainrun/types.h"
+
+namespace trainrun::torch {
+
+using NamedTensors = ::torch::OrderedDict<std::string, ::torch::Tensor>;
+
+// How gradients travel: as they are, or cast to 16 bits for the wire (the
+// reduction accumulates each pair in float; the result is cast back).
+enum class Compression { None, Float16, BFloat16 };
+
+struct DistributedOptions {
+  ReduceOp op = ReduceOp::Average;
+  Compression compression = Compression::None;
+  // Gradients accumulate locally over this many backward passes; the
+  // allreduce starts on the last one and the result is their mean, so k
+  // passes of batch B equal one pass of batch k*B (with a mean loss).
+  int backward_passes_per_step = 1;
+};
+
+// Wraps any torch::optim::Optimizer. A hook on every parameter's gradient
+// accumulator starts that gradient's allreduce (through the engine, named by
+// the parameter's name) as soon as backward has produced it, so communication
+// overlaps the rest of backward; step() waits for all of them, then steps.
+// Not thread-safe; the wrapped optimizer must outlive it.
+class DistributedOptimizer {
+ public:
+  DistributedOptimizer(::torch::optim::Optimizer& optimizer, const NamedTensors& named_parameters,
+                       DistributedOptions options = {});
+  ~DistributedOptimizer();
+  DistributedOptimizer(const DistributedOptimizer&) = delete;
+  DistributedOptimizer& operator=(const DistributedOptimizer&) = delete;
+
+  void zero_grad();
+  // Waits for every gradient's allreduce (submitting those whose parameter
+  // got no gradient this step, so all ranks agree), then steps. With
+  // backward_passes_per_step = k, call it once per k backward passes.
+  void step();
+  // Waits for the allreduces without stepping (e.g. to clip gradients).
+  void synchronize();
+
+  ::torch::optim::Optimizer& optimizer();
+  // Seconds step()/synchronize() spent waiting for allreduces, and the
+  // number of steps, since construction: compute vs communication split.
+  double wait_seconds() const;
+  std::int64_t steps() const;
+
+  struct Impl;  // defined in lib/torch/distributed_optimizer.cc
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// Root's parameter values replace every other rank's, in place.
+void broadcast_parameters(const NamedTensors& named_parameters, int root);
+// Root's optimizer state (momentum buffers, step counts, learning rates, ...)
+// replaces every other rank's; works for every LibTorch optimizer.
+void broadcast_optimizer_state(::torch::optim::Optimizer& optimizer, int root);
+// A reduced copy of `tensor` (metrics: loss, accuracy counts). `name` must be
+// the same on every rank and not in flight.
+::torch::Tensor allreduce(const ::torch::Tensor& tensor, const std::string& name,
+                          ReduceOp op = ReduceOp::Average);
+
+}  // namespace trainrun::torch
