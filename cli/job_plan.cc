@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/host_list.h"
+#include "lib/decimal.h"
 #include "rendezvous/protocol.h"
 
 namespace trainrun::cli {
@@ -25,13 +26,6 @@ std::string hosts_text(const std::vector<HostSlots>& hosts) {
   return out;
 }
 
-std::string decimal(double v) {
-  std::ostringstream out;
-  out.precision(17);
-  out << v;
-  return out.str();
-}
-
 // The engine's launcher flags, as the variables the library reads
 // (rendezvous/protocol.h); only those the user gave.
 void append_engine_settings(const Options& o, EnvList& env) {
@@ -40,7 +34,7 @@ void append_engine_settings(const Options& o, EnvList& env) {
     env.emplace_back(p::kEnvFusionThreshold,
                      std::to_string(static_cast<long long>(o.fusion_threshold_mb * 1024 * 1024)));
   }
-  if (o.cycle_time_ms >= 0) env.emplace_back(p::kEnvCycleTimeMs, decimal(o.cycle_time_ms));
+  if (o.cycle_time_ms >= 0) env.emplace_back(p::kEnvCycleTimeMs, detail::shortest_decimal(o.cycle_time_ms));
   if (o.cache_capacity >= 0) env.emplace_back(p::kEnvCacheCapacity, std::to_string(o.cache_capacity));
   if (!o.timeline.empty()) {
     // Rank 0 may run in another directory (or on another host): make it absolute.
@@ -51,8 +45,8 @@ void append_engine_settings(const Options& o, EnvList& env) {
     }
     env.emplace_back(p::kEnvTimeline, path);
   }
-  if (o.stall_warning_s >= 0) env.emplace_back(p::kEnvStallWarning, decimal(o.stall_warning_s));
-  if (o.stall_shutdown_s >= 0) env.emplace_back(p::kEnvStallShutdown, decimal(o.stall_shutdown_s));
+  if (o.stall_warning_s >= 0) env.emplace_back(p::kEnvStallWarning, detail::shortest_decimal(o.stall_warning_s));
+  if (o.stall_shutdown_s >= 0) env.emplace_back(p::kEnvStallShutdown, detail::shortest_decimal(o.stall_shutdown_s));
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "cli/job_state.h"
 
+#include "lib/decimal.h"
+
 #include <sys/wait.h>
 
 #include <csignal>
@@ -16,12 +18,6 @@ std::string rank_list(const std::vector<int>& ranks) {
   return out;
 }
 
-std::string format_seconds(double s) {
-  std::string text = std::to_string(s);
-  text.erase(text.find_last_not_of('0') + 1);
-  if (text.back() == '.') text.pop_back();
-  return text;
-}
 
 }  // namespace
 
@@ -131,7 +127,7 @@ int JobState::exit_code() const {
 
 std::string JobState::summary() const {
   if (stop_signal_) return "trainrun: stopped by " + signal_name(*stop_signal_) + "; all ranks were terminated";
-  if (timeout_s_) return "trainrun: the job ran longer than --timeout " + format_seconds(*timeout_s_) + " s; all ranks were terminated";
+  if (timeout_s_) return "trainrun: the job ran longer than --timeout " + detail::shortest_decimal(*timeout_s_) + " s; all ranks were terminated";
   if (!launch_failure_.empty()) return "trainrun: " + launch_failure_;
   if (cause_) return "trainrun: job failed: " + describe(*cause_);
   return "";

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "lib/decimal.h"
 #include "trainrun/error.h"
 
 namespace trainrun::detail {
@@ -87,12 +88,6 @@ class Reader {
   int from_rank_;
 };
 
-std::string scale_text(double v) {
-  std::string s = std::to_string(v);
-  s.erase(s.find_last_not_of('0') + 1);
-  if (s.back() == '.') s.pop_back();
-  return s;
-}
 
 std::string dims_after_first(const std::vector<std::int64_t>& shape) {
   return shape_text(std::vector<std::int64_t>(shape.begin() + (shape.empty() ? 0 : 1), shape.end()));
@@ -164,9 +159,9 @@ std::optional<std::string> disagreement(const Request& a, int a_rank, const Requ
   if (a.device != b.device) {
     return differ("device", std::to_string(a.device), std::to_string(b.device));
   }
-  if (a.prescale != b.prescale) return differ("prescale", scale_text(a.prescale), scale_text(b.prescale));
+  if (a.prescale != b.prescale) return differ("prescale", shortest_decimal(a.prescale), shortest_decimal(b.prescale));
   if (a.postscale != b.postscale) {
-    return differ("postscale", scale_text(a.postscale), scale_text(b.postscale));
+    return differ("postscale", shortest_decimal(a.postscale), shortest_decimal(b.postscale));
   }
   for (std::size_t i = 0; i < std::max(a.members.size(), b.members.size()); ++i) {
     auto member = [](const Request& r, std::size_t i) {
