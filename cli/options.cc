@@ -13,7 +13,9 @@ constexpr const char* kDescription =
     "  trainrun --local -np 4 ./train [args...]\n"
     "  trainrun -np 8 -H localhost:8 ./train\n"
     "  trainrun --launcher mpirun -np 4 ./train\n"
-    "Everything from the program name on is passed to the program untouched.\n";
+    "  trainrun doctor -H h1,h2 [./train]      check hosts without starting ranks\n"
+    "Options come before the program; everything from the program name on is\n"
+    "passed to the program untouched. man trainrun has every option and exit code.\n";
 
 // Multi-host: SSH and network choices (cli/remote_options.h).
 void add_remote_options(CLI::App& app, RemoteOptions& r) {
