@@ -14,7 +14,7 @@
 #include "backends/reduction.h"
 #include "rendezvous/auth.h"
 #include "rendezvous/interfaces.h"
-#include "rendezvous/kv_request.h"
+#include "rendezvous/interfaces.h"
 #include "rendezvous/net.h"
 #include "rendezvous/store.h"
 #include "trainrun/error.h"
@@ -51,7 +51,8 @@ class GlooBackend final : public Backend {
  public:
   explicit GlooBackend(const BackendContext& context)
       : rank_(context.world.rank), size_(context.world.size),
-        timeout_(context.world.collective_timeout), store_(context.store) {
+        timeout_(context.world.collective_timeout), store_(context.store),
+        scope_("gloo." + std::to_string(context.generation)), iface_(context.world.iface) {
     if (size_ == 1) return;  // every collective is a local copy
     const auto secret = rendezvous::secret_from_hex(context.world.secret_hex);
     if (!store_ || !secret) {
@@ -59,55 +60,24 @@ class GlooBackend final : public Backend {
                   "the gloo backend needs a rendezvous (start the job with trainrun, or set "
                   "TRAINRUN_RENDEZVOUS_ADDR/PORT/SECRET)");
     }
-    gloo::transport::tcp::attr attr;
-    const std::string address = context.world.network.empty()
-                                    ? net::local_address_toward(context.world.rendezvous_addr)
-                                    : net::address_in_network(context.world.network);
-    if (!context.world.iface.empty()) {
-      attr.iface = context.world.iface;
-    } else {
-      attr.hostname = address;
-    }
+    // This host's address on the job's network: the interface's
+    // (TRAINRUN_IFACE), the one in TRAINRUN_NETWORK, or the one that routes
+    // to the rendezvous. Both transports bind it.
+    address_ = !iface_.empty() ? net::interface_address(iface_)
+               : context.world.network.empty() ? net::local_address_toward(context.world.rendezvous_addr)
+                                               : net::address_in_network(context.world.network);
     guarded([&] {
-      device_ = gloo::transport::tcp::CreateDevice(attr);
-      context_ = std::make_shared<MeshContext>(rank_, size_);
-      context_->setTimeout(timeout_);
       mesh_ = std::make_unique<SocketMesh>(rank_, size_, *secret, timeout_);
-      // One rendezvous exchange carries both transports' addresses.
-      const std::string scope = "gloo." + std::to_string(context.generation);
-      const std::string mine = rendezvous::encode_frames(
-          {context_->create_pairs(device_), mesh_->listen(device_address())});
-      store_->set(scope, "addr." + std::to_string(rank_), mine);
-      const auto blobs = store_->get_range(scope, "addr.", 0, static_cast<std::uint64_t>(size_),
-                                           context.world.start_timeout);
-      std::vector<std::string> gloo_blobs, mesh_addresses;
-      for (int peer = 0; peer < size_; ++peer) {
-        auto parts = rendezvous::decode_frames(blobs[peer], 2);
-        if (!parts) {
-          throw Error(Error::Code::Internal,
-                      "rendezvous: rank " + std::to_string(peer) + " published a malformed address blob");
-        }
-        gloo_blobs.push_back(std::move((*parts)[0]));
-        mesh_addresses.push_back(std::move((*parts)[1]));
-      }
-      context_->connect_pairs(gloo_blobs);
-      mesh_->connect(mesh_addresses, context.world.start_timeout);
+      store_->set(scope_, "mesh." + std::to_string(rank_), mesh_->listen(address_));
+      const auto addresses = store_->get_range(scope_, "mesh.", 0, static_cast<std::uint64_t>(size_),
+                                               context.world.start_timeout);
+      mesh_->connect(addresses, context.world.start_timeout);
     });
   }
 
   ~GlooBackend() override {
     context_.reset();
     device_.reset();
-  }
-
-  // The address Gloo's device bound to (the interface's, under TRAINRUN_IFACE).
-  std::string device_address() const {
-    // e.g. "tcp, pci=, iface=eth0, speed=10000, addr=[10.0.0.2]"
-    const std::string description = device_->str();
-    const std::size_t at = description.find("addr=[");
-    if (at == std::string::npos) return "127.0.0.1";
-    const std::size_t start = at + 6;
-    return description.substr(start, description.find(']', start) - start);
   }
 
   std::string name() const override { return "gloo"; }
@@ -142,7 +112,7 @@ class GlooBackend final : public Backend {
     guarded([&] {
       with_carrier(type, [&](auto carrier) {
         using T = decltype(carrier);
-        gloo::BroadcastOptions opts(context_);
+        gloo::BroadcastOptions opts(gloo_context());
         opts.setOutput(static_cast<T*>(buf), count);
         opts.setRoot(root);
         opts.setTag(next_tag());
@@ -158,7 +128,7 @@ class GlooBackend final : public Backend {
     guarded([&] {
       with_carrier(type, [&](auto carrier) {
         using T = decltype(carrier);
-        gloo::AlltoallvOptions opts(context_);
+        gloo::AlltoallvOptions opts(gloo_context());
         opts.setInput(mut<T>(send), as_int64(send_counts));
         opts.setOutput(static_cast<T*>(recv), as_int64(recv_counts));
         opts.setTag(next_tag());
@@ -191,6 +161,26 @@ class GlooBackend final : public Backend {
   }
 
  private:
+  // Gloo's transport (a device thread and a connection per peer) serves only
+  // alltoall and large broadcasts, so it is wired on first use: every rank
+  // reaches it in the same collective, and exchanges its pair addresses
+  // through the rendezvous store as the mesh did at start-up. Jobs that never
+  // need it start and stop tens of milliseconds faster.
+  const std::shared_ptr<MeshContext>& gloo_context() {
+    if (context_) return context_;
+    gloo::transport::tcp::attr attr;
+    if (!iface_.empty()) attr.iface = iface_;
+    else attr.hostname = address_;
+    device_ = gloo::transport::tcp::CreateDevice(attr);
+    auto context = std::make_shared<MeshContext>(rank_, size_);
+    context->setTimeout(timeout_);
+    store_->set(scope_, "pairs." + std::to_string(rank_), context->create_pairs(device_));
+    context->connect_pairs(
+        store_->get_range(scope_, "pairs.", 0, static_cast<std::uint64_t>(size_), timeout_));
+    context_ = std::move(context);
+    return context_;
+  }
+
   static void copy(const void* from, void* to, std::size_t bytes) {
     if (from && from != to && bytes) std::memmove(to, from, bytes);
   }
@@ -216,8 +206,11 @@ class GlooBackend final : public Backend {
   const int size_;
   const std::chrono::milliseconds timeout_;
   std::shared_ptr<rendezvous::Store> store_;
-  std::shared_ptr<gloo::transport::Device> device_;
-  std::shared_ptr<MeshContext> context_;
+  const std::string scope_;   // this communicator's keys in the rendezvous store
+  const std::string iface_;   // TRAINRUN_IFACE, or empty
+  std::string address_;       // this host's address on the job's network
+  std::shared_ptr<gloo::transport::Device> device_;  // wired on first use
+  std::shared_ptr<MeshContext> context_;             // wired on first use
   std::unique_ptr<SocketMesh> mesh_;  // latency-bound collectives
   std::uint32_t tag_ = 0;
   std::vector<char> scratch_;   // direct allreduce receive segment, reused
