@@ -94,14 +94,15 @@ def main():
         trainrun_side = [trainrun, "--launcher", "mpirun", "--no-tag-output", "-np", str(args.np),
                          "--backend", "mpi", "--mpi-args", args.mpi_args, bench]
     else:
-        trainrun_side = [trainrun, "--local", "-np", str(args.np), "--backend", backend, bench]
+        trainrun_side = [trainrun, "--local", "--no-tag-output", "-np", str(args.np), "--backend", backend, bench]
     programs = {"trainrun": lambda: trainrun_side}
     if args.baseline == "gloo":
-        programs["gloo"] = lambda: [trainrun, "--local", "-np", str(args.np),
+        programs["gloo"] = lambda: [trainrun, "--local", "--no-tag-output", "-np", str(args.np),
                                     os.path.join(args.build, "tests", "bench", "gloo_allreduce_bench"),
                                     "--store", "{store}"]
     elif args.baseline == "build":
-        other = [os.path.join(args.baseline_build, "trainrun"), "--local", "-np", str(args.np), "--backend", "gloo",
+        other = [os.path.join(args.baseline_build, "trainrun"), "--local", "--no-tag-output", "-np", str(args.np),
+                 "--backend", "gloo",
                  os.path.join(args.baseline_build, "examples", "allreduce_bench")]
         programs["build"] = lambda: other
     else:
@@ -125,6 +126,8 @@ def main():
 
     base = args.baseline
     sizes = sorted(results["trainrun"][0])
+    if not sizes or any(not r[0] for r in results.values()):
+        sys.exit("compare_allreduce: a program printed no CSV rows (run one by hand to see why)")
     print(f"# allreduce float32 sum, np={args.np}, trainrun on {backend} ({launch}), "
           f"median of {args.rounds} alternating rounds, {args.sizes_per_run or 'all'} size(s) per run")
     print(f"# {'bytes':>10} {base + ' us':>10} {'trainrun us':>11} {'ratio':>6} {base + ' p50':>9} "
