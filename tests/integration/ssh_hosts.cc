@@ -23,6 +23,7 @@ namespace {
 
 constexpr const char* kBridgePrefix = "tr77b";   // + subnet: the claim
 constexpr const char* kNetnsPrefix = "tr77-";    // + subnet + "-h" + host
+constexpr const char* kVethPrefix = "tr77v";     // + subnet + "-" + host
 constexpr const char* kDirPrefix = "/tmp/trainrun-sshtest-";
 constexpr int kSubnets = 200;
 constexpr int kBlackhole = 99;                   // an address whose frames go nowhere
@@ -75,6 +76,11 @@ std::string netns_name(int subnet, int host) {
   return kNetnsPrefix + std::to_string(subnet) + "-h" + std::to_string(host);
 }
 
+// The launcher-side end of a host's veth pair.
+std::string veth_name(int subnet, int host) {
+  return kVethPrefix + std::to_string(subnet) + "-" + std::to_string(host);
+}
+
 std::string home_directory() {
   const passwd* pw = ::getpwuid(::getuid());
   return pw ? pw->pw_dir : "/root";
@@ -125,7 +131,13 @@ void remove_subnet(const std::string& ip, int subnet) {
     for (pid_t pid : pids) ::kill(pid, SIGKILL);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  for (int h = 1; h <= SshHosts::kHosts; ++h) run_quiet({ip, "netns", "del", netns_name(subnet, h)});
+  // A veth goes with its namespace only when the kernel gets round to it, so
+  // a run claiming this subnet right after us could find the name taken:
+  // delete both ends now.
+  for (int h = 1; h <= SshHosts::kHosts; ++h) {
+    run_quiet({ip, "link", "del", veth_name(subnet, h)});
+    run_quiet({ip, "netns", "del", netns_name(subnet, h)});
+  }
   run_quiet({ip, "link", "del", kBridgePrefix + std::to_string(subnet)});
   run_quiet({tool("rm"), "-rf", kDirPrefix + std::to_string(subnet)});
 }
@@ -302,7 +314,8 @@ void SshHosts::start_hosts() {
   run_or_throw({ip, "addr", "add", launcher_address() + "/24", "dev", bridge_});
   run_or_throw({ip, "link", "set", bridge_, "up"});
   for (int h = 1; h <= kHosts; ++h) {
-    const std::string ns = netns_name(subnet_, h), veth = "tr77v" + std::to_string(subnet_) + "-" + std::to_string(h);
+    const std::string ns = netns_name(subnet_, h), veth = veth_name(subnet_, h);
+    run_quiet({ip, "link", "del", veth});  // a leftover the kernel has not reaped yet
     const ProcessResult added = run_quiet({ip, "netns", "add", ns});
     if (added.exit_code != 0) throw SshHostsUnavailable("cannot create a network namespace (" + added.err + ")");
     run_or_throw({ip, "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns});
