@@ -83,7 +83,7 @@ void Supervisor::on_frame(Peer& peer, const Frame& frame) {
     case FrameType::Started:
       return state_.started(static_cast<int>(frame.rank), std::atoi(frame.payload.c_str()));
     case FrameType::Output:
-      return output_.add(static_cast<int>(frame.rank), frame.stream, frame.payload, Clock::now());
+      return output_.add(static_cast<int>(frame.rank), frame.stream, frame.payload, output_clock());
     case FrameType::Exited: {
       const int rank = static_cast<int>(frame.rank);
       const JobState::Action action = state_.exited(rank, std::atoi(frame.payload.c_str()));
@@ -229,7 +229,7 @@ void Supervisor::run(std::vector<std::unique_ptr<AgentLink>>& agents, const std:
     }
     // Unfinished lines go out only while no output is in flight, so a line
     // is never cut because trainrun itself was busy or back-pressured.
-    if (idle_) output_.flush_stale(now);
+    if (idle_) output_.flush_stale(output_clock());
 
     std::vector<pollfd> fds;
     fds.push_back({signal_fd_, POLLIN, 0});
@@ -246,7 +246,9 @@ void Supervisor::run(std::vector<std::unique_ptr<AgentLink>>& agents, const std:
     for (int stream : {1, 2}) {
       if (output_.wants_write(stream)) fds.push_back({output_.fd(stream), POLLOUT, 0});
     }
+    const auto polled = Clock::now();
     ::poll(fds.data(), fds.size(), 50);
+    if (backlogged) held_back_ += Clock::now() - polled;
     idle_ = !backlogged;
 
     for (const pollfd& p : fds) {

@@ -69,6 +69,11 @@ class Supervisor {
   std::optional<Clock::time_point> kill_at_;
   bool start_checked_ = false;
   bool idle_ = true;  // the last poll round read no agent output
+  // Time spent not reading agents because the console was back-pressured:
+  // it does not count towards holding an unfinished line, whose rest may be
+  // waiting unread in the pipe.
+  Clock::duration held_back_{};
+  Clock::time_point output_clock() const { return Clock::now() - held_back_; }
 };
 
 }  // namespace trainrun::cli
