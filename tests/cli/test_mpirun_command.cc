@@ -45,7 +45,7 @@ TEST_CASE("mpirun command lines") {
     Words expected;
   };
   MpirunJob hosts = job_of(8, {"./train", "--lr", "0.1"});
-  hosts.hosts = {{"a", 4}, {"b", 4}};
+  hosts.hosts = {{"a", 4, ""}, {"b", 4, ""}};
   MpirunJob root_untagged = job_of(2, {"./p"});
   root_untagged.as_root = true;
   root_untagged.tag_output = false;
@@ -60,7 +60,7 @@ TEST_CASE("mpirun command lines") {
   enough_cpus.local_cpus = 2;
   MpirunJob remote_oversubscribed = job_of(4, {"./p"});
   remote_oversubscribed.local_cpus = 2;
-  remote_oversubscribed.hosts = {{"a", 4}};  // the user chose slots: no second guess
+  remote_oversubscribed.hosts = {{"a", 4, ""}};  // the user chose slots: no second guess
 
   const Case cases[] = {
       {"local job", job_of(4, {"./p"}),
@@ -99,7 +99,7 @@ TEST_CASE("bad input names the bad token") {
   bad_job_name.job_env = {{"1X", "v"}};
   CHECK(error_of(bad_job_name) == "not an environment variable name: '1X'");
   MpirunJob no_slots = job_of(2, {"./p"});
-  no_slots.hosts = {{"a", 0}};
+  no_slots.hosts = {{"a", 0, ""}};
   CHECK(error_of(no_slots) == "host 'a:0' needs a name and at least one slot");
   MpirunJob quote = job_of(2, {"./p"});
   quote.mpi_args = "--mca btl 'tcp";
