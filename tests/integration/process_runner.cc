@@ -145,10 +145,7 @@ std::vector<pid_t> processes_with_env(const std::string& wanted) {
   while (dirent* entry = ::readdir(proc)) {
     const pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
     if (pid <= 0 || pid == ::getpid()) continue;
-    std::ifstream environ_file("/proc/" + std::string(entry->d_name) + "/environ");
-    std::stringstream content;
-    content << environ_file.rdbuf();
-    const std::string text = content.str();
+    const std::string text = read_file("/proc/" + std::string(entry->d_name) + "/environ");
     std::size_t start = 0;
     while (start < text.size()) {
       std::size_t end = text.find('\0', start);
@@ -178,6 +175,13 @@ std::string program_path(const char* variable) {
   const char* path = std::getenv(variable);
   if (!path) throw std::runtime_error(std::string(variable) + " is not set (run through meson test)");
   return path;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream content;
+  content << in.rdbuf();
+  return content.str();
 }
 
 }  // namespace trainrun::test

@@ -73,4 +73,7 @@ long peak_rss_kib(pid_t pid);
 // A path to a built program, from an environment variable meson sets.
 std::string program_path(const char* variable);
 
+// The whole content of a file, bytes as they are; empty if it cannot be read.
+std::string read_file(const std::string& path);
+
 }  // namespace trainrun::test

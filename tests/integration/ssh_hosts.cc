@@ -65,13 +65,6 @@ void write_file(const std::string& path, const std::string& content, mode_t mode
   ::chmod(path.c_str(), mode);
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream content;
-  content << in.rdbuf();
-  return content.str();
-}
-
 std::string netns_name(int subnet, int host) {
   return kNetnsPrefix + std::to_string(subnet) + "-h" + std::to_string(host);
 }

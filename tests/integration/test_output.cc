@@ -4,9 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 
 #include "tests/integration/spew.h"
@@ -16,13 +14,6 @@ using namespace trainrun::test;
 using std::chrono::seconds;
 
 namespace {
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream content;
-  content << in.rdbuf();
-  return content.str();
-}
 
 std::string spew_bytes(int rank, std::size_t megabytes) {
   std::string out;

@@ -49,13 +49,6 @@ bool nothing_left_anywhere(const std::string& tag, milliseconds within = seconds
   return nothing_left(tag, within) && hosts().nothing_on_hosts(within);
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream content;
-  content << in.rdbuf();
-  return content.str();
-}
-
 // The lines of `text` that contain `what`.
 std::string line_with(const std::string& text, const std::string& what) {
   std::stringstream lines(text);
@@ -258,7 +251,7 @@ TEST_CASE("--ssh-accept-new adds an unknown host key, never a changed one") {
   const ProcessResult accepted = run_remote({"--ssh-accept-new", "-H", "newhost", "/bin/true"});
   INFO(accepted.out, accepted.err);
   CHECK(accepted.exit_code == 0);
-  CHECK(contains(read_text(known), hosts().address(2) + " ssh-ed25519 "));
+  CHECK(contains(read_file(known), hosts().address(2) + " ssh-ed25519 "));
   const ProcessResult again = run_remote({"-H", "newhost", "/bin/true"});
   INFO(again.out, again.err);
   CHECK(again.exit_code == 0);
@@ -318,7 +311,7 @@ TEST_CASE("Ctrl-C reaches every remote rank; the secret is on no command line an
   CHECK(contains(r.err, "trainrun: stopped by SIGINT"));
   CHECK_FALSE(contains(r.err, secret));
   for (int h = 1; h <= 4; ++h) {
-    CHECK_FALSE(contains(read_text(hosts().dir() + "/sshd-h" + std::to_string(h) + ".log"), secret));
+    CHECK_FALSE(contains(read_file(hosts().dir() + "/sshd-h" + std::to_string(h) + ".log"), secret));
   }
   CHECK(nothing_left_anywhere(tag));
 }
@@ -338,7 +331,7 @@ TEST_CASE("while a job runs, its secret is in no /proc/*/cmdline, on any host") 
   for (int i = 0; i < 3 && secret.empty(); ++i) {
     // The secret is in the ranks' environment: read it where a rank put it.
     for (pid_t pid : processes_with_env(tag)) {
-      std::stringstream environ(read_text("/proc/" + std::to_string(pid) + "/environ"));
+      std::stringstream environ(read_file("/proc/" + std::to_string(pid) + "/environ"));
       std::string entry;
       while (std::getline(environ, entry, '\0')) {
         if (entry.rfind("TRAINRUN_SECRET=", 0) == 0) secret = entry.substr(16);
@@ -351,7 +344,7 @@ TEST_CASE("while a job runs, its secret is in no /proc/*/cmdline, on any host") 
   while (dirent* entry = ::readdir(proc)) {
     if (std::atoi(entry->d_name) <= 0) continue;
     ++scanned;
-    CHECK_FALSE(contains(read_text(std::string("/proc/") + entry->d_name + "/cmdline"), secret));
+    CHECK_FALSE(contains(read_file(std::string("/proc/") + entry->d_name + "/cmdline"), secret));
   }
   ::closedir(proc);
   CHECK(scanned > 10);
