@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,7 +58,7 @@ class Agent {
  private:
   void setup_signals();
   void handle_frame(const Frame& frame);
-  void start(const JobSpec& job);
+  void start(JobSpec&& part, bool more);
   void spawn(RankProcess& rank);
   void read_input();
   void read_output(RankProcess& rank, int& fd, std::uint8_t stream);
@@ -81,9 +82,10 @@ class Agent {
   sigset_t original_mask_{};
   FrameReader reader_;
   std::string outbound_;
-  JobSpec job_;
-  std::vector<RankProcess> ranks_;
+  JobSpec job_;                  // cwd, grace, stdin rank (ranks_ holds the ranks)
+  std::deque<RankProcess> ranks_;  // a deque: RankProcess* stay valid as Job frames add ranks
   bool have_job_ = false;
+  bool job_complete_ = false;    // the last Job frame came
   bool launcher_gone_ = false;   // stdin closed or stdout broken
   std::optional<Clock::time_point> kill_at_;
   // A remote launcher pings (Ping frames): once it has, silence on stdin
@@ -153,6 +155,17 @@ void Agent::spawn(RankProcess& rank) {
     std::fprintf(stderr, "trainrun: cannot execute %s: %s\n", argv[0], std::strerror(err_no));
     ::_exit(err_no == ENOENT ? 127 : 126);
   }
+  if (pid < 0) {
+    // Out of processes (a large -np on one host): this rank fails, named,
+    // like one that cannot be executed; the launcher ends the job.
+    const std::string why = std::strerror(errno);
+    for (int fd : {out[0], out[1], err[0], err[1], in[0], in[1]}) {
+      if (fd >= 0) ::close(fd);
+    }
+    queue(FrameType::Output, rank.spec.rank, 2, "trainrun: cannot start this rank: fork: " + why + "\n");
+    queue(FrameType::Exited, rank.spec.rank, 0, std::to_string(W_EXITCODE(126, 0)));
+    return;
+  }
   ::close(out[1]);
   ::close(err[1]);
   if (in[0] >= 0) ::close(in[0]);
@@ -167,13 +180,19 @@ void Agent::spawn(RankProcess& rank) {
   queue(FrameType::Started, rank.spec.rank, 0, std::to_string(pid));
 }
 
-void Agent::start(const JobSpec& job) {
-  job_ = job;
+// One Job frame: its ranks start at once, the next frame adds more.
+void Agent::start(JobSpec&& part, bool more) {
+  if (!have_job_) {
+    job_.cwd = part.cwd;
+    job_.grace_ms = part.grace_ms;
+    job_.stdin_rank = part.stdin_rank;
+  }
   have_job_ = true;
-  ranks_.resize(job.ranks.size());
-  for (std::size_t i = 0; i < job.ranks.size(); ++i) {
-    ranks_[i].spec = job.ranks[i];
-    spawn(ranks_[i]);
+  job_complete_ = !more;
+  for (RankSpec& spec : part.ranks) {
+    ranks_.emplace_back();
+    ranks_.back().spec = std::move(spec);
+    spawn(ranks_.back());
   }
 }
 
@@ -187,11 +206,11 @@ void Agent::handle_frame(const Frame& frame) {
   switch (frame.type) {
     case FrameType::Job: {
       auto job = decode_job(frame.payload);
-      if (!job || have_job_) {
-        queue(FrameType::Fatal, 0, 0, have_job_ ? "second job description" : "malformed job description");
+      if (!job || job_complete_) {
+        queue(FrameType::Fatal, 0, 0, job_complete_ ? "second job description" : "malformed job description");
         return;
       }
-      return start(*job);
+      return start(std::move(*job), frame.stream != 0);
     }
     case FrameType::Stdin:
       if (auto* r = find(frame.rank); r && r->in_fd >= 0) r->stdin_pending += frame.payload;

@@ -102,18 +102,47 @@ std::optional<Frame> FrameReader::next() {
   return frame;
 }
 
-std::string encode_job(const JobSpec& job) {
+namespace {
+
+// The job's header, then ranks [first, last).
+std::string encode_ranks(const JobSpec& job, std::size_t first, std::size_t last) {
   std::string out;
   put_string(out, job.cwd);
   put_u32(out, job.grace_ms);
   put_u32(out, static_cast<std::uint32_t>(job.stdin_rank + 1));  // 0 = none
-  put_u32(out, static_cast<std::uint32_t>(job.ranks.size()));
-  for (const RankSpec& rank : job.ranks) {
+  put_u32(out, static_cast<std::uint32_t>(last - first));
+  for (std::size_t i = first; i < last; ++i) {
+    const RankSpec& rank = job.ranks[i];
     put_u32(out, rank.rank);
     put_strings(out, rank.argv);
     put_strings(out, rank.env);
   }
   return out;
+}
+
+std::size_t encoded_size(const RankSpec& rank) {
+  std::size_t n = 12;  // rank, two list counts
+  for (const auto* list : {&rank.argv, &rank.env}) {
+    for (const std::string& s : *list) n += 4 + s.size();
+  }
+  return n;
+}
+
+}  // namespace
+
+std::string encode_job(const JobSpec& job) { return encode_ranks(job, 0, job.ranks.size()); }
+
+void append_job_frames(std::string& out, const JobSpec& job) {
+  std::size_t first = 0;
+  do {
+    std::size_t last = first, bytes = 0;
+    while (last < job.ranks.size() && (last == first || bytes + encoded_size(job.ranks[last]) <= kJobFrameBytes)) {
+      bytes += encoded_size(job.ranks[last++]);
+    }
+    const bool more = last < job.ranks.size();
+    append_frame(out, FrameType::Job, 0, more ? 1 : 0, encode_ranks(job, first, last));
+    first = last;
+  } while (first < job.ranks.size());
 }
 
 std::optional<JobSpec> decode_job(std::string_view payload) {

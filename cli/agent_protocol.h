@@ -16,7 +16,8 @@ namespace trainrun::cli {
 
 enum class FrameType : std::uint8_t {
   // launcher -> agent
-  Job = 1,        // payload: encoded JobSpec
+  Job = 1,        // payload: encoded JobSpec with some of the host's ranks;
+                  // stream 1: more Job frames follow, 0: the last one
   Stdin = 2,      // rank, payload: bytes for its stdin
   StdinEof = 3,   // rank
   Signal = 4,     // payload: signal number (decimal); delivered to every rank
@@ -44,7 +45,10 @@ struct Frame {
 };
 
 inline constexpr std::size_t kFrameHeaderBytes = 12;
-inline constexpr std::size_t kMaxFramePayload = 64u << 20;  // the job frame can be large
+inline constexpr std::size_t kMaxFramePayload = 64u << 20;
+// A host's job travels in Job frames of about this size (one rank each at
+// least), so that no -np is too large for one frame and Pings go in between.
+inline constexpr std::size_t kJobFrameBytes = 1u << 20;
 inline constexpr std::size_t kOutputChunkBytes = 64u << 10; // agent reads rank output in these
 
 std::string encode_frame(const Frame& frame);
@@ -82,5 +86,8 @@ struct JobSpec {
 std::string encode_job(const JobSpec& job);
 // nullopt when the payload is malformed.
 std::optional<JobSpec> decode_job(std::string_view payload);
+// `job` as Job frames appended to `out`: each holds cwd, grace and stdin
+// rank and as many whole ranks as fit in kJobFrameBytes (at least one).
+void append_job_frames(std::string& out, const JobSpec& job);
 
 }  // namespace trainrun::cli

@@ -1,13 +1,21 @@
 // The host-list grammar shared by -H/--hosts and --hostfile. Pure: text in,
-// hosts out, or an error that quotes the bad token and where it was.
+// hosts out, or an error that quotes the bad token (escaped, cut at
+// kEchoBytes: cli/printable.h) and where it was.
 //   -H:        host[:slots],user@host[:slots],[ipv6]:slots
 //   hostfile:  one host per line: "host", "host:N", "host slots=N",
-//              "[ipv6] slots=N"; '#' starts a comment; blank lines and CRLF
-//              line ends are fine.
-// A host listed twice is merged (slots add up). Host names that start with
-// '-' or contain whitespace or control characters are refused.
+//              "[ipv6] slots=N", and Open MPI's keys: count=N (slots),
+//              max_slots=N (also max-slots, slots_max, slots-max; only
+//              checked: trainrun never starts more than `slots` ranks on a
+//              host; alone it sets slots, as in Open MPI); '#' starts a
+//              comment; blank lines, CRLF line ends and a UTF-8 BOM are fine.
+// Every host is checked here, before any SSH code sees it: a DNS name or
+// IPv4 address (letters, digits, '-', '.', '_'; at most 253 characters,
+// labels at most 63; no leading '-'), or an IPv6 address (inet_pton, with an
+// optional %zone), bracketed when slots follow. User names: letters, digits,
+// '-', '.', '_', no leading '-'. A host listed twice is merged (slots add up).
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +23,10 @@
 #include "cli/rank_plan.h"
 
 namespace trainrun::cli {
+
+// What a hostfile may hold; the reader (read_text_file) stops past the first.
+inline constexpr std::size_t kMaxHostfileBytes = 1u << 20;
+inline constexpr std::size_t kMaxHostfileLine = 4096;
 
 struct HostListResult {
   std::vector<HostSlots> hosts;

@@ -1,14 +1,16 @@
 #include "cli/job_plan.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "cli/host_list.h"
+#include "cli/printable.h"
 #include "lib/decimal.h"
 #include "rendezvous/protocol.h"
 
@@ -49,17 +51,80 @@ void append_engine_settings(const Options& o, EnvList& env) {
   if (o.stall_shutdown_s >= 0) env.emplace_back(p::kEnvStallShutdown, detail::shortest_decimal(o.stall_shutdown_s));
 }
 
+// Why -x may not give a rank `name`, or "": trainrun sets it itself, after
+// the forwarded variables, so a forwarded value would be silently replaced.
+std::string refused_variable(const std::string& name, const Options& o) {
+  namespace p = protocol;
+  for (const char* set : {p::kEnvRank, p::kEnvSize, p::kEnvLocalRank, p::kEnvLocalSize, p::kEnvCrossRank,
+                          p::kEnvCrossSize, p::kEnvHostname, p::kEnvRendezvousAddr, p::kEnvRendezvousPort,
+                          p::kEnvJobId, p::kEnvSecret, p::kEnvHorovodRank, p::kEnvHorovodSize,
+                          p::kEnvHorovodLocalRank, p::kEnvHorovodLocalSize, p::kEnvHorovodCrossRank,
+                          p::kEnvHorovodCrossSize, p::kEnvTorchRank, p::kEnvTorchWorldSize, p::kEnvTorchLocalRank,
+                          p::kEnvTorchLocalWorldSize, p::kEnvTorchMasterAddr, p::kEnvTorchMasterPort}) {
+    if (name == set) return "trainrun sets this variable for every rank; it cannot be forwarded";
+  }
+  // Job-wide settings (protocol::kJobEnv and the engine's) stay the user's
+  // to forward unless the option that sets them is given too. mpirun's
+  // ranks get TRAINRUN_START_TIMEOUT only from the user.
+  const struct {
+    const char* name;
+    const char* option;
+    bool given;
+  } by_option[] = {
+      {p::kEnvStartTimeout, "--start-timeout", o.launcher != "mpirun"},
+      {p::kEnvBackend, "--backend", !o.backend.empty()},
+      {p::kEnvNetwork, "--network", !o.remote.network.empty()},
+      {p::kEnvIface, "--network-interface", !o.remote.network_interface.empty()},
+      {p::kEnvFusionThreshold, "--fusion-threshold-mb", o.fusion_threshold_mb >= 0},
+      {p::kEnvCycleTimeMs, "--cycle-time-ms", o.cycle_time_ms >= 0},
+      {p::kEnvCacheCapacity, "--cache-capacity", o.cache_capacity >= 0},
+      {p::kEnvTimeline, "--timeline", !o.timeline.empty()},
+      {p::kEnvStallWarning, "--stall-warning", o.stall_warning_s >= 0},
+      {p::kEnvStallShutdown, "--stall-shutdown", o.stall_shutdown_s >= 0},
+  };
+  for (const auto& v : by_option) {
+    if (v.given && name == v.name) {
+      return std::string("trainrun sets this variable for every rank from ") + v.option +
+             "; it cannot be forwarded (use " + v.option + ")";
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 std::optional<std::string> read_text_file(const std::string& path, std::string* error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  // O_NONBLOCK: a FIFO nobody writes to opens at once (and reads as empty)
+  // instead of blocking trainrun before it has said anything.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
     *error = std::strerror(errno);
     return std::nullopt;
   }
-  std::stringstream content;
-  content << in.rdbuf();
-  return content.str();
+  auto fail = [&](std::string why) {
+    ::close(fd);
+    *error = std::move(why);
+    return std::nullopt;
+  };
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) return fail("is a directory");
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  // Never more than the limit in memory, whatever the file is (/dev/zero, a pipe).
+  std::string content;
+  char buffer[65536];
+  while (true) {
+    const std::size_t want = std::min(sizeof buffer, kMaxHostfileBytes + 1 - content.size());
+    const ssize_t n = ::read(fd, buffer, want);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(std::strerror(errno));
+    if (n == 0) break;
+    content.append(buffer, static_cast<std::size_t>(n));
+    if (content.size() > kMaxHostfileBytes) {
+      return fail("larger than " + std::to_string(kMaxHostfileBytes >> 20) + " MiB (the limit for a hostfile)");
+    }
+  }
+  ::close(fd);
+  return content;
 }
 
 std::optional<std::set<int>> parse_rank_list(const std::string& text, int size, std::string* error) {
@@ -75,7 +140,7 @@ std::optional<std::set<int>> parse_rank_list(const std::string& text, int size, 
                         ? parse_int(item, first) && (last = first, true)
                         : parse_int(item.substr(0, dash), first) && parse_int(item.substr(dash + 1), last);
     if (!ok || first < 0 || last < first) {
-      *error = "'" + std::string(item) + "' is not a rank or a range like 2-5";
+      *error = quoted(item) + " is not a rank or a range like 2-5";
       return std::nullopt;
     }
     if (last >= size) {
@@ -107,7 +172,7 @@ PlanResult make_plan(const Options& o, const std::string& local_host_name, const
   } else if (!o.hostfile.empty()) {
     std::string why;
     const auto content = read_file(o.hostfile, &why);
-    if (!content) return fail("--hostfile " + o.hostfile + ": " + why);
+    if (!content) return fail("--hostfile " + printable(o.hostfile, std::string::npos) + ": " + why);
     HostListResult parsed = parse_hostfile(*content, o.hostfile);
     if (!parsed.ok()) return fail(parsed.error);
     plan.hosts = parsed.hosts;
@@ -135,7 +200,8 @@ PlanResult make_plan(const Options& o, const std::string& local_host_name, const
   for (const std::string& item : o.env_forward) {
     const std::size_t eq = item.find('=');
     const std::string name = item.substr(0, eq);
-    if (!is_env_name(name)) return fail("-x " + item + ": '" + name + "' is not a variable name");
+    if (!is_env_name(name)) return fail("-x " + printable(item) + ": " + quoted(name) + " is not a variable name");
+    if (auto why = refused_variable(name, o); !why.empty()) return fail("-x " + name + ": " + why);
     if (eq != std::string::npos) {
       plan.forwarded.emplace_back(name, item.substr(eq + 1));
     } else if (const char* value = getenv(name.c_str())) {

@@ -31,7 +31,10 @@ struct PlanResult {
 using GetEnv = std::function<const char*(const char*)>;
 using ReadFile = std::function<std::optional<std::string>(const std::string& path, std::string* error)>;
 
-// The ReadFile of a real run: the whole file, or nullopt and strerror(errno).
+// The ReadFile of a real run (it reads the hostfile): the whole file, or
+// nullopt and why: strerror(errno), "is a directory", or "larger than 1 MiB
+// ..." (kMaxHostfileBytes; it never holds more). A FIFO nobody writes to
+// reads as empty instead of blocking.
 std::optional<std::string> read_text_file(const std::string& path, std::string* error);
 
 // `local_host_name` names this machine when no hosts are given.

@@ -1,12 +1,17 @@
 #include "cli/options.h"
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <iostream>
 
+#include "cli/host_list.h"
+#include "cli/printable.h"
 #include "trainrun/version.h"
 
 namespace trainrun::cli {
 namespace {
+
+constexpr std::size_t kMessageBytes = 512;  // of a CLI11 message, which may quote the value
 
 constexpr const char* kDescription =
     "trainrun: start a distributed training job and supervise it.\n\n"
@@ -16,6 +21,22 @@ constexpr const char* kDescription =
     "  trainrun doctor -H h1,h2 [./train]      check hosts without starting ranks\n"
     "Options come before the program; everything from the program name on is\n"
     "passed to the program untouched. man trainrun has every option and exit code.\n";
+
+// Every floating-point option: finite and within [min, max]. CLI::Range
+// alone lets nan through (every comparison with nan is false).
+CLI::Option* add_float(CLI::App& app, const char* name, double& value, const char* description, double min,
+                       double max) {
+  const CLI::Validator finite(
+      [](std::string& text) -> std::string {
+        double parsed = 0;
+        if (CLI::detail::lexical_cast(text, parsed) && !std::isfinite(parsed)) {
+          return "Value " + text + " is not a finite number";
+        }
+        return "";
+      },
+      "", "FINITE");
+  return app.add_option(name, value, description)->check(finite)->check(CLI::Range(min, max));
+}
 
 // Multi-host: SSH and network choices (cli/remote_options.h).
 void add_remote_options(CLI::App& app, RemoteOptions& r) {
@@ -79,29 +100,30 @@ void build(CLI::App& app, Options& o) {
   app.add_option("--start-timeout", o.start_timeout_s,
                  "Seconds every rank may take to reach the rendezvous (default 30)")
       ->check(CLI::Range(1, 86400))->group(control);
-  app.add_option("--timeout", o.timeout_s, "Stop the job after this many seconds (exit 124)")
-      ->check(CLI::Range(0.001, 1e9))->group(control);
-  app.add_option("--grace", o.grace_s, "Seconds between SIGTERM and SIGKILL on teardown (default 5)")
-      ->check(CLI::Range(0.0, 3600.0))->group(control);
+  add_float(app, "--timeout", o.timeout_s, "Stop the job after this many seconds (exit 124)", 0.001, 1e9)
+      ->group(control);
+  add_float(app, "--grace", o.grace_s, "Seconds between SIGTERM and SIGKILL on teardown (default 5)", 0.0, 3600.0)
+      ->group(control);
 
   add_remote_options(app, o.remote);
 
   const char* engine = "Engine (async named collectives)";
-  app.add_option("--fusion-threshold-mb", o.fusion_threshold_mb,
-                 "Fuse small allreduces into buffers up to this many MiB; 0: no fusion (default 64)")
-      ->check(CLI::Range(0.0, 1e6))->group(engine);
-  app.add_option("--cycle-time-ms", o.cycle_time_ms, "Engine negotiation cycle while ops keep coming (default 1)")
-      ->check(CLI::Range(0.01, 60000.0))->group(engine);
+  add_float(app, "--fusion-threshold-mb", o.fusion_threshold_mb,
+            "Fuse small allreduces into buffers up to this many MiB; 0: no fusion (default 64)", 0.0, 1e6)
+      ->group(engine);
+  add_float(app, "--cycle-time-ms", o.cycle_time_ms, "Engine negotiation cycle while ops keep coming (default 1)",
+            0.01, 60000.0)
+      ->group(engine);
   app.add_option("--cache-capacity", o.cache_capacity, "Engine response cache entries; 0: off (default 1024)")
       ->check(CLI::Range(0, 1 << 20))->group(engine);
   app.add_option("--timeline", o.timeline, "Write a Chrome-trace timeline of engine ops to FILE (rank 0)")
       ->group(engine);
-  app.add_option("--stall-warning", o.stall_warning_s,
-                 "Warn about ops some ranks have not submitted after S seconds; 0: never (default 60)")
-      ->check(CLI::Range(0.0, 1e9))->group(engine);
-  app.add_option("--stall-shutdown", o.stall_shutdown_s,
-                 "Fail stalled ops on every rank after S seconds; 0: never (default)")
-      ->check(CLI::Range(0.0, 1e9))->group(engine);
+  add_float(app, "--stall-warning", o.stall_warning_s,
+            "Warn about ops some ranks have not submitted after S seconds; 0: never (default 60)", 0.0, 1e9)
+      ->group(engine);
+  add_float(app, "--stall-shutdown", o.stall_shutdown_s,
+            "Fail stalled ops on every rank after S seconds; 0: never (default)", 0.0, 1e9)
+      ->group(engine);
 
   const char* info = "Information";
   app.add_flag("--verbose", o.verbose, "Print what trainrun decides and does")->group(info);
@@ -152,15 +174,24 @@ ParseResult parse_options(int argc, const char* const* argv) {
     result.exit_code = app.exit(e);
     return result;
   } catch (const CLI::ParseError& e) {
-    std::cerr << "trainrun: error: " << e.what() << "\n"
+    std::cerr << "trainrun: error: " << printable(e.what(), kMessageBytes) << "\n"
               << "Run 'trainrun --help' for usage.\n";
+    result.exit_code = 2;
+    return result;
+  }
+  // An empty -H or --hostfile is a mistake, not "no hosts given".
+  std::string empty;
+  if (app.count("--hosts") && result.options.hosts.empty()) empty = parse_host_option("").error;
+  if (app.count("--hostfile") && result.options.hostfile.empty()) empty = "--hostfile: empty file name";
+  if (!empty.empty()) {
+    std::cerr << "trainrun: error: " << empty << "\n";
     result.exit_code = 2;
     return result;
   }
   std::vector<std::string> command = app.remaining();
   if (!command.empty() && command.front() == "--") command.erase(command.begin());
   else if (!command.empty() && command.front().size() > 1 && command.front()[0] == '-') {
-    std::cerr << "trainrun: error: unknown option '" << command.front() << "'\n"
+    std::cerr << "trainrun: error: unknown option " << quoted(command.front()) << "\n"
               << "Run 'trainrun --help' for usage.\n";
     result.exit_code = 2;
     return result;

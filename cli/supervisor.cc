@@ -187,7 +187,7 @@ void Supervisor::run(std::vector<std::unique_ptr<AgentLink>>& agents, const std:
   started_ = Clock::now();
   for (std::size_t i = 0; i < agents.size(); ++i) {
     peers_.push_back(Peer{agents[i].get(), {}, {}, false, false});
-    append_frame(peers_.back().outbound, FrameType::Job, 0, 0, encode_job(jobs[i]));
+    append_job_frames(peers_.back().outbound, jobs[i]);
   }
   stdin_open_ = false;
   for (std::size_t i = 0; i < jobs.size(); ++i) {

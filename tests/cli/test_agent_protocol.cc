@@ -69,3 +69,47 @@ TEST_CASE("truncated or padded job descriptions are refused") {
   empty_argv.ranks.push_back({0, {}, {}});
   CHECK_FALSE(decode_job(encode_job(empty_argv)));
 }
+
+TEST_CASE("a host's job of any size goes in Job frames of about kJobFrameBytes, the last one marked") {
+  JobSpec job;
+  job.cwd = "/w";
+  job.grace_ms = 7;
+  job.stdin_rank = 0;
+  // 100000 small ranks, then a few ranks larger than a frame on their own.
+  for (std::uint32_t r = 0; r < 100000; ++r) job.ranks.push_back({r, {"true"}, {"TRAINRUN_RANK=" + std::to_string(r)}});
+  for (std::uint32_t r = 100000; r < 100003; ++r) {
+    job.ranks.push_back({r, {"true"}, {"BIG=" + std::string(kJobFrameBytes + 10, 'x')}});
+  }
+  std::string wire;
+  append_job_frames(wire, job);
+  FrameReader reader;
+  reader.feed(wire);
+  std::vector<RankSpec> ranks;
+  int frames = 0, last = 0;
+  while (auto frame = reader.next()) {
+    ++frames;
+    REQUIRE(frame->type == FrameType::Job);
+    auto part = decode_job(frame->payload);
+    REQUIRE(part);
+    CHECK((frame->payload.size() <= kJobFrameBytes + 64 || part->ranks.size() == 1));
+    CHECK(part->cwd == "/w");
+    CHECK(part->grace_ms == 7);
+    CHECK(part->stdin_rank == 0);
+    CHECK(!part->ranks.empty());
+    for (auto& rank : part->ranks) ranks.push_back(std::move(rank));
+    if (frame->stream == 0) ++last;
+  }
+  CHECK(reader.buffered() == 0);
+  CHECK(last == 1);
+  CHECK(frames > 3);
+  REQUIRE(ranks.size() == job.ranks.size());
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i].rank != job.ranks[i].rank || ranks[i].env != job.ranks[i].env) FAIL("rank " << i << " differs");
+  }
+  // A small job stays one frame.
+  JobSpec small;
+  small.ranks.push_back({0, {"p"}, {"A=1"}});
+  std::string one;
+  append_job_frames(one, small);
+  CHECK(one == encode_frame(Frame{FrameType::Job, 0, 0, encode_job(small)}));
+}

@@ -52,7 +52,7 @@ TEST_CASE("-H: invalid host lists name the token and its position") {
       {"h1:99999999", "-H: host 1 'h1:99999999': slots must be an integer from 1 to 65536"},
       {"h1,-h2", "-H: host 2 '-h2': host name may not start with '-'"},
       {"h1,bad host", "-H: host 2 'bad host': host name contains whitespace or a control character"},
-      {"h\x01", "-H: host 1 'h\x01': host name contains whitespace or a control character"},
+      {"h\x01", "-H: host 1 'h\\x01': host name contains whitespace or a control character"},
       {"[::1", "-H: host 1 '[::1': unclosed '[' in IPv6 address"},
       {"[::1]x", "-H: host 1 '[::1]x': expected ':slots' after ']'"},
       {"@h1", "-H: host 1 '@h1': empty user name"},
@@ -77,7 +77,7 @@ TEST_CASE("hostfile: errors name the file, line and token") {
     const char* error;
   };
   const Case cases[] = {
-      {"h1 slots=4\nh2 slot=2\n", "f:2: 'slot=2': expected slots=N"},
+      {"h1 slots=4\nh2 slot=2\n", "f:2: unknown key 'slot=2' (expected slots=N or max_slots=N)"},
       {"h1 slots=abc\n", "f:1: 'slots=abc': slots must be an integer from 1 to 65536"},
       {"h1:2 slots=3\n", "f:1: 'h1:2 slots=3': slots given twice"},
       {"\n\n-h slots=1\n", "f:3: '-h': host name may not start with '-'"},
@@ -88,4 +88,85 @@ TEST_CASE("hostfile: errors name the file, line and token") {
     CAPTURE(c.content);
     CHECK(parse_hostfile(c.content, "f").error == c.error);
   }
+}
+
+TEST_CASE("-H: every token is checked before SSH code sees it") {
+  struct Case {
+    std::string text;
+    std::string error;
+  };
+  const std::string long_name(1 << 20, 'a');
+  const std::string label64(64, 'b');
+  const Case cases[] = {
+      {"h:2:3", "-H: host 1 'h:2:3': not a host name or an IPv6 address (one ':' comes before the slots; an IPv6 "
+                "address with slots is written [addr]:slots)"},
+      {"a:b:c:1", "-H: host 1 'a:b:c:1': not a host name or an IPv6 address (one ':' comes before the slots; an "
+                  "IPv6 address with slots is written [addr]:slots)"},
+      {"fe80::1%eth0:4", "-H: host 1 'fe80::1%eth0:4': not an IPv6 address; did you mean '[fe80::1%eth0]:4'?"},
+      {"=x", "-H: host 1 '=x': host name may contain only letters, digits, '-', '.' and '_', not '='"},
+      {"x]:2", "-H: host 1 'x]:2': host name may contain only letters, digits, '-', '.' and '_', not ']'"},
+      {"h\xc3\xa9", "-H: host 1 'h\\xc3\\xa9': host name may contain only letters, digits, '-', '.' and '_', not "
+                    "'\\xc3'"},
+      {"h1,a\nb", "-H: host 2 'a\\nb': host name contains whitespace or a control character"},
+      {long_name, "-H: host 1 '" + std::string(80, 'a') +
+                      "... (1048576 bytes)': host name longer than 253 characters"},
+      {label64 + ".example", "-H: host 1 '" + label64 +
+                                 ".example': host name has a label longer than 63 characters"},
+      {"a..b", "-H: host 1 'a..b': host name has an empty label (a leading dot or two dots in a row)"},
+      {".a", "-H: host 1 '.a': host name has an empty label (a leading dot or two dots in a row)"},
+      {"[h1]:2", "-H: host 1 '[h1]:2': 'h1' in [ ] is not an IPv6 address"},
+      {"[]", "-H: host 1 '[]': '' in [ ] is not an IPv6 address"},
+      {"[::1%]:2", "-H: host 1 '[::1%]:2': '::1%' in [ ] is not an IPv6 address"},
+      {"a b@h", "-H: host 1 'a b@h': user name contains whitespace or a control character"},
+      {"a=b@h", "-H: host 1 'a=b@h': user name may contain only letters, digits, '-', '.' and '_', not '='"},
+      {std::string(65, 'u') + "@h", "-H: host 1 '" + std::string(65, 'u') + "@h': user name longer than 64 characters"},
+      {"u@h@g", "-H: host 1 'u@h@g': host name may contain only letters, digits, '-', '.' and '_', not '@'"},
+      {"h1,,h2", "-H: host 2 '': empty host name"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.text.substr(0, 100));
+    CHECK(parse_host_option(c.text).error == c.error);
+  }
+}
+
+TEST_CASE("-H: names and addresses that are fine") {
+  const std::string label63(63, 'x');
+  for (const std::string& text : {std::string("node-01.cluster_a.example.org"), std::string("host."),
+                                 label63 + "." + label63, std::string("192.168.0.1:2"), std::string("::1"),
+                                 std::string("2001:db8::1"), std::string("[2001:db8::1]:4"),
+                                 std::string("fe80::1%eth0"), std::string("first.last@h"), std::string("_svc@h")}) {
+    CAPTURE(text);
+    CHECK(parse_host_option(text).error == "");
+  }
+  CHECK(hosts_of(parse_host_option("[2001:db8::1]:4,u.v@n_1:2")) == "2001:db8::1=4,u.v@n_1=2");
+}
+
+TEST_CASE("hostfile: Open MPI's keys, a BOM, and limits") {
+  CHECK(hosts_of(parse_hostfile("\xEF\xBB\xBFh1 slots=2\n", "f")) == "h1=2");
+  CHECK(hosts_of(parse_hostfile("localhost slots=2 max_slots=4\n", "f")) == "localhost=2");
+  CHECK(hosts_of(parse_hostfile("a max-slots=3\nb count=2 slots-max=2\nc:2 slots_max=2\nd slots = 5\n", "f")) ==
+        "a=3,b=2,c=2,d=5");
+  struct Case {
+    std::string content;
+    std::string error;
+  };
+  const Case cases[] = {
+      {"h1\nh2\nh3 foo=1\n", "f:3: unknown key 'foo=1' (expected slots=N or max_slots=N)"},
+      {"h1 slots=8 max_slots=4\n", "f:1: slots=8 is more than max_slots=4"},
+      {"h1:8 max-slots=4\n", "f:1: slots 8 is more than max-slots=4"},
+      {"h1 max_slots=0\n", "f:1: 'max_slots=0': max_slots must be an integer from 1 to 65536"},
+      {"h1 slots=2 count=3\n", "f:1: 'h1 slots=2 count=3': count given twice"},
+      {"h1 max_slots=2 max-slots=3\n", "f:1: 'h1 max_slots=2 max-slots=3': max-slots given twice"},
+      {"h1 slots\n", "f:1: 'slots': expected slots=N or max_slots=N"},
+      {"\xEF\xBB\xBF\xEF\xBB\xBFh1\n", "f:1: '\\xef\\xbb\\xbfh1': host name may contain only letters, digits, "
+                                       "'-', '.' and '_', not '\\xef'"},
+      {"h1\n" + std::string(4097, '#') + "\n", "f:2: line longer than 4096 bytes (the limit for a hostfile)"},
+      {"h\x01x slots=1\n", "f:1: 'h\\x01x': host name contains whitespace or a control character"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.content.substr(0, 100));
+    CHECK(parse_hostfile(c.content, "f").error == c.error);
+  }
+  CHECK(parse_hostfile(std::string(4096, '#') + "\nh1\n", "f").error == "");
+  CHECK(parse_hostfile("# none", "a\nb").error == "a\\nb: no hosts");
 }

@@ -125,3 +125,45 @@ TEST_CASE("engine flags become the variables the library reads, only when given"
   CHECK(rel.plan->forwarded.front().second.front() == '/');
   CHECK(rel.plan->forwarded.front().second.size() > std::string("/relative.json").size());
 }
+
+TEST_CASE("-x refuses what trainrun sets for every rank, and what an option given sets") {
+  Options o = with(1);
+  for (const char* name : {"TRAINRUN_RANK", "TRAINRUN_SIZE", "TRAINRUN_SECRET", "HOROVOD_RANK", "HOROVOD_CROSS_SIZE",
+                           "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}) {
+    CAPTURE(name);
+    o.env_forward = {std::string(name) + "=7"};
+    CHECK(plan(o).error == std::string("-x ") + name + ": trainrun sets this variable for every rank; it cannot be forwarded");
+    o.env_forward = {name};
+    CHECK(plan(o, {{name, "7"}}).error.find("it cannot be forwarded") != std::string::npos);
+  }
+  o.env_forward = {"TRAINRUN_START_TIMEOUT=60"};
+  CHECK(plan(o).error == "-x TRAINRUN_START_TIMEOUT: trainrun sets this variable for every rank from "
+                         "--start-timeout; it cannot be forwarded (use --start-timeout)");
+  o.launcher = "mpirun";  // mpirun's ranks get it only through -x
+  CHECK(plan(o).error == "");
+  o = with(1);
+  o.env_forward = {"TRAINRUN_BACKEND=gloo", "TRAINRUN_IFACE=eth0", "TRAINRUN_COLLECTIVE_TIMEOUT=9",
+                   "TRAINRUN_CYCLE_TIME_MS=2"};
+  CHECK(plan(o).error == "");
+  o.backend = "mpi";
+  CHECK(plan(o).error == "-x TRAINRUN_BACKEND: trainrun sets this variable for every rank from --backend; it cannot "
+                         "be forwarded (use --backend)");
+  o.backend.clear();
+  o.cycle_time_ms = 1;
+  CHECK(plan(o).error.find("-x TRAINRUN_CYCLE_TIME_MS: trainrun sets this variable for every rank from "
+                           "--cycle-time-ms") == 0);
+  o = with(1);
+  o.env_forward = {"A\nB=1"};
+  CHECK(plan(o).error == "-x A\\nB=1: 'A\\nB' is not a variable name");
+}
+
+TEST_CASE("the real hostfile reader: limits, directories, FIFOs") {
+  std::string error;
+  CHECK_FALSE(read_text_file("/dev/zero", &error));
+  CHECK(error == "larger than 1 MiB (the limit for a hostfile)");
+  CHECK_FALSE(read_text_file("/", &error));
+  CHECK(error == "is a directory");
+  CHECK_FALSE(read_text_file("/nonexistent/hosts", &error));
+  CHECK(error == "No such file or directory");
+  CHECK(read_text_file("/dev/null", &error) == std::string());
+}

@@ -86,3 +86,20 @@ TEST_CASE("--launcher mpirun, its --mpi alias and its options") {
   CHECK(mpi.options.command == std::vector<std::string>{"p", "--mpi"});
   CHECK(parse({"--launcher", "slurm", "-np", "2", "p"}).exit_code == 2);
 }
+
+TEST_CASE("every float option refuses nan and inf, naming the option and the value") {
+  for (const char* option : {"--timeout", "--grace", "--fusion-threshold-mb", "--cycle-time-ms", "--stall-warning",
+                             "--stall-shutdown"}) {
+    for (const char* value : {"nan", "NaN", "inf", "-inf", "1e999"}) {
+      CAPTURE(option);
+      CAPTURE(value);
+      CHECK(parse({option, value, "-np", "1", "p"}).exit_code == 2);
+    }
+    CHECK(parse({option, "1", "-np", "1", "p"}).exit_code == -1);
+  }
+}
+
+TEST_CASE("an empty -H or --hostfile is a usage error, not 'no hosts given'") {
+  CHECK(parse({"-H", "", "p"}).exit_code == 2);
+  CHECK(parse({"--hostfile", "", "p"}).exit_code == 2);
+}
