@@ -14,14 +14,12 @@
 #include <cstring>
 #include <system_error>
 
+#include "backends/gloo/mesh_wiring.h"
 #include "rendezvous/net.h"
 #include "trainrun/error.h"
 
 namespace trainrun::detail {
 namespace {
-
-constexpr std::size_t kChallengeBytes = 16;
-constexpr std::size_t kMacHexBytes = 64;
 
 [[noreturn]] void io_error(const std::string& message) { throw Error(Error::Code::Io, message); }
 
@@ -35,28 +33,6 @@ std::pair<std::string, std::string> split_address(const std::string& published) 
   const std::size_t space = published.rfind(' ');
   if (space == std::string::npos) return {published, ""};
   return {published.substr(0, space), published.substr(space + 1)};
-}
-
-// Blocking-with-deadline transfer of exactly `size` bytes on a non-blocking fd.
-void transfer(int fd, bool sending, void* data, std::size_t size,
-              std::chrono::steady_clock::time_point deadline, const std::string& peer) {
-  auto* p = static_cast<char*>(data);
-  std::size_t done = 0;
-  while (done < size) {
-    const ssize_t n = sending ? ::send(fd, p + done, size - done, MSG_NOSIGNAL)
-                              : ::recv(fd, p + done, size - done, 0);
-    if (n > 0) {
-      done += static_cast<std::size_t>(n);
-      continue;
-    }
-    if (n == 0) io_error("connection to " + peer + " closed during the handshake");
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) io_error("handshake with " + peer + ": " + errno_text(errno));
-    pollfd pfd{fd, static_cast<short>(sending ? POLLOUT : POLLIN), 0};
-    if (::poll(&pfd, 1, milliseconds_until(deadline)) == 0) {
-      throw Error(Error::Code::Timeout, "handshake with " + peer + " timed out");
-    }
-  }
 }
 
 }  // namespace
@@ -101,70 +77,16 @@ std::string SocketMesh::peer_name(int peer) const {
 }
 
 void SocketMesh::connect(const std::vector<std::string>& published, std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
+  std::vector<MeshWiring::Peer> peers;
   for (int peer = 0; peer < size_; ++peer) {
-    const auto [host, port] = split_address(published[peer]);
+    auto [host, port] = split_address(published[peer]);
     addresses_[peer] = host + ":" + port;
+    peers.push_back({std::move(host), std::move(port), peer_name(peer)});
   }
-  // 1. Connect to every lower rank (their listeners exist: they published).
-  for (int peer = 0; peer < rank_; ++peer) {
-    const auto [host, port] = split_address(published[peer]);
-    int error = 0;
-    fds_[peer] = net::connect_tcp(host, port, deadline, &error);
-    if (fds_[peer] < 0) io_error("direct mesh: cannot connect to " + peer_name(peer) + ": " + errno_text(error));
-  }
-  // 2. Accept every higher rank and challenge it.
-  std::vector<std::pair<int, std::string>> accepted;
   set_nonblocking(listener_);
-  while (static_cast<int>(accepted.size()) < size_ - 1 - rank_) {
-    pollfd pfd{listener_, POLLIN, 0};
-    if (::poll(&pfd, 1, milliseconds_until(deadline)) == 0) {
-      throw Error(Error::Code::Timeout, "direct mesh: " + std::to_string(size_ - 1 - rank_ - accepted.size()) +
-                                            " higher rank(s) never connected");
-    }
-    const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) continue;
-    const int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    std::string challenge = rendezvous::random_hex(kChallengeBytes);
-    transfer(fd, true, challenge.data(), challenge.size(), deadline, "a connecting rank");
-    accepted.emplace_back(fd, std::move(challenge));
-  }
+  fds_ = MeshWiring(rank_, secret_, listener_, std::move(peers)).run(Clock::now() + timeout);
   ::close(listener_);
   listener_ = -1;
-  // 3. Answer each lower rank's challenge: our rank and a MAC binding both ranks.
-  for (int peer = 0; peer < rank_; ++peer) {
-    std::string challenge(2 * kChallengeBytes, '\0');
-    transfer(fds_[peer], false, challenge.data(), challenge.size(), deadline, peer_name(peer));
-    const std::string message = "trainrun-mesh\n" + challenge + "\n" + std::to_string(rank_) + "\n" +
-                                std::to_string(peer);
-    std::string reply(4, '\0');
-    const std::uint32_t me = static_cast<std::uint32_t>(rank_);
-    std::memcpy(reply.data(), &me, 4);
-    reply += rendezvous::hmac_sha256_hex(secret_, message);
-    transfer(fds_[peer], true, reply.data(), reply.size(), deadline, peer_name(peer));
-  }
-  // 4. Check the answers of the higher ranks.
-  for (auto& [fd, challenge] : accepted) handshake_accepted(fd, challenge, deadline);
-}
-
-void SocketMesh::handshake_accepted(int fd, const std::string& challenge, Clock::time_point deadline) {
-  std::string reply(4 + kMacHexBytes, '\0');
-  transfer(fd, false, reply.data(), reply.size(), deadline, "a connecting rank");
-  std::uint32_t claimed = 0;
-  std::memcpy(&claimed, reply.data(), 4);
-  const std::string message = "trainrun-mesh\n" + challenge + "\n" + std::to_string(claimed) + "\n" +
-                              std::to_string(rank_);
-  const bool valid = static_cast<int>(claimed) > rank_ && static_cast<int>(claimed) < size_ &&
-                     fds_[claimed] < 0 &&
-                     rendezvous::constant_time_equal(rendezvous::hmac_sha256_hex(secret_, message),
-                                                     std::string_view(reply).substr(4));
-  if (!valid) {
-    ::close(fd);
-    io_error("direct mesh: a connection claiming to be rank " + std::to_string(claimed) +
-             " failed authentication");
-  }
-  fds_[claimed] = fd;
 }
 
 void SocketMesh::exchange(int to, const void* send, std::size_t send_bytes, int from, void* recv,

@@ -49,7 +49,6 @@ class SocketMesh {
  private:
   using Clock = std::chrono::steady_clock;
   std::string peer_name(int peer) const;
-  void handshake_accepted(int fd, const std::string& challenge, Clock::time_point deadline);
 
   const int rank_;
   const int size_;

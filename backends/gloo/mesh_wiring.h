@@ -1,0 +1,64 @@
+// MeshWiring: connects one rank of the direct mesh to every peer. Lower
+// ranks accept, higher ranks connect; every connection, in both directions,
+// is driven by one poll loop, so a slow peer delays only itself. The
+// listening port is public, so anything may connect to it: a connection
+// that sends a bad answer, none in time, or closes is dropped with one line
+// on stderr and the rank keeps accepting; it never fails the job. A
+// connector whose connection was dropped before it was accepted (e.g. evicted
+// among a flood of strangers) connects again. Not thread-safe; one use.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "rendezvous/auth.h"
+
+namespace trainrun::detail {
+
+class MeshWiring {
+ public:
+  using Clock = std::chrono::steady_clock;
+  struct Peer {
+    std::string host, port;
+    std::string name;  // "rank 3 (10.0.0.2:4711)", for messages
+  };
+  // How long one unproven incoming connection may take to answer, and how
+  // many may wait at once (the oldest is dropped past that).
+  static constexpr std::chrono::milliseconds kHandshakeTimeout{10'000};
+  static constexpr std::size_t kMaxPending = 64;
+
+  // Receives each line about a rejected connection (default: stderr).
+  using Log = std::function<void(const std::string&)>;
+
+  MeshWiring(int rank, const rendezvous::Secret& secret, int listener, std::vector<Peer> peers,
+             Log log = nullptr, std::chrono::milliseconds handshake_timeout = kHandshakeTimeout);
+  // Returns one connected, authenticated, non-blocking fd per rank (-1 for
+  // this rank). Throws Error(Timeout) naming the missing ranks at `deadline`.
+  std::vector<int> run(Clock::time_point deadline);
+  ~MeshWiring();
+
+ private:
+  struct Connection;
+  void start_outgoing(int peer, Clock::time_point deadline);
+  void accept_incoming();
+  bool step(Connection& c);  // false: the connection is finished or dropped
+  bool finish_incoming(Connection& c);
+  void drop(Connection& c, const std::string& why);
+  void forget_finished();
+  bool complete() const;
+  [[noreturn]] void fail_timeout() const;
+
+  const int rank_;
+  const rendezvous::Secret secret_;
+  const int listener_;
+  const std::vector<Peer> peers_;
+  const Log log_;
+  const std::chrono::milliseconds handshake_timeout_;
+  std::vector<int> fds_;
+  std::vector<Connection> pending_;
+  int rejected_ = 0;
+};
+
+}  // namespace trainrun::detail
