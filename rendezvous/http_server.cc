@@ -1,5 +1,6 @@
 #include "rendezvous/http_server.h"
 
+#include <fcntl.h>
 #include <sys/resource.h>
 
 #include <atomic>
@@ -8,6 +9,7 @@
 #include <boost/beast/http.hpp>
 #include <charconv>
 #include <limits>
+#include <list>
 #include <optional>
 #include <thread>
 
@@ -35,6 +37,18 @@ void raise_descriptor_limit() {
   }
 }
 
+class Session;
+
+// What a full server answers: sent to a connection refused at accept and
+// to a stranger evicted to make room, neither of which had a request
+// processed, so a client may always retry it.
+const std::string kBusy =
+    "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 20\r\nConnection: close\r\n\r\n"
+    "too many connections";
+
+// Asio opens sockets without O_CLOEXEC; the launcher forks agents.
+void set_close_on_exec(int fd) { ::fcntl(fd, F_SETFD, FD_CLOEXEC); }
+
 }  // namespace
 
 struct HttpServer::Impl {
@@ -43,15 +57,23 @@ struct HttpServer::Impl {
   Options options;
   Authenticator auth;
   KvTable table;
+  std::atomic<std::uint64_t> requests{0}, unauthorized{0}, rejected{0}, connections{0},
+      peak_open{0};
+  std::atomic<std::size_t> open{0};
+  // Connections that have not sent an authenticated request yet, oldest
+  // first. When the server is full, a new connection evicts the oldest of
+  // them, so a flood of strangers delays a job's ranks but never locks
+  // them out. I/O thread only. Declared before `io`, whose destruction
+  // destroys the sessions that still hold a place here.
+  std::list<std::weak_ptr<Session>> strangers;
   asio::io_context io{1};
   std::optional<tcp::acceptor> acceptor;
   std::thread thread;
   std::uint16_t port = 0;
-  std::atomic<std::uint64_t> requests{0}, unauthorized{0}, rejected{0}, connections{0},
-      peak_open{0};
-  std::atomic<std::size_t> open{0};
+  asio::steady_timer retry_accept{io};
 
   void accept();
+  bool evict_oldest_stranger();
 };
 
 namespace {
@@ -70,9 +92,25 @@ class Session : public std::enable_shared_from_this<Session> {
     while (now_open > peak && !server_.peak_open.compare_exchange_weak(peak, now_open)) {
     }
   }
-  ~Session() { --server_.open; }
+  ~Session() {
+    if (stranger_) server_.strangers.erase(*stranger_);
+    --server_.open;
+  }
 
-  void start() { read_header(); }
+  void start() {
+    stranger_ = server_.strangers.insert(server_.strangers.end(), weak_from_this());
+    read_header();
+  }
+
+  // Closes a connection that has not sent an authenticated request, telling
+  // it 503 (nothing of it was processed, so its client may retry).
+  void evict() {
+    if (stranger_) server_.strangers.erase(*stranger_);
+    stranger_.reset();
+    ++server_.rejected;
+    ::send(stream_.socket().native_handle(), kBusy.data(), kBusy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    close();
+  }
 
  private:
   // Beast's own stream timeouts close the socket, which would leave no way
@@ -134,6 +172,10 @@ class Session : public std::enable_shared_from_this<Session> {
       // Identical for every key, present or not, and sent before any body byte is read.
       ++server_.unauthorized;
       return respond(401, "unauthorized\n", true);
+    }
+    if (stranger_) {
+      server_.strangers.erase(*stranger_);
+      stranger_.reset();
     }
 
     if (req.chunked()) return reject(400, "chunked request bodies are not accepted");
@@ -290,27 +332,48 @@ class Session : public std::enable_shared_from_this<Session> {
   bool first_request_ = true;
   bool keep_alive_ = true;
   bool close_after_ = false;
+  std::optional<std::list<std::weak_ptr<Session>>::iterator> stranger_;  // in server_.strangers
 };
 
 }  // namespace
 
+bool HttpServer::Impl::evict_oldest_stranger() {
+  while (!strangers.empty()) {
+    auto oldest = strangers.front().lock();
+    if (!oldest) {
+      strangers.pop_front();
+      continue;
+    }
+    oldest->evict();
+    return true;
+  }
+  return false;
+}
+
 void HttpServer::Impl::accept() {
   acceptor->async_accept([this](beast::error_code ec, tcp::socket socket) {
     if (ec == asio::error::operation_aborted) return;
+    if (ec == asio::error::no_descriptors) {
+      // Out of descriptors: make room, or wait for some to close.
+      if (!evict_oldest_stranger()) {
+        retry_accept.expires_after(std::chrono::milliseconds(50));
+        return retry_accept.async_wait([this](beast::error_code e) {
+          if (!e) accept();
+        });
+      }
+    }
     if (!ec) {
+      set_close_on_exec(socket.native_handle());
       ++connections;
-      if (open.load() >= options.max_connections) {
+      if (open.load() < options.max_connections || evict_oldest_stranger()) {
+        std::make_shared<Session>(std::move(socket), *this)->start();
+      } else {
         ++rejected;
         auto sock = std::make_shared<tcp::socket>(std::move(socket));
-        static const std::string kBusy =
-            "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 20\r\nConnection: close\r\n\r\n"
-            "too many connections";
         asio::async_write(*sock, asio::buffer(kBusy), [sock](beast::error_code, std::size_t) {
           beast::error_code ignored;
           sock->shutdown(tcp::socket::shutdown_both, ignored);
         });
-      } else {
-        std::make_shared<Session>(std::move(socket), *this)->start();
       }
     }
     accept();
@@ -336,6 +399,7 @@ void HttpServer::start() {
   };
   s.acceptor->open(endpoint.protocol(), ec);
   check("open a socket for");
+  set_close_on_exec(s.acceptor->native_handle());
   s.acceptor->set_option(asio::socket_base::reuse_address(true), ec);
   s.acceptor->bind(endpoint, ec);
   check("bind");

@@ -144,10 +144,16 @@ HttpResponse HttpStore::exchange(const std::string& wire, Clock::time_point dead
   }
 }
 
+// A full server (503: it processed nothing) and a lost connection are
+// retried with backoff for as long as a connection may take (the job's
+// start timeout), so a flood of strangers delays a rank instead of failing
+// it. A POST whose connection broke is not retried: it may have been applied.
 HttpResponse HttpStore::request(std::string_view method, std::string_view target,
                                 std::string_view body, milliseconds timeout) {
   const bool idempotent = method != "POST";
-  for (int attempt = 0;; ++attempt) {
+  const auto give_up = Clock::now() + options_.connect_deadline;
+  auto backoff = milliseconds(0);
+  while (true) {
     ensure_connected();
     const std::string timestamp = std::to_string(now_unix_ms());
     const std::string nonce = random_hex(p::kNonceBytes);
@@ -164,10 +170,10 @@ HttpResponse HttpStore::request(std::string_view method, std::string_view target
     try {
       HttpResponse response = exchange(wire, Clock::now() + timeout);
       if (!response.keep_alive) disconnect();
-      return response;
+      if (response.status != 503 || Clock::now() + backoff >= give_up) return response;
     } catch (const std::system_error& e) {
       disconnect();
-      if (!idempotent || attempt >= 1) {
+      if (!idempotent || Clock::now() + backoff >= give_up) {
         throw_io("rendezvous server " + address_ + ": " + std::string(method) + " " +
                  std::string(target) + " failed: " + errno_text(e.code().value()));
       }
@@ -175,6 +181,8 @@ HttpResponse HttpStore::request(std::string_view method, std::string_view target
       disconnect();
       throw;
     }
+    std::this_thread::sleep_for(backoff);  // the first retry is at once (a stale keep-alive)
+    backoff = std::clamp(backoff * 2, milliseconds(20), milliseconds(500));
   }
 }
 

@@ -19,7 +19,8 @@ namespace trainrun::rendezvous {
 class HttpStore : public Store {
  public:
   struct Options {
-    // Connection attempts are retried with backoff until this much time has
+    // Connection attempts, 503 answers (a server full of strangers) and
+    // lost connections are retried with backoff until this much time has
     // passed (covers a launcher that is still starting its server).
     std::chrono::milliseconds connect_deadline{10'000};
     std::chrono::milliseconds request_timeout{30'000};

@@ -263,6 +263,72 @@ TEST_CASE("connections over the limit are refused with 503") {
   CHECK(c.receive().status == 503);
 }
 
+// Polls the server's counters until `ready` holds (bounded), so that a
+// test orders its connections without assuming how fast the server is.
+template <typename Ready>
+bool wait_for_stats(const HttpServer& server, Ready ready) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!ready(server.stats())) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  return true;
+}
+
+TEST_CASE("a full server evicts the oldest silent stranger for a newcomer; members stay") {
+  HttpServer::Options options;
+  options.max_connections = 2;
+  Fixture f(options);
+  RawClient member(f.server.port());
+  member.send(signed_wire(f.secret, Request{}));
+  CHECK(member.receive().status == 200);
+  RawClient stranger(f.server.port());  // never says a word
+  REQUIRE(wait_for_stats(f.server, [](const HttpServer::Stats& s) { return s.connections == 2; }));
+  RawClient newcomer(f.server.port());
+  newcomer.send(signed_wire(f.secret, Request{}));
+  CHECK(newcomer.receive().status == 200);
+  CHECK(stranger.receive().status == 503);  // told that nothing of it was processed
+  member.send(signed_wire(f.secret, Request{}));
+  CHECK(member.receive().status == 200);
+}
+
+TEST_CASE("HttpStore: a full server (503) is retried until a connection frees up") {
+  HttpServer::Options options;
+  options.max_connections = 1;
+  Fixture f(options);
+  auto member = std::make_unique<RawClient>(f.server.port());
+  member->send(signed_wire(f.secret, Request{}));
+  REQUIRE(member->receive().status == 200);
+  std::thread release([&] {
+    // The store's first attempt is refused; then the member leaves.
+    wait_for_stats(f.server, [](const HttpServer::Stats& s) { return s.rejected >= 1; });
+    member.reset();
+  });
+  HttpStore store = f.store();
+  store.set("s", "k", "v");
+  release.join();
+  CHECK(f.server.table().get("s/k") == std::optional<std::string>("v"));
+}
+
+TEST_CASE("HttpStore: a server that stays full is reported after the connect deadline") {
+  HttpServer::Options options;
+  options.max_connections = 1;
+  Fixture f(options);
+  RawClient member(f.server.port());
+  member.send(signed_wire(f.secret, Request{}));
+  REQUIRE(member.receive().status == 200);
+  HttpStore::Options store_options;
+  store_options.connect_deadline = milliseconds(300);
+  HttpStore store("127.0.0.1", f.server.port(), f.secret, store_options);
+  try {
+    store.set("s", "k", "v");
+    FAIL("no error");
+  } catch (const trainrun::Error& e) {
+    CHECK(std::string(e.what()).find("HTTP 503 (too many connections)") != std::string::npos);
+  }
+  CHECK(f.server.stats().rejected >= 2);  // retried, not given up at once
+}
+
 TEST_CASE("keep-alive: many requests over one connection") {
   Fixture f;
   RawClient client(f.server.port());
