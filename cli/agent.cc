@@ -1,4 +1,5 @@
 #include "cli/agent.h"
+#include "cli/child_process.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -145,6 +146,7 @@ void Agent::spawn(RankProcess& rank) {
     ::dup2(gets_stdin && in[0] >= 0 ? in[0] : null_fd, 0);
     ::dup2(out[1], 1);
     ::dup2(err[1], 2);
+    close_inherited_descriptors();
     if (!job_.cwd.empty() && ::chdir(job_.cwd.c_str()) != 0) {
       std::fprintf(stderr, "trainrun: cannot enter directory %s: %s\n", job_.cwd.c_str(), std::strerror(errno));
       ::_exit(126);

@@ -9,6 +9,8 @@
 
 namespace trainrun::cli {
 
+void close_inherited_descriptors() { ::close_range(STDERR_FILENO + 1, ~0U, 0); }
+
 pid_t spawn_child(const std::string& program, const std::vector<std::string>& argv,
                   const std::vector<std::string>& env, const sigset_t& original_mask, bool own_group) {
   std::vector<char*> args, envp;
@@ -23,6 +25,7 @@ pid_t spawn_child(const std::string& program, const std::vector<std::string>& ar
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(127);  // the launcher died before prctl
   ::sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+  close_inherited_descriptors();
   ::execve(program.c_str(), args.data(), envp.data());
   const std::string message = "trainrun: cannot execute " + program + ": " + std::strerror(errno) + "\n";
   (void)!::write(STDERR_FILENO, message.data(), message.size());

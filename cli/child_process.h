@@ -17,6 +17,12 @@ namespace trainrun::cli {
 // dies, and, with `own_group`, leads its own process group (so that a
 // teardown signal reaches whatever it starts). If exec fails the child
 // prints "trainrun: cannot execute ..." and exits 127.
+// In a freshly forked child, after it set up stdin/stdout/stderr: closes
+// every other descriptor, so that no socket, pipe or file of trainrun's
+// (the rendezvous listener, another rank's pipes) leaks into what it execs,
+// whether or not its opener remembered O_CLOEXEC. Async-signal-safe.
+void close_inherited_descriptors();
+
 pid_t spawn_child(const std::string& program, const std::vector<std::string>& argv,
                   const std::vector<std::string>& env, const sigset_t& original_mask, bool own_group);
 

@@ -1,4 +1,5 @@
 #include "cli/local_agent_link.h"
+#include "cli/child_process.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -39,6 +40,7 @@ LocalAgentLink::LocalAgentLink(std::string host) : host_(std::move(host)) {
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     ::dup2(to[0], 0);
     ::dup2(from[1], 1);
+    close_inherited_descriptors();
     const char* argv[] = {exe.c_str(), "agent", nullptr};
     ::execv(exe.c_str(), const_cast<char* const*>(argv));
     ::_exit(127);

@@ -20,15 +20,21 @@
 //   quit:CODE         std::exit(CODE): at-exit handlers run   quit:R:CODE
 //   noshutdown        leave trainrun::shutdown() to process exit
 //   shutdown          trainrun::shutdown() now (a later step may init again)
+//   await:PATH        wait until PATH exists (a test's gate)  await:R:PATH
+//   fds               "rank R: inheritable fds: 0 1 2": the open descriptors
+//                     without close-on-exec (what a program it starts gets)
 //   hugecount         allreduce of 2^31 elements on a 1-element buffer; prints
 //                     the error (mpi backend only: it refuses before sending)
 // The rank before init comes from TRAINRUN_RANK, else OMPI_COMM_WORLD_RANK
 // (plain mpirun or trainrun --launcher mpirun), else SLURM_PROCID.
 #include <trainrun/trainrun.h>
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "tests/integration/spew.h"
@@ -109,6 +115,22 @@ std::string unescape(const std::string& text) {
   return out;
 }
 
+std::string inheritable_fds() {
+  std::string list;
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (!dir) return " (cannot read /proc/self/fd)";
+  std::vector<int> fds;
+  while (const dirent* entry = ::readdir(dir)) {
+    const int fd = std::atoi(entry->d_name);
+    if (entry->d_name[0] == '.' || fd == ::dirfd(dir)) continue;
+    if (!(::fcntl(fd, F_GETFD) & FD_CLOEXEC)) fds.push_back(fd);
+  }
+  ::closedir(dir);
+  std::sort(fds.begin(), fds.end());
+  for (int fd : fds) list += " " + std::to_string(fd);
+  return list;
+}
+
 int rank_from_env() {
   for (const char* name : {"TRAINRUN_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"}) {
     if (const char* text = std::getenv(name)) return std::atoi(text);
@@ -139,6 +161,11 @@ int main(int argc, char** argv) {
     } else if (verb == "env") {
       const char* v = std::getenv(arg.c_str());
       std::printf("rank %d: %s=%s\n", rank, arg.c_str(), v ? v : "<unset>");
+      std::fflush(stdout);
+    } else if (verb == "await") {
+      while (::access(arg.c_str(), F_OK) != 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    } else if (verb == "fds") {
+      std::printf("rank %d: inheritable fds:%s\n", rank, inheritable_fds().c_str());
       std::fflush(stdout);
     } else if (verb == "sleep") {
       std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(arg.c_str())));
