@@ -20,6 +20,8 @@
 #   4. default routing takes NCCL           (no --backend; NCCL_DEBUG=VERSION shows NCCL started)
 #   5. allreduce_bench --device cuda        (np=1 through NCCL; np=2 staged through Gloo)
 # and ends with one line per check and "N passed, N failed"; exit 1 if any failed.
+# Without a usable GPU (no driver, no device) run checks nothing, says why
+# in one line and exits 77.
 set -uo pipefail
 
 usage() {
@@ -81,6 +83,13 @@ run() {
   export TRAINRUN_COLLECTIVE_TIMEOUT=300
   echo "=== host: $(uname -n), $(ldd --version | head -1)"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 || echo "(no nvidia-smi)"
+  # Without a usable GPU every check would fail for the same reason: say it once.
+  local nccl_line
+  nccl_line=$("$bin/trainrun" --check-build 2>&1 | grep -aE '^\s*nccl')
+  if ! grep -Eq "CUDA driver [0-9.]+, [1-9][0-9]* GPU" <<<"$nccl_line"; then
+    echo "gpu_checks: no GPU here, nothing checked (trainrun --check-build:${nccl_line:- no nccl backend})"
+    exit 77
+  fi
   check "check-build shows NCCL and a GPU" "nccl.*NCCL [0-9.]+ .*CUDA driver [0-9.]+, [1-9][0-9]* GPU" \
     "$bin/trainrun" --check-build
   check "NCCL conformance, np=1" "conformance: rank 0 of 1 \(nccl, CUDA buffers\): passed" \

@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstring>
 #include <climits>
 #include <functional>
 #include <string>
@@ -188,7 +189,8 @@ std::string mpi_version() {
   char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
   int length = 0;
   if (MPI_Get_library_version(text, &length) != MPI_SUCCESS) return "MPI (unknown version)";
-  std::string version(text, static_cast<std::size_t>(length));
+  // Open MPI counts the terminating NUL in `length`; it must not reach output.
+  std::string version(text, ::strnlen(text, static_cast<std::size_t>(length)));
   version.erase(std::min(version.find('\n'), version.size()));
   version.erase(version.find_last_not_of(" \t") + 1);
   return version;

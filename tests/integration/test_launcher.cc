@@ -312,4 +312,5 @@ TEST_CASE("--help lists every option group; --version and --check-build answer")
   const ProcessResult build = run_trainrun({"--check-build"});
   CHECK(build.exit_code == 0);
   CHECK(contains(build.out, "gloo"));
+  CHECK(build.out.find('\0') == std::string::npos);  // Open MPI's version string once carried its NUL
 }
