@@ -275,30 +275,36 @@ bool wait_for_stats(const HttpServer& server, Ready ready) {
   return true;
 }
 
-TEST_CASE("a full server evicts the oldest silent stranger for a newcomer; members stay") {
+HttpServer::Options at_most(std::size_t connections) {
   HttpServer::Options options;
-  options.max_connections = 2;
-  Fixture f(options);
-  RawClient member(f.server.port());
-  member.send(signed_wire(f.secret, Request{}));
-  CHECK(member.receive().status == 200);
+  options.max_connections = connections;
+  return options;
+}
+
+// A connection that has made an authenticated request: never evicted.
+std::unique_ptr<RawClient> member_of(Fixture& f) {
+  auto member = std::make_unique<RawClient>(f.server.port());
+  member->send(signed_wire(f.secret, Request{}));
+  REQUIRE(member->receive().status == 200);
+  return member;
+}
+
+TEST_CASE("a full server evicts the oldest silent stranger for a newcomer; members stay") {
+  Fixture f(at_most(2));
+  auto member = member_of(f);
   RawClient stranger(f.server.port());  // never says a word
   REQUIRE(wait_for_stats(f.server, [](const HttpServer::Stats& s) { return s.connections == 2; }));
   RawClient newcomer(f.server.port());
   newcomer.send(signed_wire(f.secret, Request{}));
   CHECK(newcomer.receive().status == 200);
   CHECK(stranger.receive().status == 503);  // told that nothing of it was processed
-  member.send(signed_wire(f.secret, Request{}));
-  CHECK(member.receive().status == 200);
+  member->send(signed_wire(f.secret, Request{}));
+  CHECK(member->receive().status == 200);
 }
 
 TEST_CASE("HttpStore: a full server (503) is retried until a connection frees up") {
-  HttpServer::Options options;
-  options.max_connections = 1;
-  Fixture f(options);
-  auto member = std::make_unique<RawClient>(f.server.port());
-  member->send(signed_wire(f.secret, Request{}));
-  REQUIRE(member->receive().status == 200);
+  Fixture f(at_most(1));
+  auto member = member_of(f);
   std::thread release([&] {
     // The store's first attempt is refused; then the member leaves.
     wait_for_stats(f.server, [](const HttpServer::Stats& s) { return s.rejected >= 1; });
@@ -311,12 +317,8 @@ TEST_CASE("HttpStore: a full server (503) is retried until a connection frees up
 }
 
 TEST_CASE("HttpStore: a server that stays full is reported after the connect deadline") {
-  HttpServer::Options options;
-  options.max_connections = 1;
-  Fixture f(options);
-  RawClient member(f.server.port());
-  member.send(signed_wire(f.secret, Request{}));
-  REQUIRE(member.receive().status == 200);
+  Fixture f(at_most(1));
+  const auto member = member_of(f);
   HttpStore::Options store_options;
   store_options.connect_deadline = milliseconds(300);
   HttpStore store("127.0.0.1", f.server.port(), f.secret, store_options);
