@@ -35,6 +35,19 @@ const std::string* HttpResponse::header(std::string_view name) const {
   return nullptr;
 }
 
+namespace {
+
+// How many bytes at the end of `s` may be the start of "\r\n\r\n".
+std::size_t partial_terminator(std::string_view s) {
+  constexpr std::string_view kEnd = "\r\n\r\n";
+  for (std::size_t k = kEnd.size() - 1; k > 0; --k) {
+    if (s.size() >= k && s.substr(s.size() - k) == kEnd.substr(0, k)) return k;
+  }
+  return 0;
+}
+
+}  // namespace
+
 ResponseParser::State ResponseParser::fail(std::string message) {
   error_ = std::move(message);
   return state_ = State::Error;
@@ -45,9 +58,11 @@ ResponseParser::State ResponseParser::feed(std::string_view bytes) {
   buffer_.append(bytes);
   if (!have_header_) {
     const std::size_t end = buffer_.find("\r\n\r\n");
-    if (end == std::string::npos) {
-      return buffer_.size() > max_header_ ? fail("response header too large") : State::NeedMore;
-    }
+    // The limit holds however the bytes were split: a header that ends past
+    // it is refused even when it arrived whole in one read.
+    const std::size_t header_bytes = end != std::string::npos ? end : buffer_.size() - partial_terminator(buffer_);
+    if (header_bytes > max_header_) return fail("response header too large");
+    if (end == std::string::npos) return State::NeedMore;
     if (parse_header(end) == State::Error) return state_;
     buffer_.erase(0, end + 4);
   }

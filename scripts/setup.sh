@@ -14,6 +14,10 @@ packages=(
   # tests and benchmarks (readelf: no binary may link NCCL or CUDA; the
   # multi-host tests run sshd in network namespaces; tests parse timelines)
   procps binutils openmpi-bin openssh-server openssh-client iproute2 nlohmann-json3-dev
+  # fuzz targets (scripts/fuzz.sh): clang 14 with libFuzzer and its sanitizer
+  # runtimes, which clang does not pull in itself; gcc's ASan/UBSan/TSan
+  # runtimes (scripts/sanitize.sh) come with g++
+  clang libclang-rt-14-dev
 )
 # Commands that other packages may provide (nodesource's nodejs ships npm;
 # Debian's npm package would conflict with it): installed only when absent.

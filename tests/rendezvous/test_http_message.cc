@@ -59,3 +59,24 @@ TEST_CASE("malformed and oversized responses are errors") {
     CHECK(parser.feed(std::string(65, 'a')) == ResponseParser::State::Error);
   }
 }
+
+TEST_CASE("fuzz regression: the header limit holds however the bytes arrive") {
+  // tests/fuzz/fuzz_http_response found a header over the limit accepted
+  // when it arrived in one read but refused when split.
+  const std::string head = "HTTP/1.1 200 OK\r\nX-Pad: ";
+  const std::string at_limit = head + std::string(64 - head.size(), 'p') + "\r\n\r\n";
+  const std::string over = head + std::string(65 - head.size(), 'p') + "\r\n\r\n";
+  for (std::size_t chunk : {std::size_t{1}, std::size_t{3}, std::size_t{1000}}) {
+    CAPTURE(chunk);
+    auto feed = [&](const std::string& wire) {
+      ResponseParser parser(64, 10);
+      auto state = ResponseParser::State::NeedMore;
+      for (std::size_t at = 0; at < wire.size() && state == ResponseParser::State::NeedMore; at += chunk) {
+        state = parser.feed(wire.substr(at, chunk));
+      }
+      return state;
+    };
+    CHECK(feed(at_limit) == ResponseParser::State::Done);
+    CHECK(feed(over) == ResponseParser::State::Error);
+  }
+}
