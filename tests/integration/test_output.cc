@@ -30,6 +30,14 @@ struct TempDir {
   std::string path;
 };
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+constexpr bool kAddressSanitizer = __has_feature(address_sanitizer);
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
 }  // namespace
 
 TEST_CASE("8 ranks x 10 MB of lines, progress updates and partial writes through a slow console") {
@@ -92,7 +100,10 @@ TEST_CASE("8 ranks x 10 MB of lines, progress updates and partial writes through
   }
   MESSAGE("trainrun peak RSS " << r.peak_rss_kib / 1024 << " MiB, " << r.seconds << " s");
   CHECK(r.peak_rss_kib > 0);
-  CHECK(r.peak_rss_kib < 64 * 1024);
+  // The bound is trainrun's own; under AddressSanitizer (b_sanitize applies
+  // to every target of a build dir, so the trainrun measured is instrumented
+  // exactly when this test is) its shadow memory and quarantine exceed it.
+  if (!kAddressSanitizer) CHECK(r.peak_rss_kib < 64 * 1024);
   CHECK(nothing_left(tag));
 }
 
