@@ -11,6 +11,8 @@ packages=(
   libcli11-dev libboost-dev libssl-dev libgloo-dev libopenmpi-dev doctest-dev libssh-dev
   # LibTorch for <trainrun/torch.h> and the MNIST example (~120 MB download)
   libtorch-dev
+  # the Python package trainrun (trainrun.torch, Runner) for /usr/bin/python3, and its tests
+  pybind11-dev python3-dev python3-torch python3-numpy python3-cloudpickle python3-pytest
   # tests and benchmarks (readelf: no binary may link NCCL or CUDA; the
   # multi-host tests run sshd in network namespaces; tests parse timelines)
   procps binutils openmpi-bin openssh-server openssh-client iproute2 nlohmann-json3-dev

@@ -1,0 +1,126 @@
+// The engine's asynchronous, named collectives (trainrun/engine.h) for
+// Python. A tensor arrives as (data pointer, DataType, shape, device): the
+// engine reads and writes that memory directly, so the caller must keep the
+// tensor alive and untouched until synchronize() returns (the Python package
+// holds a reference per handle). Handles are the engine's ids. Every call
+// releases the GIL: submissions may wait on the engine's lock, synchronize,
+// join and barrier on other ranks.
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "lib/python/bindings.h"
+#include "trainrun/engine.h"
+#include "trainrun/types.h"
+
+namespace py = pybind11;
+
+namespace trainrun::python {
+namespace {
+
+using TensorArgs = std::tuple<std::uintptr_t, DataType, std::vector<std::int64_t>, int>;
+
+Tensor to_tensor(const TensorArgs& args) {
+  Tensor t;
+  t.data = reinterpret_cast<void*>(std::get<0>(args));
+  t.type = std::get<1>(args);
+  t.shape = std::get<2>(args);
+  t.device = std::get<3>(args);
+  return t;
+}
+
+// synchronize()'s result: (dtype, shape, bytes or None, received_splits).
+// The bytes are a uint8 numpy array that owns the engine's buffer, so the
+// caller views it as a tensor without another copy.
+py::tuple to_python(Output&& out) {
+  py::object data = py::none();
+  if (!out.data.empty() || !out.shape.empty()) {
+    auto* owned = new std::vector<char>(std::move(out.data));
+    py::capsule owner(owned, [](void* p) { delete static_cast<std::vector<char>*>(p); });
+    data = py::array_t<std::uint8_t>({static_cast<py::ssize_t>(owned->size())}, {1},
+                                     reinterpret_cast<std::uint8_t*>(owned->data()), owner);
+  }
+  return py::make_tuple(out.type, out.shape, data, out.received_splits);
+}
+
+}  // namespace
+
+void bind_engine(py::module_& m) {
+  py::enum_<DataType>(m, "DataType")
+      .value("UInt8", DataType::UInt8)
+      .value("Int8", DataType::Int8)
+      .value("Int32", DataType::Int32)
+      .value("Int64", DataType::Int64)
+      .value("Float16", DataType::Float16)
+      .value("BFloat16", DataType::BFloat16)
+      .value("Float32", DataType::Float32)
+      .value("Float64", DataType::Float64);
+  py::enum_<ReduceOp>(m, "ReduceOp")
+      .value("Sum", ReduceOp::Sum)
+      .value("Average", ReduceOp::Average)
+      .value("Min", ReduceOp::Min)
+      .value("Max", ReduceOp::Max)
+      .value("Product", ReduceOp::Product);
+  m.attr("CPU") = kCpu;
+
+  using Release = py::call_guard<py::gil_scoped_release>;
+  m.def(
+      "allreduce_async",
+      [](const std::string& name, const TensorArgs& t, ReduceOp op, double prescale, double postscale) {
+        return allreduce_async(name, to_tensor(t), op, prescale, postscale).id;
+      },
+      Release(), py::arg("name"), py::arg("tensor"), py::arg("op"), py::arg("prescale") = 1.0,
+      py::arg("postscale") = 1.0);
+  m.def(
+      "grouped_allreduce_async",
+      [](const std::vector<std::string>& names, const std::vector<TensorArgs>& ts, ReduceOp op, double prescale,
+         double postscale) {
+        std::vector<Tensor> tensors;
+        tensors.reserve(ts.size());
+        for (const TensorArgs& t : ts) tensors.push_back(to_tensor(t));
+        return grouped_allreduce_async(names, tensors, op, prescale, postscale).id;
+      },
+      Release(), py::arg("names"), py::arg("tensors"), py::arg("op"), py::arg("prescale") = 1.0,
+      py::arg("postscale") = 1.0);
+  m.def(
+      "allgather_async",
+      [](const std::string& name, const TensorArgs& t) { return allgather_async(name, to_tensor(t)).id; },
+      Release(), py::arg("name"), py::arg("tensor"));
+  m.def(
+      "broadcast_async",
+      [](const std::string& name, const TensorArgs& t, int root) {
+        return broadcast_async(name, to_tensor(t), root).id;
+      },
+      Release(), py::arg("name"), py::arg("tensor"), py::arg("root"));
+  m.def(
+      "alltoall_async",
+      [](const std::string& name, const TensorArgs& t, const std::vector<std::int64_t>& splits) {
+        return alltoall_async(name, to_tensor(t), splits).id;
+      },
+      Release(), py::arg("name"), py::arg("tensor"), py::arg("splits"));
+  m.def(
+      "reducescatter_async",
+      [](const std::string& name, const TensorArgs& t, ReduceOp op) {
+        return reducescatter_async(name, to_tensor(t), op).id;
+      },
+      Release(), py::arg("name"), py::arg("tensor"), py::arg("op"));
+
+  m.def("poll", [](std::uint64_t id) { return poll(Handle{id}); }, Release());
+  m.def("synchronize", [](std::uint64_t id) {
+    Output out;
+    {
+      py::gil_scoped_release release;
+      out = synchronize(Handle{id});
+    }
+    return to_python(std::move(out));
+  });
+  m.def("barrier", &barrier, Release());
+  m.def("join", &join, Release());
+}
+
+}  // namespace trainrun::python

@@ -1,0 +1,80 @@
+// Entry point of the `trainrun._core` extension: registers the exception
+// classes and the bindings. trainrun::Error becomes trainrun.TrainrunError
+// (a RuntimeError) or its subclass for the error's code, e.g. MismatchError;
+// the instance carries .code (the code's name, e.g. "Mismatch") and the
+// core's message unchanged. The classes live as long as the interpreter.
+#include <pybind11/pybind11.h>
+
+#include <array>
+#include <exception>
+
+#include "lib/python/bindings.h"
+#include "trainrun/error.h"
+#include "trainrun/version.h"
+
+namespace py = pybind11;
+
+namespace trainrun::python {
+namespace {
+
+struct CodeClass {
+  Error::Code code;
+  const char* code_name;   // .code of the Python exception
+  const char* class_name;  // the subclass of TrainrunError
+  PyObject* builtin;       // a second base, so `except ValueError` works too
+};
+
+constexpr std::size_t kCodes = 7;
+// Owned references, created once per interpreter.
+std::array<PyObject*, kCodes> code_classes{};
+
+std::array<CodeClass, kCodes> code_table() {
+  return {{{Error::Code::InvalidArgument, "InvalidArgument", "InvalidArgumentError", PyExc_ValueError},
+           {Error::Code::Timeout, "Timeout", "TimeoutError", PyExc_TimeoutError},
+           {Error::Code::Io, "Io", "IoError", PyExc_OSError},
+           {Error::Code::Backend, "Backend", "BackendError", nullptr},
+           {Error::Code::Mismatch, "Mismatch", "MismatchError", nullptr},
+           {Error::Code::Unsupported, "Unsupported", "UnsupportedError", nullptr},
+           {Error::Code::Internal, "Internal", "InternalError", nullptr}}};
+}
+
+void register_errors(py::module_& m) {
+  PyObject* base = PyErr_NewExceptionWithDoc(
+      "trainrun.TrainrunError", "An error of trainrun's core; .code names its kind (e.g. 'Mismatch').",
+      PyExc_RuntimeError, nullptr);
+  if (base == nullptr) throw py::error_already_set();
+  m.add_object("TrainrunError", py::reinterpret_borrow<py::object>(base));
+  const auto table = code_table();
+  for (std::size_t i = 0; i < kCodes; ++i) {
+    const CodeClass& c = table[i];
+    py::tuple bases = c.builtin ? py::make_tuple(py::handle(base), py::handle(c.builtin))
+                                : py::make_tuple(py::handle(base));
+    const std::string qualified = std::string("trainrun.") + c.class_name;
+    PyObject* cls = PyErr_NewException(qualified.c_str(), bases.ptr(), nullptr);
+    if (cls == nullptr) throw py::error_already_set();
+    code_classes[static_cast<std::size_t>(c.code)] = cls;
+    m.add_object(c.class_name, py::reinterpret_borrow<py::object>(cls));
+  }
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const Error& e) {
+      const std::size_t index = static_cast<std::size_t>(e.code());
+      py::handle cls(code_classes[index]);
+      py::object instance = cls(e.what());
+      instance.attr("code") = code_table()[index].code_name;
+      PyErr_SetObject(cls.ptr(), instance.ptr());
+    }
+  });
+}
+
+}  // namespace
+}  // namespace trainrun::python
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "trainrun's C++ core (communicator and engine) for the Python package; use trainrun.torch.";
+  m.attr("__version__") = TRAINRUN_VERSION;
+  trainrun::python::register_errors(m);
+  trainrun::python::bind_world(m);
+  trainrun::python::bind_engine(m);
+}

@@ -1,0 +1,21 @@
+"""trainrun for Python: the C++ core's collectives for PyTorch and a
+HorovodRunner-style launcher.
+
+    import trainrun.torch as hvd          # drop-in for `import horovod.torch as hvd`
+    trainrun.Runner(np=2).run(main, **kwargs)
+
+Errors of the core are trainrun.TrainrunError (a RuntimeError) or one of its
+subclasses per code (MismatchError, TimeoutError, ...), with .code set.
+"""
+from trainrun._core import (  # noqa: F401
+    BackendError,
+    InternalError,
+    InvalidArgumentError,
+    IoError,
+    MismatchError,
+    TimeoutError,
+    TrainrunError,
+    UnsupportedError,
+    __version__,
+)
+from trainrun.runner import Runner, RunnerError  # noqa: F401

@@ -1,0 +1,165 @@
+"""trainrun.Runner: HorovodRunner's contract on the trainrun launcher.
+
+    Runner(np=2).run(main, **kwargs)   # rank 0's return value of main(**kwargs)
+
+run() pickles main and kwargs with cloudpickle, starts `trainrun` with the
+ranks, each running `python -m trainrun._rank_main`, which fetches the
+pickle from this process over an authenticated socket (a random key passed
+in the ranks' environment), calls main(**kwargs) and sends back its return
+value (rank 0) or its exception and traceback. Nothing touches the disk.
+np < 0 runs -np ranks on this machine (HorovodRunner's local mode); np > 0
+runs on `hosts` ("h1:4,h2:4") when given, else on this machine.
+"""
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+from multiprocessing.connection import Listener
+
+try:
+    import cloudpickle
+except ImportError:  # without it only importable functions can be sent
+    import pickle as cloudpickle
+
+from trainrun import _paths
+
+ADDRESS_ENV = 'TRAINRUN_RUNNER_ADDRESS'
+KEY_ENV = 'TRAINRUN_RUNNER_KEY'
+
+
+class RunnerError(RuntimeError):
+    """A rank raised (rank, traceback set) or the job failed (rank None)."""
+
+    def __init__(self, message, rank=None, traceback=None, exit_code=None):
+        super().__init__(message)
+        self.rank, self.traceback, self.exit_code = rank, traceback, exit_code
+
+
+def find_trainrun():
+    """The launcher: $TRAINRUN_BIN, this build's, the installed one, then PATH."""
+    for candidate in (os.environ.get('TRAINRUN_BIN'), _paths.BUILD_TRAINRUN, _paths.INSTALLED_TRAINRUN):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    found = shutil.which('trainrun')
+    if found is None:
+        raise FileNotFoundError('trainrun executable not found (set TRAINRUN_BIN or put it on PATH)')
+    return found
+
+
+def _route_address(hosts):
+    """This machine's address on the route to the first host."""
+    first = hosts.split(',')[0].rsplit(':', 1)[0].split('@')[-1].strip('[]')
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect((first, 9))
+        return s.getsockname()[0]
+
+
+class Runner:
+    def __init__(self, np, hosts=None, backend=None, env=None, launcher_args=(), driver_address=None):
+        if np == 0:
+            raise ValueError('np must be a positive number of ranks, or negative for local mode')
+        self.np = abs(np)
+        self.hosts = None if np < 0 else hosts
+        self.backend, self.env, self.launcher_args = backend, dict(env or {}), list(launcher_args)
+        self.driver_address = driver_address
+
+    def _command(self):
+        cmd = [find_trainrun()]
+        cmd += ['-H', self.hosts] if self.hosts else ['--local']
+        cmd += ['-np', str(self.np)]
+        if self.backend:
+            cmd += ['--backend', self.backend]
+        for name in [ADDRESS_ENV, KEY_ENV, 'PYTHONPATH'] + sorted(self.env):
+            cmd += ['-x', name]
+        return cmd + self.launcher_args + [sys.executable, '-m', 'trainrun._rank_main']
+
+    def run(self, main, **kwargs):
+        """Runs main(**kwargs) on every rank; returns rank 0's return value."""
+        payload = cloudpickle.dumps((main, kwargs))
+        key = os.urandom(32)
+        host = self.driver_address or (_route_address(self.hosts) if self.hosts else '127.0.0.1')
+        with Listener((host, 0), authkey=key) as listener:
+            server = _ResultServer(listener, payload, self.np)
+            env = dict(os.environ, **self.env)
+            env[ADDRESS_ENV] = '%s:%d' % listener.address
+            env[KEY_ENV] = key.hex()
+            # The ranks import what this process can (the module of main, the build tree's package).
+            env['PYTHONPATH'] = os.pathsep.join(p for p in sys.path if p)
+            process = subprocess.Popen(self._command(), env=env, stdin=subprocess.DEVNULL,
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            pumps = [_pump(process.stdout, sys.stdout), _pump(process.stderr, sys.stderr)]
+            try:
+                code = process.wait()
+            finally:
+                if process.poll() is None:
+                    process.terminate()
+                    process.wait()
+                for pump in pumps:
+                    pump.join()
+        server.stop()
+        return server.outcome(code)
+
+
+def _pump(stream, target):
+    """Copies the launcher's output through, line by line, as it comes."""
+    def copy():
+        for line in iter(stream.readline, b''):
+            target.write(line.decode(errors='replace'))
+            target.flush()
+        stream.close()
+    thread = threading.Thread(target=copy, daemon=True)
+    thread.start()
+    return thread
+
+
+class _ResultServer:
+    """Serves the payload to each rank and collects what the ranks report."""
+
+    def __init__(self, listener, payload, np):
+        self._listener, self._payload = listener, payload
+        self._lock = threading.Lock()
+        self.value, self.errors, self._threads = None, [], []
+        self._acceptor = threading.Thread(target=self._accept, args=(np,), daemon=True)
+        self._acceptor.start()
+
+    def _accept(self, np):
+        for _ in range(np):
+            try:
+                conn = self._listener.accept()
+            except (OSError, EOFError):
+                return  # listener closed, or a stranger failed authentication
+            thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _serve(self, conn):
+        with conn:
+            try:
+                rank = int(conn.recv_bytes().decode())
+                conn.send_bytes(self._payload)
+                status, body = cloudpickle.loads(conn.recv_bytes())
+            except (OSError, EOFError, ValueError):
+                return  # the rank died before reporting: the launcher's exit code says so
+            with self._lock:
+                if status == 'ok' and rank == 0:
+                    self.value = body
+                elif status == 'error':
+                    self.errors.append((rank, body))
+
+    def stop(self):
+        for thread in self._threads:
+            thread.join()
+
+    def outcome(self, code):
+        if self.errors:
+            rank, (kind, message, tb, exception) = self.errors[0]
+            error = RunnerError(f'rank {rank} raised {kind}: {message}\n\nTraceback of rank {rank}:\n{tb}',
+                                rank=rank, traceback=tb, exit_code=code)
+            if exception is not None:
+                raise error from exception
+            raise error
+        if code != 0:
+            raise RunnerError(f'trainrun exited with status {code} (see its output above)', exit_code=code)
+        return self.value

@@ -1,0 +1,51 @@
+"""`import trainrun.torch as hvd`: Horovod's horovod.torch API on trainrun's
+C++ engine (fusion, mismatch errors, stall warnings, timeline)."""
+from trainrun._core import TrainrunError  # noqa: F401
+from trainrun.torch.compression import Compression  # noqa: F401
+from trainrun.torch.functions import (  # noqa: F401
+    allgather_object,
+    broadcast_object,
+    broadcast_optimizer_state,
+    broadcast_parameters,
+)
+from trainrun.torch.mpi_ops import (  # noqa: F401
+    Average,
+    Max,
+    Min,
+    Product,
+    Sum,
+    allgather,
+    allgather_async,
+    allreduce,
+    allreduce_,
+    allreduce_async,
+    allreduce_async_,
+    alltoall,
+    alltoall_async,
+    barrier,
+    broadcast,
+    broadcast_,
+    broadcast_async,
+    broadcast_async_,
+    cross_rank,
+    cross_size,
+    grouped_allreduce,
+    grouped_allreduce_,
+    grouped_allreduce_async,
+    grouped_allreduce_async_,
+    init,
+    is_homogeneous,
+    is_initialized,
+    join,
+    local_rank,
+    local_size,
+    mpi_threads_supported,
+    poll,
+    rank,
+    reducescatter,
+    reducescatter_async,
+    shutdown,
+    size,
+    synchronize,
+)
+from trainrun.torch.optimizer import DistributedOptimizer  # noqa: F401

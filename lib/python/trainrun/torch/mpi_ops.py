@@ -1,0 +1,282 @@
+"""Horovod's horovod.torch.mpi_ops on trainrun's C++ engine.
+
+Tensors go to the engine by data pointer: no copy on the Python side for
+in-place calls on contiguous CPU tensors (a non-contiguous one is worked on
+through a contiguous copy that is copied back). Each handle keeps its
+tensors referenced until synchronize() returns. Names default to
+'<op>.noname.<n>', counted per op, so ranks that make the same calls in the
+same order agree; pass name= when the order differs between ranks.
+"""
+import atexit
+import itertools
+
+import torch
+
+from trainrun import _core
+
+Average = _core.ReduceOp.Average
+Sum = _core.ReduceOp.Sum
+Min = _core.ReduceOp.Min
+Max = _core.ReduceOp.Max
+Product = _core.ReduceOp.Product
+
+_DTYPES = {
+    torch.uint8: _core.DataType.UInt8,
+    torch.int8: _core.DataType.Int8,
+    torch.int32: _core.DataType.Int32,
+    torch.int64: _core.DataType.Int64,
+    torch.float16: _core.DataType.Float16,
+    torch.bfloat16: _core.DataType.BFloat16,
+    torch.float32: _core.DataType.Float32,
+    torch.float64: _core.DataType.Float64,
+}
+_TORCH_DTYPES = {v: k for k, v in _DTYPES.items()}
+
+# handle -> (tensors kept alive, function turning the engine's output into the result)
+_pending = {}
+_counters = {}
+_atexit_registered = False
+
+is_initialized = _core.is_initialized
+size = _core.size
+rank = _core.rank
+local_size = _core.local_size
+local_rank = _core.local_rank
+cross_size = _core.cross_size
+cross_rank = _core.cross_rank
+
+
+def init(comm=None, process_sets=None):
+    """Starts trainrun from the launcher's environment (idempotent)."""
+    global _atexit_registered
+    _core.init()
+    if not _atexit_registered:
+        atexit.register(shutdown)
+        _atexit_registered = True
+
+
+def shutdown():
+    """Stops the engine and the communicator; init() may be called again."""
+    _pending.clear()
+    _core.shutdown()
+
+
+def is_homogeneous():
+    return size() == local_size() * cross_size()
+
+
+def mpi_threads_supported():
+    return False
+
+
+def _error(cls, code, message):
+    e = cls(message)
+    e.code = code
+    return e
+
+
+def _name(op, name):
+    if name is None:
+        counter = _counters.setdefault(op, itertools.count())
+        return f'{op}.noname.{next(counter)}'
+    return f'{op}.{name}'
+
+
+def _engine_tensor(tensor, name):
+    """(pointer, dtype, shape, device) of a contiguous tensor, for _core."""
+    dtype = _DTYPES.get(tensor.dtype)
+    if dtype is None:
+        raise _error(_core.UnsupportedError, 'Unsupported',
+                     f"'{name}': dtype {tensor.dtype} is not supported by trainrun "
+                     f"(supported: {', '.join(str(d) for d in _DTYPES)})")
+    device = tensor.device.index if tensor.is_cuda else _core.CPU
+    return (tensor.data_ptr(), dtype, list(tensor.shape), device)
+
+
+def _op(average, op):
+    if op is not None and average is not None:
+        raise ValueError('average and op are exclusive; use op')
+    if op is None:
+        op = Average if average is None or average else Sum
+    return op
+
+
+def _submit(handle, keep, finish):
+    _pending[handle] = (keep, finish)
+    return handle
+
+
+def _result(output):
+    """The engine's allocated output (dtype, shape, bytes) as a tensor."""
+    dtype, shape, data, _ = output
+    torch_dtype = _TORCH_DTYPES[dtype]
+    if data is None:
+        return torch.empty(shape, dtype=torch_dtype)
+    return torch.from_numpy(data).view(torch_dtype).reshape(shape)
+
+
+def _in_place(tensor):
+    """A contiguous tensor the engine may write, and how to finish with it."""
+    if tensor.is_contiguous():
+        return tensor, lambda _: tensor
+
+    work = tensor.contiguous()
+
+    def copy_back(_):
+        with torch.no_grad():
+            tensor.copy_(work)
+        return tensor
+    return work, copy_back
+
+
+def _copy(tensor):
+    return tensor.detach().clone(memory_format=torch.contiguous_format)
+
+
+def synchronize(handle):
+    """Waits for an async operation and returns its result."""
+    if handle not in _pending:
+        raise ValueError(f'unknown or already synchronized handle {handle}')
+    _, finish = _pending.pop(handle)
+    return finish(_core.synchronize(handle))
+
+
+def poll(handle):
+    """True once the operation of `handle` completed; synchronize() next."""
+    return _core.poll(handle)
+
+
+def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+                     process_set=None):
+    name = _name('allreduce', name)
+    work, finish = _in_place(tensor)
+    handle = _core.allreduce_async(name, _engine_tensor(work, name), _op(average, op), prescale_factor,
+                                   postscale_factor)
+    return _submit(handle, (tensor, work), finish)
+
+
+def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+                    process_set=None):
+    return allreduce_async_(_copy(tensor), average, name, op, prescale_factor, postscale_factor)
+
+
+def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+               process_set=None):
+    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor))
+
+
+def allreduce(tensor, average=None, name=None, compression=None, op=None, prescale_factor=1.0,
+              postscale_factor=1.0, process_set=None):
+    """A reduced copy of `tensor` (op Average unless told)."""
+    if compression is None:
+        return synchronize(allreduce_async(tensor, average, name, op, prescale_factor, postscale_factor))
+    wire, ctx = compression.compress(tensor)
+    wire = _copy(wire) if wire is tensor else wire.contiguous()
+    reduced = synchronize(allreduce_async_(wire, average, name, op, prescale_factor, postscale_factor))
+    return compression.decompress(reduced, ctx)
+
+
+def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                             postscale_factor=1.0, process_set=None):
+    base = _name('grouped_allreduce', name)
+    names = [f'{base}.{i}' for i in range(len(tensors))]
+    works = [_in_place(t) for t in tensors]
+    handle = _core.grouped_allreduce_async(names, [_engine_tensor(w, n) for (w, _), n in zip(works, names)],
+                                           _op(average, op), prescale_factor, postscale_factor)
+    return _submit(handle, (list(tensors), works), lambda out: [finish(out) for _, finish in works])
+
+
+def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                            postscale_factor=1.0, process_set=None):
+    return grouped_allreduce_async_([_copy(t) for t in tensors], average, name, op, prescale_factor,
+                                    postscale_factor)
+
+
+def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+                       process_set=None):
+    return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor, postscale_factor))
+
+
+def grouped_allreduce(tensors, average=None, name=None, compression=None, op=None, prescale_factor=1.0,
+                      postscale_factor=1.0, process_set=None):
+    return synchronize(grouped_allreduce_async(tensors, average, name, op, prescale_factor, postscale_factor))
+
+
+def allgather_async(tensor, name=None, process_set=None):
+    name = _name('allgather', name)
+    work = tensor.contiguous()
+    handle = _core.allgather_async(name, _engine_tensor(work, name))
+    return _submit(handle, work, _result)
+
+
+def allgather(tensor, name=None, process_set=None):
+    """Every rank's tensor concatenated along the first dimension (which may differ)."""
+    return synchronize(allgather_async(tensor, name))
+
+
+def broadcast_async_(tensor, root_rank, name=None, process_set=None):
+    name = _name('broadcast', name)
+    work, finish = _in_place(tensor)
+    handle = _core.broadcast_async(name, _engine_tensor(work, name), root_rank)
+    return _submit(handle, (tensor, work), finish)
+
+
+def broadcast_async(tensor, root_rank, name=None, process_set=None):
+    return broadcast_async_(_copy(tensor), root_rank, name)
+
+
+def broadcast_(tensor, root_rank, name=None, process_set=None):
+    return synchronize(broadcast_async_(tensor, root_rank, name))
+
+
+def broadcast(tensor, root_rank, name=None, process_set=None):
+    """A copy of root_rank's tensor."""
+    return synchronize(broadcast_async(tensor, root_rank, name))
+
+
+def alltoall_async(tensor, splits=None, name=None, process_set=None):
+    name = _name('alltoall', name)
+    work = tensor.contiguous()
+    split_list = [] if splits is None else [int(s) for s in splits]
+
+    def finish(output):
+        result = _result(output)
+        if splits is None:
+            return result
+        return result, torch.tensor(output[3], dtype=torch.int32)
+    handle = _core.alltoall_async(name, _engine_tensor(work, name), split_list)
+    return _submit(handle, work, finish)
+
+
+def alltoall(tensor, splits=None, name=None, process_set=None):
+    """Rows of the first dimension scattered by `splits` (even without), gathered
+    rank by rank; with splits, also the rows received from each rank."""
+    return synchronize(alltoall_async(tensor, splits, name))
+
+
+def reducescatter_async(tensor, name=None, op=Average, process_set=None, prescale_factor=1.0,
+                        postscale_factor=1.0):
+    name = _name('reducescatter', name)
+    work = tensor.contiguous() if prescale_factor == 1.0 else tensor * prescale_factor
+
+    def finish(output):
+        result = _result(output)
+        return result if postscale_factor == 1.0 else result.mul_(postscale_factor)
+    handle = _core.reducescatter_async(name, _engine_tensor(work, name), op)
+    return _submit(handle, work, finish)
+
+
+def reducescatter(tensor, name=None, compression=None, op=Average, process_set=None, prescale_factor=1.0,
+                  postscale_factor=1.0):
+    """The reduction of every rank's tensor; this rank gets its share of the first dimension."""
+    return synchronize(reducescatter_async(tensor, name, op, prescale_factor=prescale_factor,
+                                           postscale_factor=postscale_factor))
+
+
+def join(device=-1):
+    """Declares this rank out of data; returns the rank that joined last."""
+    return _core.join()
+
+
+def barrier(process_set=None):
+    _core.barrier()

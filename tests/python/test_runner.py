@@ -1,0 +1,56 @@
+"""trainrun.Runner: HorovodRunner's contract, through the real launcher."""
+import os
+import tempfile
+
+import pytest
+
+import trainrun
+
+
+def sum_of_ranks(offset):
+    import torch
+
+    import trainrun.torch as hvd
+    hvd.init()
+    total = hvd.allreduce(torch.tensor([float(hvd.rank())]), op=hvd.Sum).item()
+    print(f'rank {hvd.rank()} of {hvd.size()} says hello')
+    return {'rank': hvd.rank(), 'size': hvd.size(), 'total': total + offset}
+
+
+def fail_on_rank_one():
+    import trainrun.torch as hvd
+    hvd.init()
+    if hvd.rank() == 1:
+        raise ValueError('no data on this rank')
+    return 'fine'
+
+
+def test_returns_rank_zeros_value(capfd, tmp_path, monkeypatch):
+    private_tmp = tmp_path / 'tmp'
+    private_tmp.mkdir()
+    monkeypatch.setenv('TMPDIR', str(private_tmp))  # the Runner's and the ranks'
+    monkeypatch.setattr(tempfile, 'tempdir', None)
+    assert trainrun.Runner(np=2).run(sum_of_ranks, offset=10) == {'rank': 0, 'size': 2, 'total': 11.0}
+    out = capfd.readouterr().out
+    assert 'rank 0 of 2 says hello' in out and 'rank 1 of 2 says hello' in out
+    assert os.listdir(private_tmp) == []  # no file left behind
+
+
+def test_local_mode_and_closures():
+    factor = 7
+    assert trainrun.Runner(np=-2).run(lambda x: x * factor, x=6) == 42
+
+
+def test_exception_names_the_rank_and_carries_its_traceback():
+    with pytest.raises(trainrun.RunnerError) as info:
+        trainrun.Runner(np=2).run(fail_on_rank_one)
+    error = info.value
+    assert error.rank == 1
+    assert 'rank 1 raised ValueError: no data on this rank' in str(error)
+    assert 'fail_on_rank_one' in error.traceback and 'Traceback' in error.traceback
+    assert isinstance(error.__cause__, ValueError)
+
+
+def test_np_zero_is_refused():
+    with pytest.raises(ValueError):
+        trainrun.Runner(np=0)
