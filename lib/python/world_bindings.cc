@@ -2,8 +2,13 @@
 // process-wide communicator (trainrun::init()). Calls that may block on
 // other ranks (init, shutdown) release the GIL so that other Python threads
 // (e.g. a Runner's output pump) keep running.
-#include <string>
+#include <pybind11/stl.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backends/registry.h"
 #include "lib/python/bindings.h"
 #include "trainrun/communicator.h"
 #include "trainrun/error.h"
@@ -38,6 +43,14 @@ void bind_world(py::module_& m) {
   m.def("cross_size", [] { return world().cross_size(); });
   m.def("hostname", [] { return world().hostname(); });
   m.def("backend_name", [] { return world().backend_name(); });
+  m.def(
+      "built_backends",
+      [] {
+        std::vector<std::pair<std::string, std::string>> backends;
+        for (const detail::BackendInfo& b : detail::built_backends()) backends.emplace_back(b.name, b.version);
+        return backends;
+      },
+      "(name, library version) of each backend this build has, e.g. ('gloo', 'Gloo 0.5.0').");
 }
 
 }  // namespace trainrun::python

@@ -102,3 +102,8 @@ def test_uninitialized_world_raises():
             hvd.rank()
     finally:
         hvd.init()
+
+
+def test_build_queries():
+    assert hvd.gloo_built() and hvd.gloo_enabled() == (hvd.mpi_ops._core.backend_name() == 'gloo')
+    assert isinstance(hvd.mpi_built(), bool) and isinstance(hvd.nccl_built(), bool)

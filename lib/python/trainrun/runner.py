@@ -38,8 +38,9 @@ class RunnerError(RuntimeError):
 
 
 def find_trainrun():
-    """The launcher: $TRAINRUN_BIN, this build's, the installed one, then PATH."""
-    for candidate in (os.environ.get('TRAINRUN_BIN'), _paths.BUILD_TRAINRUN, _paths.INSTALLED_TRAINRUN):
+    """The launcher: $TRAINRUN_BIN, the one built with this copy of the package
+    (in a build tree), the installed one, then PATH."""
+    for candidate in [os.environ.get('TRAINRUN_BIN')] + _paths.trainrun_candidates():
         if candidate and os.access(candidate, os.X_OK):
             return candidate
     found = shutil.which('trainrun')

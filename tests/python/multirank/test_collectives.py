@@ -156,3 +156,16 @@ def test_barrier_and_objects():
     got = hvd.broadcast_object({'from': hvd.rank(), 'f': (lambda x: x + 1) if hvd.rank() == 0 else None}, 0)
     assert got['from'] == 0 and got['f'](1) == 2
     assert hvd.allgather_object(('rank', hvd.rank())) == [('rank', r) for r in range(hvd.size())]
+
+
+def test_gradients_flow_through_collectives():
+    x = torch.full((2, 3), float(hvd.rank() + 1), requires_grad=True)
+    reduced = hvd.allreduce(x, op=hvd.Sum, name='grad.allreduce')
+    gathered = hvd.allgather(x * 2, name='grad.allgather')
+    broadcast = hvd.broadcast(x * 3, root_rank=0, name='grad.broadcast')
+    (reduced.sum() + gathered.sum() + broadcast.sum()).backward()
+    n = hvd.size()
+    # d/dx of sum over ranks: Sum's gradient is the sum of every rank's upstream (n),
+    # allgather's 2 from each rank's copy of the rows (2n), broadcast's 3 per rank to root only.
+    expected = n + 2 * n + (3 * n if hvd.rank() == 0 else 0)
+    assert torch.equal(x.grad, torch.full((2, 3), float(expected)))

@@ -1,6 +1,15 @@
 """`import trainrun.torch as hvd`: Horovod's horovod.torch API on trainrun's
 C++ engine (fusion, mismatch errors, stall warnings, timeline)."""
 from trainrun._core import TrainrunError  # noqa: F401
+from trainrun.torch.backends import (  # noqa: F401
+    cuda_built,
+    gloo_built,
+    gloo_enabled,
+    mpi_built,
+    mpi_enabled,
+    nccl_built,
+    rocm_built,
+)
 from trainrun.torch.compression import Compression  # noqa: F401
 from trainrun.torch.functions import (  # noqa: F401
     allgather_object,

@@ -129,6 +129,15 @@ def _in_place(tensor):
     return work, copy_back
 
 
+def _differentiable(tensor):
+    return tensor.requires_grad and torch.is_grad_enabled()
+
+
+def _autograd():
+    from trainrun.torch import autograd_ops  # it imports this module
+    return autograd_ops
+
+
 def _copy(tensor):
     return tensor.detach().clone(memory_format=torch.contiguous_format)
 
@@ -167,7 +176,9 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0, po
 
 def allreduce(tensor, average=None, name=None, compression=None, op=None, prescale_factor=1.0,
               postscale_factor=1.0, process_set=None):
-    """A reduced copy of `tensor` (op Average unless told)."""
+    """A reduced copy of `tensor` (op Average unless told); differentiable."""
+    if _differentiable(tensor):
+        return _autograd().Allreduce.apply(tensor, _op(average, op), name, prescale_factor, postscale_factor)
     if compression is None:
         return synchronize(allreduce_async(tensor, average, name, op, prescale_factor, postscale_factor))
     wire, ctx = compression.compress(tensor)
@@ -210,7 +221,9 @@ def allgather_async(tensor, name=None, process_set=None):
 
 
 def allgather(tensor, name=None, process_set=None):
-    """Every rank's tensor concatenated along the first dimension (which may differ)."""
+    """Every rank's tensor concatenated along the first dimension (which may differ); differentiable."""
+    if _differentiable(tensor):
+        return _autograd().Allgather.apply(tensor, name)
     return synchronize(allgather_async(tensor, name))
 
 
@@ -230,7 +243,9 @@ def broadcast_(tensor, root_rank, name=None, process_set=None):
 
 
 def broadcast(tensor, root_rank, name=None, process_set=None):
-    """A copy of root_rank's tensor."""
+    """A copy of root_rank's tensor; differentiable."""
+    if _differentiable(tensor):
+        return _autograd().Broadcast.apply(tensor, root_rank, name)
     return synchronize(broadcast_async(tensor, root_rank, name))
 
 
