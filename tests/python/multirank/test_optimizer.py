@@ -102,3 +102,12 @@ def test_broadcast_optimizer_state_creates_state_on_other_ranks(kind):
     opt.step()
     delta = torch.cat([(model.state_dict()[k] - before[k]).flatten() for k in before])
     assert torch.equal(hvd.broadcast(delta, 0, name=f'state.delta.{kind}'), delta)
+
+
+@pytest.mark.parametrize('form', ['state_dict', 'named_parameters', 'parameters'])
+def test_broadcast_parameters_forms(form):
+    model = make_model(seed=hvd.rank())
+    params = {'state_dict': model.state_dict, 'named_parameters': model.named_parameters,
+              'parameters': model.parameters}[form]()
+    hvd.broadcast_parameters(params, root_rank=0)
+    assert all(torch.equal(p, q) for p, q in zip(model.parameters(), make_model(seed=0).parameters()))

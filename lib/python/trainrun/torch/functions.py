@@ -21,10 +21,8 @@ def broadcast_parameters(params, root_rank):
     state_dict (dict) or named_parameters() (pairs (name, tensor))."""
     if isinstance(params, dict):
         params = sorted(params.items())
-    elif isinstance(params, list):
+    else:  # named_parameters(), or bare tensors (named by position)
         params = [p if isinstance(p, tuple) else (str(i), p) for i, p in enumerate(params)]
-    else:
-        params = list(params)
     handles = [mpi_ops.broadcast_async_(p, root_rank, name=f'parameter.{name}')
                for name, p in params if p is not None]
     for handle in handles:
