@@ -13,6 +13,7 @@ checkpoint (--checkpoint) and, last, a line `accuracy X`.
 """
 import argparse
 import os
+import time
 
 import numpy as np
 import torch
@@ -96,14 +97,16 @@ def train(args):
     for epoch in range(1, args.epochs + 1):
         model.train()
         sampler.set_epoch(epoch)
+        start = time.perf_counter()
         for x, y in loader:
             optimizer.zero_grad()
             F.cross_entropy(model(x), y).backward()
             optimizer.step()
+        images = len(sampler) * hvd.size() / (time.perf_counter() - start)
         loss, accuracy = evaluate(model, held_out)
         if hvd.rank() == 0:
-            print(f'epoch {epoch}/{args.epochs}: held-out loss {loss:.4f}, accuracy {100 * accuracy:.2f}%',
-                  flush=True)
+            print(f'epoch {epoch}/{args.epochs}: held-out loss {loss:.4f}, accuracy {100 * accuracy:.2f}%, '
+                  f'{images:.0f} images/s', flush=True)
             if args.checkpoint:
                 torch.save({'epoch': epoch, 'model': model.state_dict(), 'optimizer': optimizer.state_dict()},
                            args.checkpoint)
