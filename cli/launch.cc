@@ -22,6 +22,8 @@
 #include "cli/rank_env.h"
 #include "cli/remote_plan.h"
 #include "cli/shell_words.h"
+#include "cli/srun/srun_agent_link.h"
+#include "cli/srun/srun_mode.h"
 #include "cli/supervisor.h"
 #include "rendezvous/auth.h"
 #include "rendezvous/http_server.h"
@@ -61,13 +63,25 @@ std::vector<JobSpec> host_jobs(const Options& options, const JobPlan& plan, cons
   return jobs;
 }
 
-int dry_run(const Options& options, const JobPlan& plan, const RemotePlan& remote) {
+// What starts each host's agent: SSH (in remote.choices()) or srun steps.
+std::vector<std::string> agent_choices(const JobPlan& plan, const RemotePlan& remote, const SrunMode* srun) {
+  std::vector<std::string> lines = remote.choices();
+  if (!srun) return lines;
+  lines.resize(lines.size() - remote.remote_hosts().size());  // the SSH destinations
+  for (const HostSlots& host : plan.hosts) {
+    lines.push_back(display_name(host) + ": " + shell_join(srun->agent_command(host.host)));
+  }
+  return lines;
+}
+
+int dry_run(const Options& options, const JobPlan& plan, const RemotePlan& remote, const SrunMode* srun) {
   JobEnv job = job_environment(options, plan, remote);
   job.master_addr = remote.is_remote(0) ? "<rank 0's host address>" : job.rendezvous_addr;
   std::cout << "trainrun: dry run: " << plan.ranks.size() << " rank(s) on " << plan.hosts.size()
             << " host(s); rendezvous on " << job.rendezvous_addr
             << ", port chosen at launch; nothing is started\n";
-  for (const std::string& line : remote.choices()) std::cout << "trainrun: " << line << "\n";
+  if (srun) std::cout << "trainrun: " << srun->allocation.description() << ": one srun step per host\n";
+  for (const std::string& line : agent_choices(plan, remote, srun)) std::cout << "trainrun: " << line << "\n";
   std::cout << "rank  host              local  cross  command\n";
   const std::string cwd = current_directory();
   for (const RankSlot& slot : plan.ranks) {
@@ -126,7 +140,17 @@ std::optional<PlannedJob> plan_job(const Options& options) {
   }
 }
 
-int launch(const Options& options) {
+namespace {
+
+// Inside a Slurm allocation (or with --launcher srun): the allocation's
+// hosts, agents started by srun (cli/srun/srun_mode.h).
+SrunDecision srun_decision(const Options& options) {
+  const ProgramLookup srun = find_program("srun", std::getenv("PATH"));
+  const std::string agent = options.remote.remote_trainrun.empty() ? self_executable() : options.remote.remote_trainrun;
+  return decide_srun_mode(options, &std::getenv, srun.path, agent);
+}
+
+int launch_planned(const Options& options, const SrunMode* srun) {
   const std::optional<PlannedJob> planned = plan_job(options);
   if (!planned) return kExitUsage;
   const JobPlan& plan = planned->plan;
@@ -137,7 +161,8 @@ int launch(const Options& options) {
     std::cerr << "trainrun: error: " << program.error << "\n";
     return program.exit_code;
   }
-  if (options.dry_run) return dry_run(options, plan, remote);
+  if (options.dry_run) return dry_run(options, plan, remote, srun);
+  if (srun && srun->automatic) std::cerr << srun->announcement() << "\n";
 
   // Before the server thread and the agents exist (they inherit the mask).
   const sigset_t previous_mask = block_job_signals();
@@ -147,11 +172,12 @@ int launch(const Options& options) {
   rendezvous::HttpServer server(secret, server_options);
   server.start();
   if (options.verbose) {
-    for (const std::string& line : remote.choices()) std::cerr << "trainrun: " << line << "\n";
+    for (const std::string& line : agent_choices(plan, remote, srun)) std::cerr << "trainrun: " << line << "\n";
   }
 
   RemoteAgents remote_agents;
-  if (const std::optional<int> failed = start_remote(options, remote, remote_agents)) {
+  const std::optional<int> failed = srun ? std::nullopt : start_remote(options, remote, remote_agents);
+  if (failed) {
     server.stop();
     ::sigprocmask(SIG_SETMASK, &previous_mask, nullptr);
     return *failed;
@@ -162,8 +188,11 @@ int launch(const Options& options) {
   job.job_id = rendezvous::random_hex(8);
   job.secret_hex = rendezvous::to_hex(secret);
   // torch's env:// store runs in rank 0, so MASTER_ADDR is rank 0's host.
-  job.master_addr = remote.is_remote(0) ? remote_agents.answers[0].address : job.rendezvous_addr;
-  job.master_port = remote.is_remote(0) ? remote_agents.answers[0].free_port : net::free_tcp_port(job.master_addr);
+  const bool probed_master = remote.is_remote(0) && !srun;
+  job.master_addr = probed_master ? remote_agents.answers[0].address
+                    : remote.is_remote(0) ? plan.hosts[0].host  // srun: no probe; the node's name
+                                          : job.rendezvous_addr;
+  job.master_port = probed_master ? remote_agents.answers[0].free_port : net::free_tcp_port(job.rendezvous_addr);
   const std::vector<JobSpec> jobs = host_jobs(options, plan, job);
   if (options.verbose) {
     std::cerr << "trainrun: job " << job.job_id << ": " << plan.ranks.size() << " rank(s) on "
@@ -184,6 +213,11 @@ int launch(const Options& options) {
   JobState state(static_cast<int>(plan.ranks.size()), rank_hosts);
   std::vector<std::unique_ptr<AgentLink>> agents;
   for (std::size_t i = 0, next_remote = 0; i < plan.hosts.size(); ++i) {
+    if (srun) {
+      agents.push_back(std::make_unique<SrunAgentLink>(display_name(plan.hosts[i]),
+                                                       srun->agent_command(plan.hosts[i].host)));
+      continue;
+    }
     agents.push_back(remote.is_remote(i) ? std::move(remote_agents.links[next_remote++])
                                           : std::make_unique<LocalAgentLink>(display_name(plan.hosts[i])));
   }
@@ -204,6 +238,20 @@ int launch(const Options& options) {
   server.stop();
   ::sigprocmask(SIG_SETMASK, &previous_mask, nullptr);
   return state.exit_code();
+}
+
+}  // namespace
+
+int launch(const Options& given) {
+  const SrunDecision srun = srun_decision(given);
+  if (!srun.error.empty()) {
+    std::cerr << "trainrun: error: " << srun.error << "\n";
+    return kExitUsage;
+  }
+  Options options = given;
+  if (srun.mode) options.hosts = srun.mode->allocation.host_option();
+  const SrunMode* srun_mode = srun.mode ? &*srun.mode : nullptr;
+  return launch_planned(options, srun_mode);
 }
 
 }  // namespace trainrun::cli

@@ -18,6 +18,7 @@ constexpr const char* kDescription =
     "  trainrun --local -np 4 ./train [args...]\n"
     "  trainrun -np 8 -H localhost:8 ./train\n"
     "  trainrun --launcher mpirun -np 4 ./train\n"
+    "  salloc -N 2 -n 8 trainrun ./train        inside Slurm: srun starts the agents\n"
     "  trainrun doctor -H h1,h2 [./train]      check hosts without starting ranks\n"
     "Options come before the program; everything from the program name on is\n"
     "passed to the program untouched. man trainrun has every option and exit code.\n";
@@ -88,9 +89,11 @@ void build(CLI::App& app, Options& o) {
   app.add_option("--rank-filter", o.rank_filter,
                  "Only these ranks' output reaches the console, e.g. 0 or 0,2-3")->group(output);
 
-  const char* launchers = "Launch through Open MPI";
-  app.add_option("--launcher", o.launcher, "How ranks start: local/SSH agents (default: local) or mpirun")
-      ->check(CLI::IsMember({"local", "mpirun"}))->group(launchers);
+  const char* launchers = "Launch through Open MPI or Slurm";
+  app.add_option("--launcher", o.launcher,
+                 "How ranks start: local (local/SSH agents), mpirun, or srun (agents as Slurm steps; "
+                 "the default inside an allocation without -H/--hostfile/--local)")
+      ->check(CLI::IsMember({"local", "mpirun", "srun"}))->group(launchers);
   app.add_flag_callback("--mpi", [&o] { o.launcher = "mpirun"; }, "Same as --launcher mpirun")
       ->group(launchers);
   app.add_option("--mpi-args", o.mpi_args, "Extra mpirun arguments, one string split like a shell would")

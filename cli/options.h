@@ -36,8 +36,10 @@ struct Options {
   // Information
   bool verbose = false;
   bool dry_run = false;
-  // --launcher mpirun (alias --mpi): hand the job to Open MPI's mpirun.
-  std::string launcher = "local";      // "local" | "mpirun"
+  // --launcher mpirun (alias --mpi): hand the job to Open MPI's mpirun;
+  // srun: agents as Slurm steps (cli/srun). Empty: srun inside a Slurm
+  // allocation when no hosts are given, else local/SSH agents.
+  std::string launcher;                // "" | "local" | "mpirun" | "srun"
   std::string mpi_args;                // extra mpirun arguments, split like a shell would
   bool check_build = false;
   std::vector<std::string> command;    // program and its arguments, untouched

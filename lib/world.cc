@@ -117,29 +117,24 @@ void read_open_mpi(const EnvLookup& env, World& w) {
   w.cross_rank = w.rank / w.local_size;
 }
 
-// SLURM_TASKS_PER_NODE: "2(x3),1" = 2,2,2,1.
-std::vector<int> parse_tasks_per_node(std::string_view text) {
-  std::vector<int> out;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    std::size_t end = text.find(',', pos);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view item = text.substr(pos, end - pos);
-    int tasks = 0, repeat = 1;
-    const auto r = std::from_chars(item.data(), item.data() + item.size(), tasks);
-    if (r.ec != std::errc() || tasks < 0) bad(p::kEnvSlurmTasksPerNode, text, "is malformed");
-    const std::string_view rest(r.ptr, item.data() + item.size() - r.ptr);
-    if (!rest.empty()) {
-      if (rest.size() < 4 || rest.substr(0, 2) != "(x" || rest.back() != ')') {
-        bad(p::kEnvSlurmTasksPerNode, text, "is malformed");
-      }
-      const auto rr = std::from_chars(rest.data() + 2, rest.data() + rest.size() - 1, repeat);
-      if (rr.ec != std::errc() || repeat < 1 || repeat > 1 << 20) bad(p::kEnvSlurmTasksPerNode, text, "is malformed");
-    }
-    out.insert(out.end(), repeat, tasks);
-    pos = end + 1;
+// Slurm starts a task with PMI only when asked (srun --mpi=pmix, or
+// MpiDefault): these are the variables that say so. Read only to refuse a
+// multi-task step without PMI, where MPI_Init would make every task a
+// world of one (or abort with Open MPI's banner).
+constexpr const char* kSlurmPmiVariables[] = {"PMIX_RANK", "PMIX_NAMESPACE", "PMI_RANK", "PMI_FD"};
+constexpr const char* kEnvSlurmMpiType = "SLURM_MPI_TYPE";
+
+void require_slurm_pmi(const EnvLookup& env, const World& w) {
+  if (w.size == 1) return;
+  for (const char* name : kSlurmPmiVariables) {
+    if (env(name)) return;
   }
-  return out;
+  const std::string mpi_type = read_string(env, kEnvSlurmMpiType);
+  if (!mpi_type.empty() && mpi_type != "none") return;
+  throw Error(Error::Code::InvalidArgument,
+              "Slurm started task " + std::to_string(w.rank) + " of " + std::to_string(w.size) +
+                  " without PMI (" + kEnvSlurmMpiType + "=" + (mpi_type.empty() ? "unset" : mpi_type) +
+                  "), so the tasks cannot find each other: use 'srun --mpi=pmix' or 'trainrun --launcher srun'");
 }
 
 void read_slurm(const EnvLookup& env, World& w) {
@@ -147,10 +142,11 @@ void read_slurm(const EnvLookup& env, World& w) {
   w.size = require_int(env, p::kEnvSlurmNTasks, 1, kMaxRanks);
   w.rank = require_int(env, p::kEnvSlurmProcId, 0, kMaxRanks);
   check_rank(p::kEnvSlurmProcId, w.rank, p::kEnvSlurmNTasks, w.size);
+  require_slurm_pmi(env, w);
   w.local_rank = static_cast<int>(env_int(env, p::kEnvSlurmLocalId, 0, kMaxRanks).value_or(0));
   const int node = static_cast<int>(env_int(env, p::kEnvSlurmNodeId, 0, kMaxRanks).value_or(0));
   const std::string tasks = read_string(env, p::kEnvSlurmTasksPerNode);
-  std::vector<int> per_node = tasks.empty() ? std::vector<int>{w.size} : parse_tasks_per_node(tasks);
+  std::vector<int> per_node = tasks.empty() ? std::vector<int>{w.size} : slurm_tasks_per_node(tasks);
   if (node >= static_cast<int>(per_node.size())) {
     bad(p::kEnvSlurmNodeId, std::to_string(node), "has no entry in " + std::string(p::kEnvSlurmTasksPerNode));
   }
@@ -181,6 +177,30 @@ std::pair<int, int> cross_rank_and_size(const std::vector<int>& slots_per_host, 
     }
   }
   return {cross_rank, cross_size};
+}
+
+std::vector<int> slurm_tasks_per_node(std::string_view text, const char* name) {
+  std::vector<int> out;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find(',', pos);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view item = text.substr(pos, end - pos);
+    int tasks = 0, repeat = 1;
+    const auto r = std::from_chars(item.data(), item.data() + item.size(), tasks);
+    if (r.ec != std::errc() || tasks < 0) bad(name, text, "is malformed");
+    const std::string_view rest(r.ptr, item.data() + item.size() - r.ptr);
+    if (!rest.empty()) {
+      if (rest.size() < 4 || rest.substr(0, 2) != "(x" || rest.back() != ')') {
+        bad(name, text, "is malformed");
+      }
+      const auto rr = std::from_chars(rest.data() + 2, rest.data() + rest.size() - 1, repeat);
+      if (rr.ec != std::errc() || repeat < 1 || repeat > 1 << 20) bad(name, text, "is malformed");
+    }
+    out.insert(out.end(), repeat, tasks);
+    pos = end + 1;
+  }
+  return out;
 }
 
 std::optional<long long> env_int(const EnvLookup& env, const char* name, long long min, long long max) {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -65,5 +66,10 @@ std::optional<double> env_number(const EnvLookup& env, const char* name, double 
 // `local_rank`, number of such hosts}.
 std::pair<int, int> cross_rank_and_size(const std::vector<int>& slots_per_host, int host,
                                         int local_rank);
+
+// Slurm's per-node counts (SLURM_TASKS_PER_NODE, SLURM_JOB_CPUS_PER_NODE):
+// "2(x3),1" = {2, 2, 2, 1}. Throws Error(InvalidArgument) naming `name` and
+// quoting `text` when it is malformed.
+std::vector<int> slurm_tasks_per_node(std::string_view text, const char* name = "SLURM_TASKS_PER_NODE");
 
 }  // namespace trainrun::detail

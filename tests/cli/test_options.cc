@@ -72,7 +72,7 @@ TEST_CASE("programs are found like execvp finds them, or named in the error") {
 
 TEST_CASE("--launcher mpirun, its --mpi alias and its options") {
   const ParseResult plain = parse({"-np", "2", "p"});
-  CHECK(plain.options.launcher == "local");
+  CHECK(plain.options.launcher == "");  // srun inside a Slurm allocation, else local
   CHECK(plain.options.tag_output);
   CHECK_FALSE(plain.options.dry_run);
   CHECK(parse({"--launcher", "mpirun", "-np", "2", "p"}).options.launcher == "mpirun");

@@ -77,7 +77,7 @@ TEST_CASE("Open MPI's environment when trainrun's is absent") {
 
 TEST_CASE("Slurm's environment, with uneven tasks per node") {
   FakeEnv env{{{"SLURM_PROCID", "6"}, {"SLURM_NTASKS", "7"}, {"SLURM_LOCALID", "2"},
-               {"SLURM_NODEID", "1"}, {"SLURM_TASKS_PER_NODE", "2,3(x1),2"}}};
+               {"SLURM_NODEID", "1"}, {"SLURM_TASKS_PER_NODE", "2,3(x1),2"}, {"PMIX_RANK", "6"}}};
   const World w = world_from_env(env.lookup());
   CHECK(w.source == World::Source::Slurm);
   CHECK(w.rank == 6);
@@ -87,6 +87,24 @@ TEST_CASE("Slurm's environment, with uneven tasks per node") {
   // Only node 1 has a third task: cross group of one.
   CHECK(w.cross_rank == 0);
   CHECK(w.cross_size == 1);
+}
+
+TEST_CASE("Slurm tasks without PMI are refused in one line, before MPI sees them") {
+  const std::string advice = "use 'srun --mpi=pmix' or 'trainrun --launcher srun'";
+  FakeEnv env{{{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_TASKS_PER_NODE", "2"}}};
+  CHECK(error_of(env) == "Slurm started task 1 of 2 without PMI (SLURM_MPI_TYPE=unset), so the tasks cannot "
+                         "find each other: " + advice);
+  env.vars["SLURM_MPI_TYPE"] = "none";
+  CHECK(error_of(env).find("(SLURM_MPI_TYPE=none)") != std::string::npos);
+  // PMIx (or PMI-2) in the environment, or a plugin other than none: MPI_Init can work.
+  for (const auto& [name, value] : {std::pair{"PMIX_RANK", "1"}, {"PMI_FD", "5"}, {"SLURM_MPI_TYPE", "pmix"}}) {
+    FakeEnv with = env;
+    with.vars[name] = value;
+    CHECK(world_from_env(with.lookup()).size == 2);
+  }
+  // One task is a world of one, PMI or not.
+  FakeEnv one{{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}}};
+  CHECK(world_from_env(one.lookup()).size == 1);
 }
 
 TEST_CASE("a single process when nothing is set") {
@@ -116,7 +134,8 @@ TEST_CASE("malformed values are named in the error") {
   env = trainrun_env();
   env.vars["TRAINRUN_RENDEZVOUS_PORT"] = "70000";
   CHECK(error_of(env).find("TRAINRUN_RENDEZVOUS_PORT='70000' is out of range") == 0);
-  FakeEnv slurm{{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_TASKS_PER_NODE", "2(x"}}};
+  FakeEnv slurm{{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_TASKS_PER_NODE", "2(x"},
+                 {"SLURM_MPI_TYPE", "pmix"}}};
   CHECK(error_of(slurm).find("SLURM_TASKS_PER_NODE='2(x' is malformed") == 0);
 }
 

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# trainrun under a real Slurm (tests/slurm/cluster.sh starts one for this
+# test and always stops it):
+#   slurm_test.sh CASE TRAINRUN CONFORMANCE RANK_PROGRAM
+# Cases:
+#   srun-pmix NP        srun --mpi=pmix -n NP conformance: every rank passes on mpi
+#   launcher-srun NP    salloc -n NP trainrun --launcher srun -np NP --backend gloo
+#                       conformance: every rank passes on gloo; --dry-run shows srun
+#   salloc              trainrun inside salloc: automatic srun mode, announced in
+#                       one line; -np above the allocation is a usage error (2)
+#   sbatch              an sbatch script runs trainrun ./conformance (automatic)
+#   sbatch-exit-code    a rank exits 3 in an sbatch job: trainrun's summary, and
+#                       ExitCode=3:0 in scontrol show job
+#   scancel             scancel of a running sbatch job: trainrun's summary of
+#                       the SIGTERM, nothing of the job is left
+#   kill-9              kill -9 of trainrun inside salloc: nothing is left
+#   no-pmi              plain srun -n 2 without PMI: one line per task, no Open MPI banner
+# Exits 77 (skip) with the reason when Slurm is not installed or not root.
+set -euo pipefail
+case_name=$1 np=${5:-2}
+# Absolute: the tests run in their own directory, and look for leftovers by path.
+trainrun=$(realpath "$2") conformance=$(realpath "$3") rank_program=$(realpath "$4")
+source "$(dirname "$0")/cluster.sh"
+slurm_start
+work=$SLURM_TEST_DIR/work
+mkdir -p "$work"
+cd "$work"
+
+fail() { echo "FAIL: $*"; exit 1; }
+# Every rank of NP printed "conformance: rank R of NP (BACKEND): passed".
+expect_passed() {
+  local out=$1 np=$2 backend=$3 rank
+  for ((rank = 0; rank < np; ++rank)); do
+    grep -q "conformance: rank $rank of $np ($backend): passed\$" <<<"$out" ||
+      { echo "$out" | tail -40; fail "rank $rank of $np did not pass on $backend"; }
+  done
+}
+# Waits until a job is over; echoes its final state.
+wait_job_end() {
+  local job=$1 state
+  for _ in $(seq 300); do
+    state=$(scontrol show job "$job" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2)
+    case $state in PENDING|RUNNING|CONFIGURING|COMPLETING|SUSPENDED) sleep 0.2 ;; *) echo "$state"; return ;; esac
+  done
+  echo "still-$state"
+}
+# No process of ours that this test started is left anywhere.
+expect_nothing_left() {
+  local left
+  for _ in $(seq 50); do
+    left=$(pgrep -af "^($rank_program|$conformance|$trainrun)( |\$)|--job-name=trainrun-agent" || true)
+    [[ -z $left ]] && return
+    sleep 0.2
+  done
+  fail "left running: $left"
+}
+run() { echo "+ $*"; status=0; out=$("$@" 2>&1) || status=$?; }
+
+case $case_name in
+  srun-pmix)
+    run srun --mpi=pmix -n "$np" "$conformance"
+    expect_passed "$out" "$np" mpi
+    [[ $status == 0 ]] || fail "exit status $status"
+    ;;
+  launcher-srun)
+    run salloc --quiet -n "$np" "$trainrun" --launcher srun --dry-run "$conformance"
+    [[ $status == 0 ]] || { echo "$out"; fail "--dry-run: exit status $status"; }
+    grep -q -- "srun --nodes=1 --ntasks=1 --nodelist=$(hostname -s) --overlap .* agent\$" <<<"$out" ||
+      { echo "$out"; fail "--dry-run does not show the srun command"; }
+    run salloc --quiet -n "$np" "$trainrun" --launcher srun -np "$np" --backend gloo "$conformance"
+    expect_passed "$out" "$np" gloo
+    [[ $status == 0 ]] || { echo "$out" | tail -20; fail "exit status $status"; }
+    grep -q "^\[0\] " <<<"$out" || fail "output is not tagged with ranks"
+    ;;
+  salloc)
+    run salloc --quiet -n "$np" "$trainrun" "$conformance"
+    expect_passed "$out" "$np" gloo
+    [[ $status == 0 ]] || { echo "$out" | tail -20; fail "exit status $status"; }
+    [[ $(grep -c "^trainrun: inside Slurm job [0-9]* ($(hostname -s):$np): starting one agent per node with srun" <<<"$out") == 1 ]] ||
+      { echo "$out"; fail "no single line announcing srun mode"; }
+    run salloc --quiet -n "$np" "$trainrun" -np $((np + 1)) "$conformance"
+    [[ $status == 2 ]] || { echo "$out"; fail "-np above the allocation: exit status $status, not 2"; }
+    grep -q "^trainrun: error: -np $((np + 1)) exceeds the $np task slot(s) of Slurm job" <<<"$out" ||
+      { echo "$out"; fail "no clear error for -np above the allocation"; }
+    run salloc --quiet -n "$np" "$trainrun" --launcher local -np 1 "$rank_program" env:SLURM_STEP_ID
+    [[ $status == 0 ]] && grep -q "rank 0: SLURM_STEP_ID=<unset>" <<<"$out" ||
+      { echo "$out"; fail "--launcher local did not run the rank here, outside any step"; }
+    ;;
+  sbatch)
+    printf '#!/bin/bash\nexec %q %q\n' "$trainrun" "$conformance" > job.sh
+    run sbatch --wait -n "$np" -o job.out job.sh
+    out=$(cat job.out)
+    expect_passed "$out" "$np" gloo
+    [[ $status == 0 ]] || { echo "$out" | tail -20; fail "sbatch --wait: exit status $status"; }
+    grep -q "^trainrun: inside Slurm job" <<<"$out" || fail "no line announcing srun mode"
+    ;;
+  sbatch-exit-code)
+    printf '#!/bin/bash\nexec %q %q init exit:1:3 sleep:200\n' "$trainrun" "$rank_program" > job.sh
+    run sbatch --parsable --wait -n "$np" -o job.out job.sh
+    job=${out%%[;$'\n']*}
+    [[ $status == 3 ]] || { cat job.out; fail "sbatch --wait: exit status $status, not 3"; }
+    grep -q "rank 1.* exited with code 3" job.out || { cat job.out; fail "no summary naming rank 1 and code 3"; }
+    scontrol show job "$job" | grep -q "ExitCode=3:0" || { scontrol show job "$job"; fail "ExitCode is not 3:0"; }
+    expect_nothing_left
+    ;;
+  scancel)
+    printf '#!/bin/bash\nexec %q %q init print:ready sleep:300000\n' "$trainrun" "$rank_program" > job.sh
+    job=$(sbatch --parsable -n "$np" -o job.out job.sh)
+    for _ in $(seq 150); do
+      [[ $(grep -c "rank .: ready" job.out 2>/dev/null) == "$np" ]] && break
+      sleep 0.2
+    done
+    [[ $(grep -c "rank .: ready" job.out) == "$np" ]] || { cat job.out; fail "the ranks did not start"; }
+    t0=$(date +%s.%N)
+    scancel "$job"
+    state=$(wait_job_end "$job")
+    echo "job $job: $state after $(echo "$(date +%s.%N) - $t0" | bc 2>/dev/null || true) s"
+    [[ $state == CANCELLED ]] || { cat job.out; fail "job state $state, not CANCELLED"; }
+    expect_nothing_left
+    cat job.out
+    # Slurm signals every step at once: trainrun hears of it first, or from
+    # the agent (a rank killed by SIGTERM); either way one clear summary.
+    grep -Eq "^trainrun: (stopped by SIGTERM; all ranks were terminated|job failed: rank . \(host .*\) was killed by SIGTERM)" job.out ||
+      fail "no summary of the SIGTERM from trainrun"
+    ;;
+  kill-9)
+    salloc --quiet -n "$np" "$trainrun" "$rank_program" init print:ready sleep:300000 > job.out 2>&1 &
+    salloc_pid=$!
+    for _ in $(seq 150); do
+      [[ $(grep -c "rank .: ready" job.out 2>/dev/null) == "$np" ]] && break
+      sleep 0.2
+    done
+    [[ $(grep -c "rank .: ready" job.out) == "$np" ]] || { cat job.out; fail "the ranks did not start"; }
+    kill -9 "$(pgrep -f "^$trainrun $rank_program" | head -1)"
+    wait "$salloc_pid" || true
+    expect_nothing_left
+    ;;
+  no-pmi)
+    run srun -n 2 "$conformance"
+    echo "$out"
+    [[ $status != 0 ]] || fail "plain srun without PMI succeeded"
+    [[ $(grep -c "use 'srun --mpi=pmix' or 'trainrun --launcher srun'" <<<"$out") == 2 ]] ||
+      fail "not one line per task saying what to do"
+    lines=$(grep -vc "^srun: error: " <<<"$out" || true)
+    [[ $lines == 2 ]] || fail "$lines lines from the tasks, not 2"
+    ! grep -qi "ompi\|pmi support\|MPI_Init" <<<"$out" || fail "Open MPI printed something"
+    ;;
+  *) echo "unknown case $case_name"; exit 2 ;;
+esac
+echo "PASS: $case_name"
