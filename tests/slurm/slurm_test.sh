@@ -14,6 +14,8 @@
 #   scancel             scancel of a running sbatch job: trainrun's summary of
 #                       the SIGTERM, nothing of the job is left
 #   kill-9              kill -9 of trainrun inside salloc: nothing is left
+#   timeout, ctrl-c     --timeout (exit 124) and SIGINT (exit 130) inside salloc:
+#                       trainrun's summary, nothing is left
 #   no-pmi              plain srun -n 2 without PMI: one line per task, no Open MPI banner
 # Exits 77 (skip) with the reason when Slurm is not installed or not root.
 set -euo pipefail
@@ -133,6 +135,29 @@ case $case_name in
     [[ $(grep -c "rank .: ready" job.out) == "$np" ]] || { cat job.out; fail "the ranks did not start"; }
     kill -9 "$(pgrep -f "^$trainrun $rank_program" | head -1)"
     wait "$salloc_pid" || true
+    expect_nothing_left
+    ;;
+  timeout)
+    run salloc --quiet -n "$np" "$trainrun" --timeout 3 "$rank_program" init print:ready sleep:300000
+    [[ $status == 124 ]] || { echo "$out"; fail "exit status $status, not 124"; }
+    grep -q "^trainrun: the job ran longer than --timeout 3 s; all ranks were terminated" <<<"$out" ||
+      { echo "$out"; fail "no --timeout summary"; }
+    expect_nothing_left
+    ;;
+  ctrl-c)
+    salloc --quiet -n "$np" "$trainrun" "$rank_program" init print:ready sleep:300000 > job.out 2>&1 &
+    salloc_pid=$!
+    for _ in $(seq 150); do
+      [[ $(grep -c "rank .: ready" job.out 2>/dev/null) == "$np" ]] && break
+      sleep 0.2
+    done
+    [[ $(grep -c "rank .: ready" job.out) == "$np" ]] || { cat job.out; fail "the ranks did not start"; }
+    kill -INT "$(pgrep -f "^$trainrun $rank_program" | head -1)"
+    status=0
+    wait "$salloc_pid" || status=$?
+    cat job.out
+    [[ $status == 130 ]] || fail "exit status $status, not 130"
+    grep -q "^trainrun: stopped by SIGINT; all ranks were terminated" job.out || fail "no summary of the SIGINT"
     expect_nothing_left
     ;;
   no-pmi)
