@@ -1,5 +1,6 @@
 """trainrun.Runner: HorovodRunner's contract, through the real launcher."""
 import os
+import sys
 import tempfile
 
 import pytest
@@ -23,6 +24,10 @@ def fail_on_rank_one():
     if hvd.rank() == 1:
         raise ValueError('no data on this rank')
     return 'fine'
+
+
+def exit_with(status):
+    sys.exit(status)
 
 
 def test_returns_rank_zeros_value(capfd, tmp_path, monkeypatch):
@@ -54,3 +59,9 @@ def test_exception_names_the_rank_and_carries_its_traceback():
 def test_np_zero_is_refused():
     with pytest.raises(ValueError):
         trainrun.Runner(np=0)
+
+
+def test_sys_exit_zero_is_success_and_nonzero_an_error():
+    assert trainrun.Runner(np=-2).run(sys.exit) is None
+    with pytest.raises(trainrun.RunnerError, match='rank [01] raised SystemExit: 3'):
+        trainrun.Runner(np=-2).run(exit_with, status=3)

@@ -22,6 +22,14 @@ def _picklable(exception):
         return None
 
 
+def _report(conn, exception):
+    text = traceback.format_exc()
+    sys.stderr.write(text)
+    conn.send_bytes(cloudpickle.dumps(('error', (type(exception).__name__, str(exception), text,
+                                                 _picklable(exception)))))
+    return 1
+
+
 def main():
     rank = int(os.environ.get('TRAINRUN_RANK', '0'))
     host, port = os.environ[ADDRESS_ENV].rsplit(':', 1)
@@ -30,11 +38,12 @@ def main():
         fn, kwargs = cloudpickle.loads(conn.recv_bytes())
         try:
             value = fn(**kwargs)
-        except BaseException as e:  # noqa: B902 - SystemExit and KeyboardInterrupt too
-            text = traceback.format_exc()
-            sys.stderr.write(text)
-            conn.send_bytes(cloudpickle.dumps(('error', (type(e).__name__, str(e), text, _picklable(e)))))
-            return 1
+        except SystemExit as e:
+            if e.code not in (None, 0):
+                return _report(conn, e)
+            value = None
+        except BaseException as e:  # noqa: B902 - KeyboardInterrupt too
+            return _report(conn, e)
         conn.send_bytes(cloudpickle.dumps(('ok', value if rank == 0 else None)))
     return 0
 

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import threading
+from multiprocessing import AuthenticationError
 from multiprocessing.connection import Listener
 
 try:
@@ -126,14 +127,18 @@ class _ResultServer:
         self._acceptor.start()
 
     def _accept(self, np):
-        for _ in range(np):
+        served = 0
+        while served < np:
             try:
                 conn = self._listener.accept()
-            except (OSError, EOFError):
-                return  # listener closed, or a stranger failed authentication
+            except (AuthenticationError, EOFError, ConnectionError):
+                continue  # a stranger, or a peer gone during the handshake
+            except OSError:
+                return  # the listener was closed: the job is over
             thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
             thread.start()
             self._threads.append(thread)
+            served += 1
 
     def _serve(self, conn):
         with conn:
