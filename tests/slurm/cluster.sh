@@ -6,6 +6,8 @@
 # when the packages are missing or we are not root; an EXIT trap always
 # stops the daemons (and every job's process) and removes the directory.
 # Commands reach this cluster through SLURM_CONF, which slurm_start exports.
+# Finished jobs are recorded in $SLURM_TEST_DIR/log/jobcomp.txt (jobcomp/
+# filetxt: what sacct would show needs slurmdbd and a database).
 
 slurm_skip() { echo "SKIP: $*"; exit 77; }
 
@@ -92,6 +94,8 @@ StateSaveLocation=$d/state
 SlurmdSpoolDir=$d/spool
 SlurmctldPidFile=$d/ctld.pid
 SlurmdPidFile=$d/d.pid
+JobCompType=jobcomp/filetxt
+JobCompLoc=$d/log/jobcomp.txt
 SlurmctldLogFile=$d/log/ctld.log
 SlurmdLogFile=$d/log/d.log
 ProctrackType=proctrack/linuxproc

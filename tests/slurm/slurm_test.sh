@@ -13,6 +13,7 @@
 #                       ExitCode=3:0 in scontrol show job
 #   scancel             scancel of a running sbatch job: trainrun's summary of
 #                       the SIGTERM, nothing of the job is left
+#   time-limit          an sbatch job past its --time: as scancel (1-2 minutes)
 #   kill-9              kill -9 of trainrun inside salloc: nothing is left
 #   timeout, ctrl-c     --timeout (exit 124) and SIGINT (exit 130) inside salloc:
 #                       trainrun's summary, nothing is left
@@ -40,7 +41,7 @@ expect_passed() {
 # Waits until a job is over; echoes its final state.
 wait_job_end() {
   local job=$1 state
-  for _ in $(seq 300); do
+  for _ in $(seq 900); do
     state=$(scontrol show job "$job" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2)
     case $state in PENDING|RUNNING|CONFIGURING|COMPLETING|SUSPENDED) sleep 0.2 ;; *) echo "$state"; return ;; esac
   done
@@ -103,6 +104,8 @@ case $case_name in
     [[ $status == 3 ]] || { cat job.out; fail "sbatch --wait: exit status $status, not 3"; }
     grep -q "rank 1.* exited with code 3" job.out || { cat job.out; fail "no summary naming rank 1 and code 3"; }
     scontrol show job "$job" | grep -q "ExitCode=3:0" || { scontrol show job "$job"; fail "ExitCode is not 3:0"; }
+    grep -q "^JobId=$job .*JobState=FAILED.* ExitCode=3:0" "$SLURM_TEST_DIR/log/jobcomp.txt" ||
+      { cat "$SLURM_TEST_DIR/log/jobcomp.txt"; fail "the job's completion record has no ExitCode=3:0"; }
     expect_nothing_left
     ;;
   scancel)
@@ -124,6 +127,19 @@ case $case_name in
     # the agent (a rank killed by SIGTERM); either way one clear summary.
     grep -Eq "^trainrun: (stopped by SIGTERM; all ranks were terminated|job failed: rank . \(host .*\) was killed by SIGTERM)" job.out ||
       fail "no summary of the SIGTERM from trainrun"
+    ;;
+  time-limit)
+    # Slurm's own teardown at the time limit: SIGTERM to every step, SIGKILL
+    # after KillWait. The limit is checked every 30 s, so this takes 1-2 min.
+    printf '#!/bin/bash\nexec %q %q init print:ready sleep:300000\n' "$trainrun" "$rank_program" > job.sh
+    job=$(sbatch --parsable --time=1 -n "$np" -o job.out job.sh)
+    state=$(wait_job_end "$job")
+    cat job.out
+    [[ $state == TIMEOUT ]] || fail "job state $state, not TIMEOUT"
+    [[ $(grep -c "rank .: ready" job.out) == "$np" ]] || fail "the ranks did not start"
+    grep -Eq "^trainrun: (stopped by SIGTERM; all ranks were terminated|job failed: rank . \(host .*\) was killed by SIGTERM)" job.out ||
+      fail "no summary of the SIGTERM from trainrun"
+    expect_nothing_left
     ;;
   kill-9)
     salloc --quiet -n "$np" "$trainrun" "$rank_program" init print:ready sleep:300000 > job.out 2>&1 &
