@@ -65,3 +65,14 @@ def test_sys_exit_zero_is_success_and_nonzero_an_error():
     assert trainrun.Runner(np=-2).run(sys.exit) is None
     with pytest.raises(trainrun.RunnerError, match='rank [01] raised SystemExit: 3'):
         trainrun.Runner(np=-2).run(exit_with, status=3)
+
+
+def test_launcher_command_line(monkeypatch):
+    monkeypatch.setenv('TRAINRUN_BIN', sys.executable)  # any executable: only the command line is checked
+    hosts = trainrun.Runner(np=8, hosts='h1:4,h2:4', backend='gloo', env={'NCCL_DEBUG': 'INFO'})._command()
+    assert hosts[:6] == [sys.executable, '-H', 'h1:4,h2:4', '-np', '8', '--backend']
+    for name in ('TRAINRUN_RUNNER_ADDRESS', 'TRAINRUN_RUNNER_KEY', 'PYTHONPATH', 'NCCL_DEBUG'):
+        assert hosts[hosts.index(name) - 1] == '-x'
+    assert hosts[-3:] == [sys.executable, '-m', 'trainrun._rank_main']
+    local = trainrun.Runner(np=-3, hosts='h1:4')._command()  # np < 0: this machine, whatever hosts says
+    assert local[1:4] == ['--local', '-np', '3']
