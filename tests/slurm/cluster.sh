@@ -35,41 +35,47 @@ slurm_stop() {
   if [[ -n ${SLURM_TEST_DIR:-} && -d $SLURM_TEST_DIR ]]; then
     # Jobs first (slurmd kills their steps), then the daemons by their pids.
     [[ -n ${SLURM_CONF:-} ]] && scancel --full --quiet --user=root 2>/dev/null
-    local pid
-    for f in ctld.pid d.pid munged.pid; do
-      pid=$(cat "$SLURM_TEST_DIR/$f" 2>/dev/null) && [[ -n $pid ]] && kill "$pid" 2>/dev/null
+    local pid pids=()
+    for f in "$SLURM_TEST_DIR"/*.pid; do
+      pid=$(cat "$f" 2>/dev/null) && [[ -n $pid ]] && pids+=("$pid") && kill "$pid" 2>/dev/null
     done
     for _ in $(seq 50); do
       local alive=0
-      for f in ctld.pid d.pid munged.pid; do
-        pid=$(cat "$SLURM_TEST_DIR/$f" 2>/dev/null) && [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null && alive=1
-      done
+      for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
       ((alive)) || break
       sleep 0.1
     done
-    for f in ctld.pid d.pid munged.pid; do
-      pid=$(cat "$SLURM_TEST_DIR/$f" 2>/dev/null) && [[ -n $pid ]] && kill -9 "$pid" 2>/dev/null
-    done
+    for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null; done
     # slurmstepd of a killed slurmd: found by our config path on its command line? No: by the spool dir.
     for pid in $(pgrep -f "slurmstepd.*" 2>/dev/null); do
       grep -qs "$SLURM_TEST_DIR" "/proc/$pid/environ" "/proc/$pid/cmdline" && kill -9 "$pid" 2>/dev/null
     done
     if ((status != 0 && status != 77)) && [[ -n ${SLURM_TEST_VERBOSE_FAILURE:-1} ]]; then
       echo "--- slurmctld log (tail)"; tail -15 "$SLURM_TEST_DIR/log/ctld.log" 2>/dev/null
-      echo "--- slurmd log (tail)"; tail -15 "$SLURM_TEST_DIR/log/d.log" 2>/dev/null
+      for f in "$SLURM_TEST_DIR"/log/d*.log; do echo "--- $f (tail)"; tail -15 "$f"; done
     fi
     rm -rf "$SLURM_TEST_DIR"
+  fi
+  if [[ -n ${SLURM_TEST_NETNS:-} ]]; then
+    for ns in $SLURM_TEST_NETNS; do
+      for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null; done
+      ip netns del "$ns" 2>/dev/null
+    done
+    ip link del "$slurm_bridge" 2>/dev/null
   fi
   exit "$status"
 }
 
 slurm_start() {
   slurm_require
-  SLURM_TEST_DIR=$(mktemp -d /tmp/trainrun-slurm.XXXXXX)
+  # Not under /tmp: the nodes of a two-node cluster get a /tmp of their own.
+  SLURM_TEST_DIR=$(mktemp -d /var/tmp/trainrun-slurm.XXXXXX)
   trap slurm_stop EXIT
   trap 'exit 130' INT TERM HUP
-  local d=$SLURM_TEST_DIR node cpus=${SLURM_TEST_CPUS:-8}
+  local d=$SLURM_TEST_DIR node cpus=${SLURM_TEST_CPUS:-8} nodes=${SLURM_TEST_NODES:-1} ctld_host
   node=$(hostname -s)
+  ctld_host=$node
+  ((nodes == 1)) || slurm_make_hosts "$nodes"
   mkdir -p "$d"/{state,spool,log,munge}
   chmod 700 "$d" "$d/munge"
   dd if=/dev/urandom bs=1 count=1024 of="$d/munge/munge.key" status=none
@@ -82,7 +88,7 @@ slurm_start() {
   d_port=$(slurm_free_port)
   cat > "$d/slurm.conf" <<CONF
 ClusterName=trainrun-test
-SlurmctldHost=$node
+SlurmctldHost=$ctld_host
 SlurmctldPort=$ctld_port
 SlurmdPort=$d_port
 SlurmUser=root
@@ -91,13 +97,13 @@ AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket=$d/munge/sock
 StateSaveLocation=$d/state
-SlurmdSpoolDir=$d/spool
+SlurmdSpoolDir=$d/spool/%n
 SlurmctldPidFile=$d/ctld.pid
-SlurmdPidFile=$d/d.pid
+SlurmdPidFile=$d/d-%n.pid
 JobCompType=jobcomp/filetxt
 JobCompLoc=$d/log/jobcomp.txt
 SlurmctldLogFile=$d/log/ctld.log
-SlurmdLogFile=$d/log/d.log
+SlurmdLogFile=$d/log/d-%n.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SchedulerType=sched/builtin
@@ -108,18 +114,62 @@ MpiDefault=none
 KillWait=${SLURM_TEST_KILLWAIT:-5}
 MinJobAge=600
 SlurmdParameters=config_overrides
-NodeName=$node CPUs=$cpus Boards=1 SocketsPerBoard=1 CoresPerSocket=$cpus ThreadsPerCore=1 RealMemory=2000 State=UNKNOWN
-PartitionName=p Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 CONF
+  local shape="CPUs=$cpus Boards=1 SocketsPerBoard=1 CoresPerSocket=$cpus ThreadsPerCore=1 RealMemory=2000 State=UNKNOWN"
+  if ((nodes == 1)); then
+    echo "NodeName=$node $shape" >> "$d/slurm.conf"
+  else
+    for ((i = 1; i <= nodes; ++i)); do echo "NodeName=h$i NodeAddr=$slurm_net.$((i + 1)) $shape" >> "$d/slurm.conf"; done
+    node="h[1-$nodes]"
+  fi
+  echo "PartitionName=p Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES" >> "$d/slurm.conf"
+  mkdir -p "$d/spool/$(hostname -s)"
+  for ((i = 1; i <= nodes; ++i)); do mkdir -p "$d/spool/h$i"; done
   export SLURM_CONF=$d/slurm.conf
   /usr/sbin/slurmctld -c -f "$SLURM_CONF" || { echo "FAIL: slurmctld did not start"; exit 1; }
-  /usr/sbin/slurmd -f "$SLURM_CONF" || { echo "FAIL: slurmd did not start"; exit 1; }
+  if ((nodes == 1)); then
+    /usr/sbin/slurmd -f "$SLURM_CONF" || { echo "FAIL: slurmd did not start"; exit 1; }
+  else
+    # nsenter, not `ip netns exec`: that remounts /sys, hiding the cgroups slurmd wants.
+    for ((i = 1; i <= nodes; ++i)); do
+      # Its own /tmp too, as a real node has: Slurm's PMIx plugin makes
+      # /tmp/spmix_appdir_UID_JOB.STEP on every node of a step.
+      nsenter --net="/run/netns/srn$i" unshare --uts --mount sh -c "mount --make-rprivate / &&
+        mount -t tmpfs tmpfs /tmp && hostname h$i && exec /usr/sbin/slurmd -N h$i -f $SLURM_CONF" ||
+        { tail -5 "$d/log/d-h$i.log"; echo "FAIL: slurmd h$i did not start"; exit 1; }
+    done
+  fi
   local state=""
   for _ in $(seq 150); do
-    state=$(sinfo -h -N -o %t 2>/dev/null | head -1)
-    [[ $state == idle ]] && break
+    state=$(sinfo -h -N -o %t 2>/dev/null | sort -u | tr '\n' ' ')
+    [[ $state == "idle " ]] && break
     sleep 0.2
   done
-  [[ $state == idle ]] || { echo "FAIL: the node is '$state', not idle, after 30 s"; exit 1; }
-  echo "slurm: one node '$node' with $cpus CPUs is idle ($d)"
+  [[ $state == "idle " ]] || { echo "FAIL: the nodes are '$state', not idle, after 30 s"; exit 1; }
+  echo "slurm: $nodes node(s) '$node' with $cpus CPUs each are idle ($d)"
+}
+
+# SLURM_TEST_NODES=N (N > 1): hosts h1..hN, each a network namespace on a
+# bridge ($slurm_net.2 ...; this machine is $slurm_net.1) with its own
+# slurmd and hostname. The file system is shared, so are the binaries.
+slurm_bridge=br-trslurm
+slurm_net=10.231.0
+slurm_make_hosts() {
+  command -v ip >/dev/null && command -v nsenter >/dev/null || slurm_skip "two-node Slurm tests need ip and nsenter"
+  ip link del "$slurm_bridge" 2>/dev/null || true  # left by a test that was killed -9
+  ip link add "$slurm_bridge" type bridge || slurm_skip "cannot create a bridge (no CAP_NET_ADMIN?)"
+  SLURM_TEST_NETNS=" "  # from now on slurm_stop removes the bridge
+  ip addr add "$slurm_net.1/24" dev "$slurm_bridge"
+  ip link set "$slurm_bridge" up
+  for ((i = 1; i <= $1; ++i)); do
+    ip netns add "srn$i"
+    SLURM_TEST_NETNS+=" srn$i"
+    ip link add "vsrn$i" type veth peer name eth0 netns "srn$i"
+    ip link set "vsrn$i" master "$slurm_bridge"
+    ip link set "vsrn$i" up
+    ip -n "srn$i" addr add "$slurm_net.$((i + 1))/24" dev eth0
+    ip -n "srn$i" link set eth0 up
+    ip -n "srn$i" link set lo up
+  done
+  ctld_host="$(hostname -s)($slurm_net.1)"
 }

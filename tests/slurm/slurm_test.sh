@@ -17,6 +17,9 @@
 #   kill-9              kill -9 of trainrun inside salloc: nothing is left
 #   timeout, ctrl-c     --timeout (exit 124) and SIGINT (exit 130) inside salloc:
 #                       trainrun's summary, nothing is left
+#   two-nodes-trainrun  two nodes h1, h2 (network namespaces, a slurmd each):
+#                       salloc -N 2 trainrun runs ranks on both; conformance on gloo
+#   two-nodes-pmix      srun --mpi=pmix -N 2 across them: conformance on mpi
 #   no-pmi              plain srun -n 2 without PMI: one line per task, no Open MPI banner
 # Exits 77 (skip) with the reason when Slurm is not installed or not root.
 set -euo pipefail
@@ -24,6 +27,7 @@ case_name=$1 np=${5:-2}
 # Absolute: the tests run in their own directory, and look for leftovers by path.
 trainrun=$(realpath "$2") conformance=$(realpath "$3") rank_program=$(realpath "$4")
 source "$(dirname "$0")/cluster.sh"
+[[ $case_name == two-nodes-* ]] && export SLURM_TEST_NODES=2 SLURM_TEST_CPUS=4
 slurm_start
 work=$SLURM_TEST_DIR/work
 mkdir -p "$work"
@@ -175,6 +179,22 @@ case $case_name in
     [[ $status == 130 ]] || fail "exit status $status, not 130"
     grep -q "^trainrun: stopped by SIGINT; all ranks were terminated" job.out || fail "no summary of the SIGINT"
     expect_nothing_left
+    ;;
+  two-nodes-trainrun)
+    # Node names do not resolve here (a cluster's would): --network names the job's network.
+    run salloc --quiet -N 2 -n "$np" "$trainrun" --network "$slurm_net.0/24" "$rank_program" init topology
+    echo "$out"
+    [[ $status == 0 ]] || fail "exit status $status"
+    grep -q "^trainrun: inside Slurm job [0-9]* (h1:[0-9],h2:[0-9])" <<<"$out" || fail "not on h1 and h2"
+    grep -q "cross=1/2" <<<"$out" || fail "no rank on the second node"
+    run salloc --quiet -N 2 -n "$np" "$trainrun" --network "$slurm_net.0/24" "$conformance"
+    expect_passed "$out" "$np" gloo
+    [[ $status == 0 ]] || { echo "$out" | tail -20; fail "exit status $status"; }
+    ;;
+  two-nodes-pmix)
+    run srun --mpi=pmix -N 2 -n "$np" "$conformance"
+    expect_passed "$out" "$np" mpi
+    [[ $status == 0 ]] || fail "exit status $status"
     ;;
   no-pmi)
     run srun -n 2 "$conformance"
