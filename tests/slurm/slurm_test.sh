@@ -42,6 +42,21 @@ expect_passed() {
       { echo "$out" | tail -40; fail "rank $rank of $np did not pass on $backend"; }
   done
 }
+# Waits (30 s at most) until every rank printed "rank R: ready" into job.out.
+wait_ready() {
+  for _ in $(seq 150); do
+    [[ $(grep -c "rank .: ready" job.out 2>/dev/null) == "$np" ]] && return
+    sleep 0.2
+  done
+  cat job.out
+  fail "the ranks did not start"
+}
+# trainrun inside salloc in the background, its ranks sleeping; salloc_pid.
+start_sleeping_job() {
+  salloc --quiet -n "$np" "$trainrun" "$rank_program" init print:ready sleep:300000 > job.out 2>&1 &
+  salloc_pid=$!
+  wait_ready
+}
 # Waits until a job is over; echoes its final state.
 wait_job_end() {
   local job=$1 state
@@ -115,11 +130,7 @@ case $case_name in
   scancel)
     printf '#!/bin/bash\nexec %q %q init print:ready sleep:300000\n' "$trainrun" "$rank_program" > job.sh
     job=$(sbatch --parsable -n "$np" -o job.out job.sh)
-    for _ in $(seq 150); do
-      [[ $(grep -c "rank .: ready" job.out 2>/dev/null) == "$np" ]] && break
-      sleep 0.2
-    done
-    [[ $(grep -c "rank .: ready" job.out) == "$np" ]] || { cat job.out; fail "the ranks did not start"; }
+    wait_ready
     t0=$(date +%s.%N)
     scancel "$job"
     state=$(wait_job_end "$job")
@@ -146,13 +157,7 @@ case $case_name in
     expect_nothing_left
     ;;
   kill-9)
-    salloc --quiet -n "$np" "$trainrun" "$rank_program" init print:ready sleep:300000 > job.out 2>&1 &
-    salloc_pid=$!
-    for _ in $(seq 150); do
-      [[ $(grep -c "rank .: ready" job.out 2>/dev/null) == "$np" ]] && break
-      sleep 0.2
-    done
-    [[ $(grep -c "rank .: ready" job.out) == "$np" ]] || { cat job.out; fail "the ranks did not start"; }
+    start_sleeping_job
     kill -9 "$(pgrep -f "^$trainrun $rank_program" | head -1)"
     wait "$salloc_pid" || true
     expect_nothing_left
@@ -165,13 +170,7 @@ case $case_name in
     expect_nothing_left
     ;;
   ctrl-c)
-    salloc --quiet -n "$np" "$trainrun" "$rank_program" init print:ready sleep:300000 > job.out 2>&1 &
-    salloc_pid=$!
-    for _ in $(seq 150); do
-      [[ $(grep -c "rank .: ready" job.out 2>/dev/null) == "$np" ]] && break
-      sleep 0.2
-    done
-    [[ $(grep -c "rank .: ready" job.out) == "$np" ]] || { cat job.out; fail "the ranks did not start"; }
+    start_sleeping_job
     kill -INT "$(pgrep -f "^$trainrun $rank_program" | head -1)"
     status=0
     wait "$salloc_pid" || status=$?
