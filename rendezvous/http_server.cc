@@ -3,13 +3,14 @@
 #include <fcntl.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <charconv>
 #include <limits>
-#include <list>
+#include <deque>
 #include <optional>
 #include <thread>
 
@@ -60,13 +61,13 @@ struct HttpServer::Impl {
   std::atomic<std::uint64_t> requests{0}, unauthorized{0}, rejected{0}, connections{0},
       peak_open{0};
   std::atomic<std::size_t> open{0};
-  // Connections that have not sent an authenticated request yet, oldest
-  // first. When the server is full, a new connection evicts the oldest of
-  // them, so a flood of strangers delays a job's ranks but never locks
-  // them out. I/O thread only. Declared before `io`, whose destruction
-  // destroys the sessions that still hold a place here.
-  std::list<std::weak_ptr<Session>> strangers;
   asio::io_context io{1};
+  // Connections in the order they came, for eviction: when the server is
+  // full, a newcomer evicts the oldest that has not sent an authenticated
+  // request yet, so a flood of strangers delays a job's ranks but never
+  // locks them out. Entries of closed or authenticated sessions are skipped
+  // and pruned. I/O thread only; sessions never touch it.
+  std::deque<std::weak_ptr<Session>> arrivals;
   std::optional<tcp::acceptor> acceptor;
   std::thread thread;
   std::uint16_t port = 0;
@@ -74,6 +75,7 @@ struct HttpServer::Impl {
 
   void accept();
   bool evict_oldest_stranger();
+  void prune_arrivals();
 };
 
 namespace {
@@ -92,21 +94,20 @@ class Session : public std::enable_shared_from_this<Session> {
     while (now_open > peak && !server_.peak_open.compare_exchange_weak(peak, now_open)) {
     }
   }
-  ~Session() {
-    if (stranger_) server_.strangers.erase(*stranger_);
-    --server_.open;
-  }
+  ~Session() { --server_.open; }
 
   void start() {
-    stranger_ = server_.strangers.insert(server_.strangers.end(), weak_from_this());
+    server_.arrivals.push_back(weak_from_this());
     read_header();
   }
 
-  // Closes a connection that has not sent an authenticated request, telling
-  // it 503 (nothing of it was processed, so its client may retry).
+  // True until the connection sends an authenticated request.
+  bool stranger() const { return stranger_; }
+
+  // Closes a stranger's connection, telling it 503 (nothing of it was
+  // processed, so its client may retry).
   void evict() {
-    if (stranger_) server_.strangers.erase(*stranger_);
-    stranger_.reset();
+    stranger_ = false;
     ++server_.rejected;
     ::send(stream_.socket().native_handle(), kBusy.data(), kBusy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     close();
@@ -173,10 +174,7 @@ class Session : public std::enable_shared_from_this<Session> {
       ++server_.unauthorized;
       return respond(401, "unauthorized\n", true);
     }
-    if (stranger_) {
-      server_.strangers.erase(*stranger_);
-      stranger_.reset();
-    }
+    stranger_ = false;
 
     if (req.chunked()) return reject(400, "chunked request bodies are not accepted");
     const std::uint64_t length = header_->content_length().value_or(0);
@@ -332,22 +330,31 @@ class Session : public std::enable_shared_from_this<Session> {
   bool first_request_ = true;
   bool keep_alive_ = true;
   bool close_after_ = false;
-  std::optional<std::list<std::weak_ptr<Session>>::iterator> stranger_;  // in server_.strangers
+  bool stranger_ = true;
 };
 
 }  // namespace
 
 bool HttpServer::Impl::evict_oldest_stranger() {
-  while (!strangers.empty()) {
-    auto oldest = strangers.front().lock();
-    if (!oldest) {
-      strangers.pop_front();
-      continue;
+  while (!arrivals.empty()) {
+    const auto oldest = arrivals.front().lock();
+    arrivals.pop_front();
+    if (oldest && oldest->stranger()) {
+      oldest->evict();
+      return true;
     }
-    oldest->evict();
-    return true;
   }
   return false;
+}
+
+void HttpServer::Impl::prune_arrivals() {
+  if (arrivals.size() <= 2 * options.max_connections) return;
+  arrivals.erase(std::remove_if(arrivals.begin(), arrivals.end(),
+                                [](const std::weak_ptr<Session>& w) {
+                                  const auto s = w.lock();
+                                  return !s || !s->stranger();
+                                }),
+                 arrivals.end());
 }
 
 void HttpServer::Impl::accept() {
@@ -365,6 +372,7 @@ void HttpServer::Impl::accept() {
     if (!ec) {
       set_close_on_exec(socket.native_handle());
       ++connections;
+      prune_arrivals();
       if (open.load() < options.max_connections || evict_oldest_stranger()) {
         std::make_shared<Session>(std::move(socket), *this)->start();
       } else {
