@@ -135,6 +135,7 @@ void direct_reducescatter(SocketMesh& mesh, const void* send, void* recv,
   for (int b = 0; b < size; ++b) rotated[(b + 1) % size] = counts[b];
   const auto rotated_offsets = offsets_of(rotated, element);
   const auto offsets = offsets_of(counts, element);
+  if (offsets.back() == 0) return;  // every block is empty, on every rank
   work.resize(offsets.back());
   for (int b = 0; b < size; ++b) {
     std::memcpy(work.data() + rotated_offsets[(b + 1) % size],
