@@ -33,35 +33,32 @@ slurm_stop() {
   local status=$?
   set +e
   if [[ -n ${SLURM_TEST_DIR:-} && -d $SLURM_TEST_DIR ]]; then
-    # Jobs first (slurmd kills their steps), then the daemons by their pids.
+    # The test's command (its `timeout` passes the signal on), the jobs
+    # (slurmd kills their steps), then the daemons by their pids.
+    [[ -n ${SLURM_TEST_RUNNING:-} ]] && kill "$SLURM_TEST_RUNNING" 2>/dev/null
     [[ -n ${SLURM_CONF:-} ]] && scancel --full --quiet --user=root 2>/dev/null
-    local pid pids=()
-    for f in "$SLURM_TEST_DIR"/*.pid; do
-      pid=$(cat "$f" 2>/dev/null) && [[ -n $pid ]] && pids+=("$pid") && kill "$pid" 2>/dev/null
-    done
-    for _ in $(seq 50); do
-      local alive=0
-      for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
-      ((alive)) || break
+    # Everything else of this cluster at once, however it ended: the daemons
+    # (their command lines name our directory), slurmstepd, srun, salloc and
+    # every task (their environments hold SLURM_CONF=our directory). SIGKILL,
+    # because meson's SIGKILL may follow its SIGTERM within a second.
+    local pid
+    for _ in 1 2 3; do
+      for pid in /proc/[0-9]*; do
+        pid=${pid#/proc/}
+        [[ $pid == "$$" || $pid == "$BASHPID" ]] && continue
+        grep -qsF "$SLURM_TEST_DIR" "/proc/$pid/cmdline" "/proc/$pid/environ" && kill -9 "$pid" 2>/dev/null
+      done
       sleep 0.1
     done
-    for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null; done
-    # slurmstepd of a killed slurmd: found by our config path on its command line? No: by the spool dir.
-    for pid in $(pgrep -f "slurmstepd.*" 2>/dev/null); do
-      grep -qs "$SLURM_TEST_DIR" "/proc/$pid/environ" "/proc/$pid/cmdline" && kill -9 "$pid" 2>/dev/null
-    done
+    if [[ -n ${SLURM_TEST_NETNS:-} ]]; then
+      for ns in $SLURM_TEST_NETNS; do ip netns del "$ns" 2>/dev/null; done
+      ip link del "$slurm_bridge" 2>/dev/null
+    fi
     if ((status != 0 && status != 77)) && [[ -n ${SLURM_TEST_VERBOSE_FAILURE:-1} ]]; then
       echo "--- slurmctld log (tail)"; tail -15 "$SLURM_TEST_DIR/log/ctld.log" 2>/dev/null
       for f in "$SLURM_TEST_DIR"/log/d*.log; do echo "--- $f (tail)"; tail -15 "$f"; done
     fi
     rm -rf "$SLURM_TEST_DIR"
-  fi
-  if [[ -n ${SLURM_TEST_NETNS:-} ]]; then
-    for ns in $SLURM_TEST_NETNS; do
-      for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null; done
-      ip netns del "$ns" 2>/dev/null
-    done
-    ip link del "$slurm_bridge" 2>/dev/null
   fi
   exit "$status"
 }
@@ -162,6 +159,8 @@ slurm_make_hosts() {
   ip addr add "$slurm_net.1/24" dev "$slurm_bridge"
   ip link set "$slurm_bridge" up
   for ((i = 1; i <= $1; ++i)); do
+    ip netns del "srn$i" 2>/dev/null || true  # the same; a deleted namespace's veth
+    ip link del "vsrn$i" 2>/dev/null || true  # lingers a moment after it
     ip netns add "srn$i"
     SLURM_TEST_NETNS+=" srn$i"
     ip link add "vsrn$i" type veth peer name eth0 netns "srn$i"

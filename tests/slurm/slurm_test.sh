@@ -76,11 +76,21 @@ expect_nothing_left() {
   done
   fail "left running: $left"
 }
-run() { echo "+ $*"; status=0; out=$("$@" 2>&1) || status=$?; }
+# Every command is bounded well inside meson's timeout, so that a hang fails
+# the test, and runs in the background: bash runs the cleanup trap of a
+# SIGTERM (meson's timeout) during `wait`, not after a foreground command.
+run() {
+  echo "+ $*"
+  timeout -k 5 240 "$@" > "$work/run.out" 2>&1 &
+  SLURM_TEST_RUNNING=$!
+  status=0
+  wait "$SLURM_TEST_RUNNING" || status=$?
+  out=$(cat "$work/run.out")
+}
 
 case $case_name in
   srun-pmix)
-    run srun --mpi=pmix -n "$np" "$conformance"
+    run srun --mpi=pmix --kill-on-bad-exit=1 -n "$np" "$conformance"
     expect_passed "$out" "$np" mpi
     [[ $status == 0 ]] || fail "exit status $status"
     ;;
@@ -110,7 +120,7 @@ case $case_name in
     ;;
   sbatch)
     printf '#!/bin/bash\nexec %q %q\n' "$trainrun" "$conformance" > job.sh
-    run sbatch --wait -n "$np" -o job.out job.sh
+    run sbatch --time=4 --wait -n "$np" -o job.out job.sh
     out=$(cat job.out)
     expect_passed "$out" "$np" gloo
     [[ $status == 0 ]] || { echo "$out" | tail -20; fail "sbatch --wait: exit status $status"; }
@@ -118,7 +128,7 @@ case $case_name in
     ;;
   sbatch-exit-code)
     printf '#!/bin/bash\nexec %q %q init exit:1:3 sleep:200\n' "$trainrun" "$rank_program" > job.sh
-    run sbatch --parsable --wait -n "$np" -o job.out job.sh
+    run sbatch --time=4 --parsable --wait -n "$np" -o job.out job.sh
     job=${out%%[;$'\n']*}
     [[ $status == 3 ]] || { cat job.out; fail "sbatch --wait: exit status $status, not 3"; }
     grep -q "rank 1.* exited with code 3" job.out || { cat job.out; fail "no summary naming rank 1 and code 3"; }
@@ -191,7 +201,7 @@ case $case_name in
     [[ $status == 0 ]] || { echo "$out" | tail -20; fail "exit status $status"; }
     ;;
   two-nodes-pmix)
-    run srun --mpi=pmix -N 2 -n "$np" "$conformance"
+    run srun --mpi=pmix --kill-on-bad-exit=1 -N 2 -n "$np" "$conformance"
     expect_passed "$out" "$np" mpi
     [[ $status == 0 ]] || fail "exit status $status"
     ;;
