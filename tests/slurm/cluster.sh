@@ -21,6 +21,16 @@ slurm_require() {
     slurm_skip "not installed: ${missing[*]} (Debian: apt-get install slurmctld slurmd slurm-client munge)"
 }
 
+# The entries of /tmp that hold the project's tree and the build directory
+# (meson runs tests from it), e.g. "ci" for a clone in /tmp/ci.
+slurm_tmp_tops() {
+  local repo
+  repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
+  for path in "$repo" "$(pwd -P)"; do
+    [[ $path == /tmp/?* ]] && { path=${path#/tmp/}; echo "${path%%/*}"; }
+  done | sort -u | tr '\n' ' '
+}
+
 slurm_free_port() {
   local port
   while :; do
@@ -131,8 +141,13 @@ CONF
     for ((i = 1; i <= nodes; ++i)); do
       # Its own /tmp too, as a real node has: Slurm's PMIx plugin makes
       # /tmp/spmix_appdir_UID_JOB.STEP on every node of a step.
+      # The project's tree stays visible, as a shared file system would keep it
+      # on a real cluster, even when it lies under /tmp (a clone in /tmp/ci).
+      mkdir -p "$d/outer-tmp-h$i"
       nsenter --net="/run/netns/srn$i" unshare --uts --mount sh -c "mount --make-rprivate / &&
-        mount -t tmpfs tmpfs /tmp && hostname h$i && exec /usr/sbin/slurmd -N h$i -f $SLURM_CONF" ||
+        mount --bind /tmp $d/outer-tmp-h$i && mount -t tmpfs tmpfs /tmp &&
+        for top in $(slurm_tmp_tops); do mkdir -p /tmp/\$top && mount --bind $d/outer-tmp-h$i/\$top /tmp/\$top; done &&
+        hostname h$i && exec /usr/sbin/slurmd -N h$i -f $SLURM_CONF" ||
         { tail -5 "$d/log/d-h$i.log"; echo "FAIL: slurmd h$i did not start"; exit 1; }
     done
   fi
