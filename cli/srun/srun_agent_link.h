@@ -7,37 +7,22 @@
 // supervisor's thread only.
 #pragma once
 
-#include <sys/types.h>
-
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "cli/agent_link.h"
+#include "cli/piped_agent_link.h"
 
 namespace trainrun::cli {
 
-class SrunAgentLink final : public AgentLink {
+class SrunAgentLink final : public PipedAgentLink {
  public:
   // Starts `command` (srun's argv, srun's path first); throws Error(Io) if
-  // it cannot.
-  SrunAgentLink(std::string host, const std::vector<std::string>& command);
-  ~SrunAgentLink() override;
-
-  const std::string& host() const override { return host_; }
-  int read_fd() const override { return from_srun_; }
-  int write_fd() const override { return to_srun_; }
-  void close_write() override;
-  std::optional<std::string> failure() override;
-  void finish(std::chrono::milliseconds timeout) override;
-
- private:
-  bool reap(int options);
-
-  std::string host_;
-  pid_t srun_ = -1;
-  int to_srun_ = -1, from_srun_ = -1;
-  int status_ = 0;
-  bool reaped_ = false;
+  // it cannot. At finish()'s deadline srun gets SIGTERM, which asks Slurm to
+  // end the step (SIGKILL would leave it).
+  SrunAgentLink(std::string host, const std::vector<std::string>& command)
+      : PipedAgentLink(std::move(host), command,
+                       {"srun of the agent", " (see srun's message above)", SIGTERM}) {}
 };
 
 }  // namespace trainrun::cli
