@@ -49,6 +49,9 @@ void append_engine_settings(const Options& o, EnvList& env) {
   }
   if (o.stall_warning_s >= 0) env.emplace_back(p::kEnvStallWarning, detail::shortest_decimal(o.stall_warning_s));
   if (o.stall_shutdown_s >= 0) env.emplace_back(p::kEnvStallShutdown, detail::shortest_decimal(o.stall_shutdown_s));
+  if (o.straggler_warning_pct >= 0) {
+    env.emplace_back(p::kEnvStragglerWarning, detail::shortest_decimal(o.straggler_warning_pct));
+  }
 }
 
 // Why -x may not give a rank `name`, or "": trainrun sets it itself, after
@@ -81,6 +84,7 @@ std::string refused_variable(const std::string& name, const Options& o) {
       {p::kEnvTimeline, "--timeline", !o.timeline.empty()},
       {p::kEnvStallWarning, "--stall-warning", o.stall_warning_s >= 0},
       {p::kEnvStallShutdown, "--stall-shutdown", o.stall_shutdown_s >= 0},
+      {p::kEnvStragglerWarning, "--straggler-warning", o.straggler_warning_pct >= 0},
   };
   for (const auto& v : by_option) {
     if (v.given && name == v.name) {

@@ -127,6 +127,10 @@ void build(CLI::App& app, Options& o) {
   add_float(app, "--stall-shutdown", o.stall_shutdown_s,
             "Fail stalled ops on every rank after S seconds; 0: never (default)", 0.0, 1e9)
       ->group(engine);
+  add_float(app, "--straggler-warning", o.straggler_warning_pct,
+            "Warn when one rank submits last in more than PCT% of a window's engine cycles; 0: never (default)",
+            0.0, 100.0)
+      ->group(engine);
 
   const char* info = "Information";
   app.add_flag("--verbose", o.verbose, "Print what trainrun decides and does")->group(info);

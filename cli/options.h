@@ -33,6 +33,7 @@ struct Options {
   std::string timeline;
   double stall_warning_s = -1;
   double stall_shutdown_s = -1;
+  double straggler_warning_pct = -1;
   // Information
   bool verbose = false;
   bool dry_run = false;

@@ -61,6 +61,11 @@ inline constexpr const char* kEnvStallWarning = "TRAINRUN_STALL_WARNING";
 // Seconds, decimal, before a stall fails every pending op on every rank;
 // 0 = never (--stall-shutdown). Default 0.
 inline constexpr const char* kEnvStallShutdown = "TRAINRUN_STALL_SHUTDOWN";
+// Percent: rank 0 warns when one rank submitted last in more than this
+// share of a window's cycles (--straggler-warning). Default 0 = never.
+inline constexpr const char* kEnvStragglerWarning = "TRAINRUN_STRAGGLER_WARNING";
+// Cycles per straggler window (statistics exchanged, warning checked). Default 500.
+inline constexpr const char* kEnvStragglerWindow = "TRAINRUN_STRAGGLER_WINDOW";
 
 // Job-level settings (the same for every rank) that a launcher forwards when
 // it hands the job to another engine (mpirun -x NAME); never per-rank names.
@@ -118,6 +123,12 @@ inline constexpr std::size_t kFrameLengthBytes = 8;
 // Scopes used by trainrun itself.
 inline constexpr std::string_view kScopeJob = "job";   // rank.{r} = "host pid"
 inline constexpr std::string_view kKeyRankPrefix = "rank.";
+// For the launcher's JSON report: backend.{r} = the backend rank r uses;
+// first_op = rank 0's host, set when the engine ran its first op;
+// stragglers = the straggler table (lib/engine/straggler_tracker.h).
+inline constexpr std::string_view kKeyBackendPrefix = "backend.";
+inline constexpr std::string_view kKeyFirstOp = "first_op";
+inline constexpr std::string_view kKeyStragglers = "stragglers";
 // NCCL start-up: scope nccl.{generation}, key ready.{r} = "ok" (rank 0:
 // "ok" + the 128-byte ncclUniqueId) or "no " + why NCCL cannot run there.
 inline constexpr std::string_view kScopeNcclPrefix = "nccl.";

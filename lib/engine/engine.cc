@@ -40,6 +40,7 @@ Engine::Engine(const World& world, Backend& backend, EngineOptions options)
     : rank_(world.rank), size_(world.size), hostname_(world.hostname), backend_(backend),
       options_(std::move(options)), coordinator_(size_), cache_(options_.cache_capacity),
       stall_(options_.stall_warning, options_.stall_shutdown),
+      stragglers_(world, backend, options_.straggler_warning_pct, options_.straggler_window),
       timeline_(rank_ == 0 && !options_.timeline_path.empty()
                     ? std::make_unique<Timeline>(options_.timeline_path)
                     : nullptr),
@@ -213,7 +214,12 @@ bool Engine::cycle() {
       std::fprintf(stderr, "trainrun: rank 0 (%s): %s\n", hostname_.c_str(), warning->c_str());
     }
   }
+  stragglers_.observe(responses, [this](const std::string& name) {
+    const Work* work = local_work(name);
+    return work ? std::optional(work->submitted) : std::nullopt;
+  }, Clock::now());
   execute(responses);
+  stragglers_.after_cycle(status.any_shutdown());
   if (status.any_shutdown()) {
     stop(Error(Error::Code::InvalidArgument,
                "the engine was shut down (trainrun::shutdown() was called on some rank)"));

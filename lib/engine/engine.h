@@ -38,6 +38,7 @@
 #include "lib/engine/executor.h"
 #include "lib/engine/response_cache.h"
 #include "lib/engine/stall_inspector.h"
+#include "lib/engine/straggler_monitor.h"
 #include "lib/engine/timeline.h"
 #include "lib/engine/work.h"
 #include "lib/world.h"
@@ -124,6 +125,7 @@ class Engine {
   Coordinator coordinator_;
   ResponseCache cache_;
   StallInspector stall_;
+  StragglerMonitor stragglers_;
   std::unique_ptr<Timeline> timeline_;  // rank 0, when asked for
   std::set<std::string> negotiating_;   // names with an open NEGOTIATE span
   Executor executor_;

@@ -13,6 +13,8 @@ EngineOptions engine_options_from_env(const EnvLookup& env) {
   if (const char* path = env(p::kEnvTimeline)) o.timeline_path = path;
   if (auto v = env_number(env, p::kEnvStallWarning, 0, 30 * 86400)) o.stall_warning = decltype(o.stall_warning)(*v);
   if (auto v = env_number(env, p::kEnvStallShutdown, 0, 30 * 86400)) o.stall_shutdown = decltype(o.stall_shutdown)(*v);
+  if (auto v = env_number(env, p::kEnvStragglerWarning, 0, 100)) o.straggler_warning_pct = *v;
+  if (auto v = env_int(env, p::kEnvStragglerWindow, 1, 1 << 20)) o.straggler_window = *v;
   return o;
 }
 

@@ -18,6 +18,8 @@ struct EngineOptions {
   std::string timeline_path;                 // empty: no timeline
   std::chrono::duration<double> stall_warning{60.0};  // 0: off
   std::chrono::duration<double> stall_shutdown{0.0};  // 0: off
+  double straggler_warning_pct = 0;          // 0: off (statistics are kept anyway)
+  std::size_t straggler_window = 500;        // cycles
 };
 
 // Throws Error(InvalidArgument) naming the variable and its value.

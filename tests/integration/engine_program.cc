@@ -14,6 +14,9 @@
 //   steps N                   N training steps: two small tensors (fused),
 //                             one large (in place), an allgather and a
 //                             broadcast; exit 0, or 1 with the error.
+//   train N SLOW_RANK MS      N steps of one allreduce each; SLOW_RANK
+//                             (-1: none) sleeps MS before each submission
+//                             (a straggler); exit 0.
 #include <trainrun/trainrun.h>
 
 #include <chrono>
@@ -72,6 +75,16 @@ int steps(int count) {
   return 0;
 }
 
+int train(int rank, int count, int slow_rank, int delay_ms) {
+  std::vector<float> grad(64, 1.0f);
+  for (int step = 0; step < count; ++step) {
+    if (rank == slow_rank) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    trainrun::synchronize(trainrun::allreduce_async("grad", {grad.data(), DataType::Float32, {64}}));
+  }
+  std::printf("rank %d: trained %d steps\n", rank, count);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -83,7 +96,10 @@ int main(int argc, char** argv) {
       status = stall(comm, std::atoi(argv[2]), std::atoi(argv[3]), argc == 5 ? argv[4] : "");
     }
     else if (mode == "steps" && argc == 3) status = steps(std::atoi(argv[2]));
-    else std::fprintf(stderr, "engine_program: usage: stall LATE_RANK DELAY_MS [fresh|cold] | steps N\n");
+    else if (mode == "train" && argc == 5) {
+      status = train(comm.rank(), std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]));
+    }
+    else std::fprintf(stderr, "engine_program: usage: stall LATE_RANK DELAY_MS [fresh|cold] | steps N | train N SLOW_RANK MS\n");
     trainrun::shutdown();
     return status;
   } catch (const trainrun::Error& e) {
