@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@
 #include "cli/agent_protocol.h"
 #include "cli/host_probe.h"
 #include "cli/process_tree.h"
+#include "cli/report/exit_record.h"
 #include "cli/rank_env.h"
 #include "trainrun/version.h"
 
@@ -43,6 +45,12 @@ struct RankProcess {
   std::string stdin_pending;
   bool stdin_eof = false;
 };
+
+// The rank's own use; its children's only where it waited for them.
+ExitRecord exit_record(int status, const rusage& usage) {
+  const auto us = [](const timeval& t) { return std::int64_t{t.tv_sec} * 1'000'000 + t.tv_usec; };
+  return {status, ExitRecord::Usage{usage.ru_maxrss, us(usage.ru_utime), us(usage.ru_stime)}};
+}
 
 void close_fd(int& fd) {
   if (fd >= 0) ::close(fd);
@@ -316,14 +324,15 @@ void Agent::write_stdin(RankProcess& rank) {
 void Agent::reap() {
   int status = 0;
   pid_t pid;
-  while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+  rusage usage{};
+  while ((pid = ::wait4(-1, &status, WNOHANG, &usage)) > 0) {
     for (auto& r : ranks_) {
       if (r.pid != pid || !r.running) continue;
       r.running = false;
       // Output written just before exit goes out before the exit report.
       read_output(r, r.out_fd, 1);
       read_output(r, r.err_fd, 2);
-      queue(FrameType::Exited, r.spec.rank, 0, std::to_string(status));
+      queue(FrameType::Exited, r.spec.rank, 0, encode_exit(exit_record(status, usage)));
       close_fd(r.in_fd);
     }
   }

@@ -125,6 +125,13 @@ int JobState::exit_code() const {
   return 0;
 }
 
+std::string JobState::outcome() const {
+  if (stop_signal_) return "signal";
+  if (timeout_s_) return "timeout";
+  if (!launch_failure_.empty()) return "launch_failed";
+  return cause_ ? "rank_failed" : "success";
+}
+
 std::string JobState::summary() const {
   if (stop_signal_) return "trainrun: stopped by " + signal_name(*stop_signal_) + "; all ranks were terminated";
   if (timeout_s_) return "trainrun: the job ran longer than --timeout " + detail::shortest_decimal(*timeout_s_) + " s; all ranks were terminated";

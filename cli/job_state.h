@@ -45,6 +45,10 @@ class JobState {
   std::string summary() const;
   // "rank 3 (host h1, pid 4242) exited with code 7".
   std::string describe(int rank) const;
+  // For the JSON report (cli/report): "success", "rank_failed", "signal",
+  // "timeout" or "launch_failed"; the rank whose failure ended the job.
+  std::string outcome() const;
+  std::optional<int> failed_rank() const { return cause_; }
 
  private:
   struct Rank {

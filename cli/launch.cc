@@ -21,6 +21,7 @@
 #include "cli/program_path.h"
 #include "cli/rank_env.h"
 #include "cli/remote_plan.h"
+#include "cli/report/report_recorder.h"
 #include "cli/shell_words.h"
 #include "cli/srun/srun_agent_link.h"
 #include "cli/srun/srun_mode.h"
@@ -103,17 +104,23 @@ int dry_run(const Options& options, const JobPlan& plan, const RemotePlan& remot
 
 // Multi-host: every remote host checked at once, its agent started; nothing
 // starts unless all pass. Returns trainrun's exit status when they did not.
-std::optional<int> start_remote(const Options& options, const RemotePlan& remote, RemoteAgents& agents) {
+std::optional<int> start_remote(const Options& options, const RemotePlan& remote, RemoteAgents& agents,
+                                ReportRecorder& report) {
   if (!remote.any_remote()) return std::nullopt;
   agents = start_remote_agents(remote.remote_hosts(), options.remote, remote.probe(current_directory()),
                                options.verbose);
   if (agents.signal) {
-    std::cerr << "trainrun: received " << signal_name(agents.signal)
-              << " during the pre-flight checks; nothing was started\n";
+    const std::string line = "trainrun: received " + signal_name(agents.signal) +
+                             " during the pre-flight checks; nothing was started";
+    std::cerr << line << "\n";
+    report.failed("signal", line);
+    report.write(128 + agents.signal);
     std::_Exit(128 + agents.signal);  // host threads may still wait on the network
   }
   if (agents.ok) return std::nullopt;
-  std::cerr << preflight_failure_report(agents.rows, remote.remote_hosts().size());
+  const std::string text = preflight_failure_report(agents.rows, remote.remote_hosts().size());
+  std::cerr << text;
+  report.failed("preflight_failed", text.substr(0, text.find('\n')));
   return kExitLaunch;
 }
 
@@ -150,15 +157,20 @@ SrunDecision srun_decision(const Options& options) {
   return decide_srun_mode(options, &std::getenv, srun.path, agent);
 }
 
-int launch_planned(const Options& options, const SrunMode* srun) {
+int launch_planned(const Options& options, const SrunMode* srun, ReportRecorder& report) {
   const std::optional<PlannedJob> planned = plan_job(options);
   if (!planned) return kExitUsage;
   const JobPlan& plan = planned->plan;
   const RemotePlan& remote = planned->remote;
+  std::vector<bool> is_remote;
+  for (std::size_t i = 0; i < plan.hosts.size(); ++i) is_remote.push_back(!srun && remote.is_remote(i));
+  report.planned(plan, is_remote);
+  report.set_launcher(srun ? "srun" : remote.any_remote() ? "ssh" : "local");
   // Remote hosts look for the program themselves, in the pre-flight.
   const ProgramLookup program = find_program(options.command.front(), std::getenv("PATH"));
   if (!program.path && remote.any_local()) {
     std::cerr << "trainrun: error: " << program.error << "\n";
+    report.failed("preflight_failed", "trainrun: error: " + program.error);
     return program.exit_code;
   }
   if (options.dry_run) return dry_run(options, plan, remote, srun);
@@ -171,12 +183,13 @@ int launch_planned(const Options& options, const SrunMode* srun) {
   server_options.bind_address = remote.bind_address();
   rendezvous::HttpServer server(secret, server_options);
   server.start();
+  report.watch(server.table());
   if (options.verbose) {
     for (const std::string& line : agent_choices(plan, remote, srun)) std::cerr << "trainrun: " << line << "\n";
   }
 
   RemoteAgents remote_agents;
-  const std::optional<int> failed = srun ? std::nullopt : start_remote(options, remote, remote_agents);
+  const std::optional<int> failed = srun ? std::nullopt : start_remote(options, remote, remote_agents, report);
   if (failed) {
     server.stop();
     ::sigprocmask(SIG_SETMASK, &previous_mask, nullptr);
@@ -227,14 +240,17 @@ int launch_planned(const Options& options, const SrunMode* srun) {
   supervision.timeout_s = options.timeout_s;
   supervision.start_timeout_s = options.start_timeout_s;
   supervision.verbose = options.verbose;
+  supervision.events = &report;
   Supervisor supervisor(supervision, state, output, &server.table());
   supervisor.run(agents, jobs);
+  report.finished(state);
 
   const std::string summary = state.summary();
   if (!summary.empty() && summary.find("did not reach the rendezvous") == std::string::npos) output.note(summary);
   if (options.verbose && summary.empty()) output.note("trainrun: all " + std::to_string(plan.ranks.size()) + " rank(s) exited 0");
   output.drain(std::chrono::seconds(5));
   for (auto& agent : agents) agent->finish(std::chrono::seconds(2));
+  report.collect(server.table());
   server.stop();
   ::sigprocmask(SIG_SETMASK, &previous_mask, nullptr);
   return state.exit_code();
@@ -242,16 +258,17 @@ int launch_planned(const Options& options, const SrunMode* srun) {
 
 }  // namespace
 
-int launch(const Options& given) {
+int launch(const Options& given, ReportRecorder& report) {
   const SrunDecision srun = srun_decision(given);
   if (!srun.error.empty()) {
     std::cerr << "trainrun: error: " << srun.error << "\n";
+    report.failed("usage_error", "trainrun: error: " + srun.error);
     return kExitUsage;
   }
   Options options = given;
   if (srun.mode) options.hosts = srun.mode->allocation.host_option();
   const SrunMode* srun_mode = srun.mode ? &*srun.mode : nullptr;
-  return launch_planned(options, srun_mode);
+  return launch_planned(options, srun_mode, report);
 }
 
 }  // namespace trainrun::cli

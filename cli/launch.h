@@ -13,7 +13,9 @@
 
 namespace trainrun::cli {
 
-int launch(const Options& options);
+class ReportRecorder;
+// `report` records the job for --report (cli/report/report_recorder.h).
+int launch(const Options& options, ReportRecorder& report);
 
 // What launch() plans before it starts anything: hosts and ranks (from
 // -H, --hostfile or this machine), and the network and remote hosts.

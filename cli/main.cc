@@ -1,5 +1,6 @@
 // trainrun's entry point: the hidden agent mode, or parse the command line
 // and launch. Exit codes are documented in man/trainrun.1.
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 
@@ -10,6 +11,7 @@
 #include "cli/launch.h"
 #include "cli/mpirun_launcher.h"
 #include "cli/options.h"
+#include "cli/report/report_recorder.h"
 #include "trainrun/error.h"
 #include "trainrun/version.h"
 
@@ -49,11 +51,16 @@ int main(int argc, char** argv) {
     std::cerr << "trainrun: error: no program given\nRun 'trainrun --help' for usage.\n";
     return kExitUsage;
   }
+  const char* report_env = std::getenv(kEnvReport);
+  ReportRecorder report(!options.report.empty() ? options.report : report_env ? report_env : "",
+                        std::vector<std::string>(argv, argv + argc));
+  int status = kExitLaunch;
   try {
-    if (options.launcher == "mpirun") return run_mpirun(options);
-    return launch(options);
+    status = options.launcher == "mpirun" ? run_mpirun(options, report) : launch(options, report);
   } catch (const trainrun::Error& e) {
     std::cerr << "trainrun: error: " << e.what() << "\n";
-    return kExitLaunch;
+    report.failed("launch_failed", std::string("trainrun: error: ") + e.what());
   }
+  report.write(status);
+  return status;
 }

@@ -17,6 +17,7 @@
 #include "cli/job_state.h"
 #include "cli/local_host.h"
 #include "cli/mpirun_command.h"
+#include "cli/report/report_recorder.h"
 #include "cli/shell_words.h"
 #include "cli/program_path.h"
 #include "rendezvous/protocol.h"
@@ -89,7 +90,8 @@ int supervise(pid_t mpirun, const sigset_t& handled, double grace_s) {
 
 }  // namespace
 
-int run_mpirun(const Options& options) {
+int run_mpirun(const Options& options, ReportRecorder& report) {
+  report.set_launcher("mpirun");
   if (options.backend == "gloo") {
     std::cerr << "trainrun: error: --backend gloo needs trainrun's rendezvous, which ranks started by "
                  "mpirun do not have; use --backend mpi (the default under mpirun)\n";
@@ -106,6 +108,9 @@ int run_mpirun(const Options& options) {
     std::cerr << "trainrun: error: " << planned.error << "\n";
     return kExitUsage;
   }
+  report.planned(*planned.plan, {});
+  report.note("mpirun started the ranks: their pids, times, exit statuses, backends and the stragglers "
+              "table are not known to trainrun");
   bool all_local = true;
   for (const HostSlots& host : planned.plan->hosts) all_local = all_local && is_local_host(host.host);
   // Every rank runs here: a missing program is one clear error up front
@@ -140,6 +145,7 @@ int run_mpirun(const Options& options) {
   if (pid < 0) std::cerr << "trainrun: error: cannot start mpirun: " << std::strerror(errno) << "\n";
   const int code = pid > 0 ? supervise(pid, handled, options.grace_s) : 1;
   ::sigprocmask(SIG_SETMASK, &original, nullptr);
+  if (code != 0) report.failed("rank_failed", "trainrun: mpirun exited with status " + std::to_string(code));
   return code;
 }
 

@@ -10,6 +10,8 @@
 
 namespace trainrun::cli {
 
-int run_mpirun(const Options& options);
+class ReportRecorder;
+// `report` gets what trainrun knows of an mpirun job (cli/report).
+int run_mpirun(const Options& options, ReportRecorder& report);
 
 }  // namespace trainrun::cli

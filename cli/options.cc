@@ -134,6 +134,9 @@ void build(CLI::App& app, Options& o) {
 
   const char* info = "Information";
   app.add_flag("--verbose", o.verbose, "Print what trainrun decides and does")->group(info);
+  app.add_option("--report", o.report,
+                 "Write a JSON job report to FILE on every outcome (also TRAINRUN_REPORT; man trainrun)")
+      ->group(info);
   app.add_flag("--dry-run", o.dry_run, "Print the rank map and each rank's command, start nothing")
       ->group(info);
   app.add_flag("--check-build", o.check_build, "Print the built backends and their versions")

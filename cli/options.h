@@ -34,6 +34,8 @@ struct Options {
   double stall_warning_s = -1;
   double stall_shutdown_s = -1;
   double straggler_warning_pct = -1;
+  // Report (cli/report): the JSON job report's file; empty: TRAINRUN_REPORT, else none.
+  std::string report;
   // Information
   bool verbose = false;
   bool dry_run = false;

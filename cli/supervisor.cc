@@ -81,11 +81,13 @@ void Supervisor::on_frame(Peer& peer, const Frame& frame) {
     case FrameType::Hello:
       return;
     case FrameType::Started:
+      if (options_.events) options_.events->started(static_cast<int>(frame.rank), std::atoi(frame.payload.c_str()));
       return state_.started(static_cast<int>(frame.rank), std::atoi(frame.payload.c_str()));
     case FrameType::Output:
       return output_.add(static_cast<int>(frame.rank), frame.stream, frame.payload, output_clock());
     case FrameType::Exited: {
       const int rank = static_cast<int>(frame.rank);
+      if (options_.events) options_.events->exited(rank, frame.payload);
       const JobState::Action action = state_.exited(rank, std::atoi(frame.payload.c_str()));
       if (action == JobState::Action::Teardown) {
         output_.note("trainrun: " + state_.describe(rank) + "; stopping the job");

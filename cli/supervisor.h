@@ -16,6 +16,7 @@
 #include "cli/agent_protocol.h"
 #include "cli/job_state.h"
 #include "cli/output_router.h"
+#include "cli/report/rank_events.h"
 
 namespace trainrun::rendezvous {
 class KvTable;
@@ -29,6 +30,7 @@ struct SupervisorOptions {
   int start_timeout_s = 30;
   int stdin_rank = 0;          // -1: nobody reads trainrun's stdin
   bool verbose = false;
+  RankEvents* events = nullptr;  // the JSON report's ranks (cli/report), or none
 };
 
 // Blocks the signals the supervisor takes synchronously (call first, before

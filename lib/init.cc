@@ -46,6 +46,8 @@ Communicator& init() {
   try {
     const std::string name = detail::choose_backend(*world);
     auto store = connect_rendezvous(*world);
+    // For the launcher's JSON report (--report).
+    if (store) store->set(protocol::kScopeJob, std::string(protocol::kKeyBackendPrefix) + std::to_string(world->rank), name);
     auto backend = detail::create_backend(name, detail::BackendContext{*world, store, g_generation});
     ++g_generation;
     g_communicator = std::make_unique<Communicator>(std::move(world), std::move(backend));

@@ -17,6 +17,7 @@
 #include <memory>
 #include <sstream>
 
+#include "tests/integration/report_check.h"
 #include "tests/integration/ssh_hosts.h"
 #include "tests/integration/trainrun_runner.h"
 
@@ -271,6 +272,48 @@ TEST_CASE("a remote rank exits 7: trainrun exits 7, names it, and nothing is lef
   CHECK(contains(r.err, "exited with code 7\n"));
   CHECK(r.seconds < 1 + 2 + 2);
   CHECK(nothing_left_anywhere(tag));
+}
+
+TEST_CASE("the JSON report of a remote job: its hosts, each rank on its host, the failing remote rank") {
+  if (const std::string why = schema_validator_missing(); !why.empty()) {
+    const std::string text = "skipped: " + why;
+    MESSAGE(text);
+    return;
+  }
+  char dir[] = "/tmp/trainrun-report-XXXXXX";
+  REQUIRE(::mkdtemp(dir));
+  const std::string path = std::string(dir) + "/report.json";
+  std::string tag;
+  const ProcessResult r = run_remote(
+      {"--report", path, "-H", "h1:1,h2:2", "--grace", "1", rank_program(), "init", "exit:2:3", "sleep:60000"}, &tag);
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 3);
+  const nlohmann::json j = checked_report(path);
+  REQUIRE(j.is_object());
+  CHECK(j["launcher"] == "ssh");
+  CHECK(j["hosts"] == nlohmann::json::parse(R"([{"name": "h1", "slots": 1, "remote": true},
+                                                {"name": "h2", "slots": 2, "remote": true}])"));
+  CHECK(j["outcome"] == "rank_failed");
+  CHECK(j["failure"]["rank"] == 2);
+  CHECK(contains(j["failure"]["cause"].get<std::string>(), "rank 2 (host h2, pid "));
+  CHECK(j["ranks"][2]["host"] == "h2");
+  CHECK(j["ranks"][2]["local_rank"] == 1);
+  CHECK(j["ranks"][2]["exit_code"] == 3);
+  CHECK(j["ranks"][2]["max_rss_kb"].get<long>() > 0);
+  CHECK(j["ranks"][0]["backend"] == "gloo");
+  CHECK(j["rendezvous_s"].is_number());
+  CHECK(nothing_left_anywhere(tag));
+
+  // A pre-flight failure: nothing started, the table's heading as the cause.
+  const ProcessResult refused = run_remote({"--report", path, "--ssh-connect-timeout", "2", "-H", "h1,refused",
+                                            rank_program(), "print:started"});
+  CHECK(refused.exit_code == 125);
+  const nlohmann::json k = checked_report(path);
+  REQUIRE(k.is_object());
+  CHECK(k["outcome"] == "preflight_failed");
+  CHECK(k["exit_code"] == 125);
+  CHECK(k["failure"]["cause"] == "trainrun: pre-flight checks failed on 1 of 2 host(s); nothing was started");
+  CHECK(k["ranks"][1]["state"] == "not_started");
 }
 
 TEST_CASE("kill -9 of trainrun: nothing is left on any host within grace + 3 s") {

@@ -1,0 +1,208 @@
+// The JSON job report (--report FILE, TRAINRUN_REPORT) for every way a job
+// ends, validated against cli/report/report.schema.json, and the straggler
+// warning and table of real engine jobs. Exits 77 when the schema validator
+// (python3-jsonschema) is missing.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+
+#include "tests/integration/report_check.h"
+#include "tests/integration/trainrun_runner.h"
+
+using namespace trainrun::test;
+using nlohmann::json;
+using std::chrono::seconds;
+
+namespace {
+
+// A fresh report path in a fresh directory (removed by the next run's mkdtemp clean-up: /tmp).
+std::string report_path() {
+  char dir[] = "/tmp/trainrun-report-XXXXXX";
+  REQUIRE(::mkdtemp(dir));
+  return std::string(dir) + "/report.json";
+}
+
+std::string engine_program() { return program_path("ENGINE_PROGRAM"); }
+
+// The last line of `text` that starts with "trainrun: ".
+std::string last_trainrun_line(const std::string& text) {
+  std::string found;
+  for (std::size_t at = text.find("trainrun: "); at != std::string::npos; at = text.find("\ntrainrun: ", at + 1)) {
+    const std::size_t start = text[at] == '\n' ? at + 1 : at;
+    found = text.substr(start, text.find('\n', start) - start);
+  }
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("success: every rank exited 0, with pid, backend, times and resource use") {
+  const std::string path = report_path();
+  std::string tag;
+  const ProcessResult r = run_trainrun({"--report", path, "--local", "-np", "3", rank_program(), "init", "allreduce"}, &tag);
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 0);
+  const json j = checked_report(path);
+  REQUIRE(j.is_object());
+  CHECK(j["outcome"] == "success");
+  CHECK(j["exit_code"] == 0);
+  CHECK(j["failure"].is_null());
+  CHECK(j["launcher"] == "local");
+  CHECK(j["size"] == 3);
+  CHECK(j["command_line"][0] == trainrun_bin());
+  CHECK(j["command_line"].back() == "allreduce");
+  CHECK(j["rendezvous_s"].is_number());
+  CHECK(j["wall_time_s"].get<double>() >= j["rendezvous_s"].get<double>());
+  REQUIRE(j["ranks"].size() == 3);
+  for (const json& rank : j["ranks"]) {
+    CHECK(rank["state"] == "exited");
+    CHECK(rank["exit_code"] == 0);
+    CHECK(rank["pid"].get<int>() > 0);
+    CHECK(rank["backend"] == "gloo");
+    CHECK(rank["max_rss_kb"].get<long>() > 1000);
+    CHECK(rank["end_s"].get<double>() >= rank["start_s"].get<double>());
+  }
+  CHECK(nothing_left(tag));
+}
+
+TEST_CASE("a rank exits 3: the report names it with the summary trainrun printed") {
+  const std::string path = report_path();
+  const ProcessResult r =
+      run_trainrun({"--report", path, "--grace", "1", "-np", "3", rank_program(), "init", "exit:1:3", "sleep:60000"});
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 3);
+  const json j = checked_report(path);
+  REQUIRE(j.is_object());
+  CHECK(j["outcome"] == "rank_failed");
+  CHECK(j["exit_code"] == 3);
+  CHECK(j["failure"]["rank"] == 1);
+  CHECK(j["failure"]["cause"] == last_trainrun_line(r.err));
+  CHECK(contains(j["failure"]["cause"].get<std::string>(), "rank 1 (host "));
+  CHECK(j["ranks"][1]["exit_code"] == 3);
+  // The others were stopped by trainrun's SIGTERM.
+  CHECK(j["ranks"][0]["state"] == "killed");
+  CHECK(j["ranks"][0]["signal"] == "SIGTERM");
+}
+
+TEST_CASE("a rank killed by a signal, and the report path from TRAINRUN_REPORT") {
+  const std::string path = report_path();
+  ProcessOptions options;
+  options.env.push_back("TRAINRUN_REPORT=" + path);
+  const ProcessResult r =
+      run_trainrun({"--grace", "1", "-np", "2", rank_program(), "init", "raise:0:9", "sleep:60000"}, nullptr, options);
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 128 + SIGKILL);
+  const json j = checked_report(path);
+  REQUIRE(j.is_object());
+  CHECK(j["outcome"] == "rank_failed");
+  CHECK(j["exit_code"] == 137);
+  CHECK(j["failure"]["rank"] == 0);
+  CHECK(j["ranks"][0]["state"] == "killed");
+  CHECK(j["ranks"][0]["signal"] == "SIGKILL");
+  CHECK(j["ranks"][0]["exit_code"].is_null());
+}
+
+TEST_CASE("--timeout: outcome timeout, exit 124") {
+  const std::string path = report_path();
+  const ProcessResult r = run_trainrun(
+      {"--report", path, "--timeout", "3", "--grace", "1", "-np", "2", rank_program(), "init", "sleep:60000"});
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 124);
+  const json j = checked_report(path);
+  REQUIRE(j.is_object());
+  CHECK(j["outcome"] == "timeout");
+  CHECK(j["exit_code"] == 124);
+  CHECK(j["failure"]["rank"].is_null());
+  CHECK(contains(j["failure"]["cause"].get<std::string>(), "--timeout 3"));
+  CHECK(j["rendezvous_s"].is_number());
+}
+
+TEST_CASE("Ctrl-C: outcome signal, exit 130, every rank stopped") {
+  const std::string path = report_path();
+  ProcessOptions options;
+  options.env.push_back(unique_tag());
+  const std::string tag = options.env.back();
+  Child job({trainrun_bin(), "--report", path, "-np", "2", rank_program(), "init", "print:ready", "sleep:60000"},
+            options);
+  REQUIRE(job.wait_for_output("rank 1: ready", seconds(60)));
+  job.signal(SIGINT);
+  const ProcessResult r = job.wait();
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 130);
+  const json j = checked_report(path);
+  REQUIRE(j.is_object());
+  CHECK(j["outcome"] == "signal");
+  CHECK(j["exit_code"] == 130);
+  CHECK(contains(j["failure"]["cause"].get<std::string>(), "SIGINT"));
+  for (const json& rank : j["ranks"]) CHECK(rank["state"] == "killed");
+  CHECK(nothing_left(tag, seconds(3)));
+}
+
+TEST_CASE("pre-flight failure: a missing program; nothing started") {
+  const std::string path = report_path();
+  const ProcessResult r = run_trainrun({"--report", path, "-np", "2", "/nonexistent/train"});
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 127);
+  const json j = checked_report(path);
+  REQUIRE(j.is_object());
+  CHECK(j["outcome"] == "preflight_failed");
+  CHECK(j["exit_code"] == 127);
+  CHECK(contains(j["failure"]["cause"].get<std::string>(), "/nonexistent/train"));
+  CHECK(j["ranks"][1]["state"] == "not_started");
+}
+
+TEST_CASE("a report that cannot be written is a warning, not a failure") {
+  const ProcessResult r = run_trainrun({"--report", "/nonexistent/dir/report.json", "-np", "1", rank_program()});
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(contains(r.err, "trainrun: warning: cannot write the report /nonexistent/dir/report.json: "));
+}
+
+TEST_CASE("a rank slowed by 30 ms per step is the straggler: one warning line, and the table") {
+  const std::string path = report_path();
+  // Windows of 40 cycles: 200 steps make ~5, even on a slow, oversubscribed machine.
+  const ProcessResult r = run_trainrun({"--report", path, "--straggler-warning", "50", "-x",
+                                        "TRAINRUN_STRAGGLER_WINDOW=40", "-np", "4", engine_program(), "train",
+                                        "200", "2", "30"});
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(count(r.err, "was last in") == 1);
+  CHECK(contains(r.err, "trainrun: rank 2 ("));
+  CHECK(contains(r.err, "% of the last 40 cycles, median lag "));
+  const json j = checked_report(path);
+  REQUIRE(j.is_object());
+  REQUIRE(j["stragglers"].is_object());
+  CHECK(j["stragglers"]["cycles"].get<int>() >= 200);
+  const json& slow = j["stragglers"]["ranks"][2];
+  CHECK(slow["last_percent"].get<double>() > 50);
+  CHECK(slow["median_lag_ms"].get<double>() > 10);
+  for (int other : {0, 1, 3}) CHECK(j["stragglers"]["ranks"][other]["last_percent"].get<double>() < 30);
+  CHECK(j["first_op_s"].is_number());
+}
+
+TEST_CASE("a balanced job: no straggler line, and the table still comes") {
+  const std::string path = report_path();
+  const ProcessResult r = run_trainrun({"--report", path, "--straggler-warning", "50", "-x",
+                                        "TRAINRUN_STRAGGLER_WINDOW=40", "-np", "4", engine_program(), "train",
+                                        "200", "-1", "0"});
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(count(r.err, "was last in") == 0);
+  const json j = checked_report(path);
+  REQUIRE(j.is_object());
+  REQUIRE(j["stragglers"].is_object());
+  CHECK(j["stragglers"]["ranks"].size() == 4);
+}
+
+int main(int argc, char** argv) {
+  if (const std::string why = schema_validator_missing(); !why.empty()) {
+    std::cout << "SKIP: " << why << "\n";
+    return 77;
+  }
+  doctest::Context context(argc, argv);
+  return context.run();
+}
