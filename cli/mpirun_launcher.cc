@@ -53,7 +53,8 @@ MpirunJob describe_job(const Options& options, const JobPlan& plan, const std::s
 
 // Waits for mpirun; the first INT/TERM/HUP sends it SIGTERM (it stops the
 // ranks), SIGKILL follows after the grace period or a second SIGINT.
-int supervise(pid_t mpirun, const sigset_t& handled, double grace_s) {
+// `report` learns how it ended, with the line trainrun printed.
+int supervise(pid_t mpirun, const sigset_t& handled, double grace_s, ReportRecorder& report) {
   std::optional<int> stop_signal;
   std::optional<Clock::time_point> kill_at;
   int status = 0;
@@ -66,7 +67,9 @@ int supervise(pid_t mpirun, const sigset_t& handled, double grace_s) {
         ::kill(mpirun, SIGKILL);  // second Ctrl-C: no more grace
       } else if (!stop_signal) {
         stop_signal = sig;
-        std::cerr << "trainrun: received " << signal_name(sig) << ", stopping the job\n";
+        const std::string line = "trainrun: received " + signal_name(sig) + ", stopping the job";
+        std::cerr << line << "\n";
+        report.failed("signal", line);
         ::kill(mpirun, SIGTERM);
         kill_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(grace_s));
       }
@@ -80,10 +83,15 @@ int supervise(pid_t mpirun, const sigset_t& handled, double grace_s) {
   }
   if (stop_signal) return 128 + *stop_signal;
   const int code = shell_status(status);
+  std::string line;
   if (WIFSIGNALED(status)) {
-    std::cerr << "trainrun: job failed: mpirun was killed by " << signal_name(WTERMSIG(status)) << "\n";
+    line = "trainrun: job failed: mpirun was killed by " + signal_name(WTERMSIG(status));
   } else if (code != 0) {
-    std::cerr << "trainrun: job failed: mpirun exited with code " << code << " (see its report above)\n";
+    line = "trainrun: job failed: mpirun exited with code " + std::to_string(code) + " (see its report above)";
+  }
+  if (!line.empty()) {
+    std::cerr << line << "\n";
+    report.failed("rank_failed", line);
   }
   return code;
 }
@@ -109,8 +117,8 @@ int run_mpirun(const Options& options, ReportRecorder& report) {
     return kExitUsage;
   }
   report.planned(*planned.plan, {});
-  report.note("mpirun started the ranks: their pids, times, exit statuses, backends and the stragglers "
-              "table are not known to trainrun");
+  report.ranks_unobserved("mpirun started the ranks: their pids, times, exit statuses, backends and the "
+                          "stragglers table are not known to trainrun");
   bool all_local = true;
   for (const HostSlots& host : planned.plan->hosts) all_local = all_local && is_local_host(host.host);
   // Every rank runs here: a missing program is one clear error up front
@@ -143,9 +151,8 @@ int run_mpirun(const Options& options, ReportRecorder& report) {
   // stdin to rank 0, which a background group could not read.
   const pid_t pid = spawn_child(*mpirun.path, argv, env, original, /*own_group=*/false);
   if (pid < 0) std::cerr << "trainrun: error: cannot start mpirun: " << std::strerror(errno) << "\n";
-  const int code = pid > 0 ? supervise(pid, handled, options.grace_s) : 1;
+  const int code = pid > 0 ? supervise(pid, handled, options.grace_s, report) : 1;
   ::sigprocmask(SIG_SETMASK, &original, nullptr);
-  if (code != 0) report.failed("rank_failed", "trainrun: mpirun exited with status " + std::to_string(code));
   return code;
 }
 

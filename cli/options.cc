@@ -130,13 +130,13 @@ void build(CLI::App& app, Options& o) {
   add_float(app, "--straggler-warning", o.straggler_warning_pct,
             "Warn when one rank submits last in more than PCT% of a window's engine cycles; 0: never (default)",
             0.0, 100.0)
-      ->group(engine);
+      ->type_name("PCT")->group(engine);
 
   const char* info = "Information";
   app.add_flag("--verbose", o.verbose, "Print what trainrun decides and does")->group(info);
   app.add_option("--report", o.report,
                  "Write a JSON job report to FILE on every outcome (also TRAINRUN_REPORT; man trainrun)")
-      ->group(info);
+      ->type_name("FILE")->group(info);
   app.add_flag("--dry-run", o.dry_run, "Print the rank map and each rank's command, start nothing")
       ->group(info);
   app.add_flag("--check-build", o.check_build, "Print the built backends and their versions")

@@ -52,6 +52,7 @@ struct JobReport {
   std::optional<double> first_op_s;    // until the engine ran its first op
   std::optional<std::vector<detail::StragglerRow>> stragglers;
   std::vector<std::string> notes;      // what this launcher mode cannot know
+  bool ranks_observed = true;          // false: every rank's state is "unknown" (mpirun)
 };
 
 // The schema's outcome names, from what ended the job: "success",

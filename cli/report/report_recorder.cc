@@ -138,6 +138,11 @@ void ReportRecorder::failed(std::string outcome, std::string summary) {
   report_.summary = std::move(summary);
 }
 
+void ReportRecorder::ranks_unobserved(std::string why) {
+  report_.notes.push_back(std::move(why));
+  report_.ranks_observed = false;
+}
+
 void ReportRecorder::write(int exit_code) {
   if (!enabled() || written_) return;
   written_ = true;

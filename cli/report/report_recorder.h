@@ -47,7 +47,9 @@ class ReportRecorder : public RankEvents {
   // How the job ended: from the supervision, or before it (pre-flight...).
   void finished(const JobState& state);
   void failed(std::string outcome, std::string summary);
-  void note(std::string text) { report_.notes.push_back(std::move(text)); }
+  // Another program starts the ranks (mpirun): `why` goes to the notes, and
+  // every rank's state is "unknown".
+  void ranks_unobserved(std::string why);
 
   // Writes the report once (later calls do nothing); a failure to write is
   // printed as a warning and does not change trainrun's exit status.

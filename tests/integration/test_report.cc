@@ -28,6 +28,13 @@ std::string report_path() {
 
 std::string engine_program() { return program_path("ENGINE_PROGRAM"); }
 
+// 4 ranks, 200 steps of one engine allreduce; `slow_rank` (-1: none) sleeps
+// `ms` before each. Windows of 40 cycles: 5 even on a slow, oversubscribed machine.
+ProcessResult training_job(const std::string& report, int slow_rank, int ms) {
+  return run_trainrun({"--report", report, "--straggler-warning", "50", "-x", "TRAINRUN_STRAGGLER_WINDOW=40", "-np",
+                       "4", engine_program(), "train", "200", std::to_string(slow_rank), std::to_string(ms)});
+}
+
 // The last line of `text` that starts with "trainrun: ".
 std::string last_trainrun_line(const std::string& text) {
   std::string found;
@@ -38,6 +45,18 @@ std::string last_trainrun_line(const std::string& text) {
   return found;
 }
 
+// trainrun's exit status, then the report: valid, with that exit code and
+// `outcome` (null when invalid).
+json report_after(const ProcessResult& r, const std::string& path, int exit_code, const std::string& outcome) {
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == exit_code);
+  json j = checked_report(path);
+  if (!j.is_object()) return j;
+  CHECK(j["outcome"] == outcome);
+  CHECK(j["exit_code"] == exit_code);
+  return j;
+}
+
 }  // namespace
 
 TEST_CASE("success: every rank exited 0, with pid, backend, times and resource use") {
@@ -45,11 +64,8 @@ TEST_CASE("success: every rank exited 0, with pid, backend, times and resource u
   std::string tag;
   const ProcessResult r = run_trainrun({"--report", path, "--local", "-np", "3", rank_program(), "init", "allreduce"}, &tag);
   INFO(r.out, r.err);
-  CHECK(r.exit_code == 0);
-  const json j = checked_report(path);
+  const json j = report_after(r, path, 0, "success");
   REQUIRE(j.is_object());
-  CHECK(j["outcome"] == "success");
-  CHECK(j["exit_code"] == 0);
   CHECK(j["failure"].is_null());
   CHECK(j["launcher"] == "local");
   CHECK(j["size"] == 3);
@@ -74,11 +90,8 @@ TEST_CASE("a rank exits 3: the report names it with the summary trainrun printed
   const ProcessResult r =
       run_trainrun({"--report", path, "--grace", "1", "-np", "3", rank_program(), "init", "exit:1:3", "sleep:60000"});
   INFO(r.out, r.err);
-  CHECK(r.exit_code == 3);
-  const json j = checked_report(path);
+  const json j = report_after(r, path, 3, "rank_failed");
   REQUIRE(j.is_object());
-  CHECK(j["outcome"] == "rank_failed");
-  CHECK(j["exit_code"] == 3);
   CHECK(j["failure"]["rank"] == 1);
   CHECK(j["failure"]["cause"] == last_trainrun_line(r.err));
   CHECK(contains(j["failure"]["cause"].get<std::string>(), "rank 1 (host "));
@@ -95,11 +108,8 @@ TEST_CASE("a rank killed by a signal, and the report path from TRAINRUN_REPORT")
   const ProcessResult r =
       run_trainrun({"--grace", "1", "-np", "2", rank_program(), "init", "raise:0:9", "sleep:60000"}, nullptr, options);
   INFO(r.out, r.err);
-  CHECK(r.exit_code == 128 + SIGKILL);
-  const json j = checked_report(path);
+  const json j = report_after(r, path, 128 + SIGKILL, "rank_failed");
   REQUIRE(j.is_object());
-  CHECK(j["outcome"] == "rank_failed");
-  CHECK(j["exit_code"] == 137);
   CHECK(j["failure"]["rank"] == 0);
   CHECK(j["ranks"][0]["state"] == "killed");
   CHECK(j["ranks"][0]["signal"] == "SIGKILL");
@@ -111,11 +121,8 @@ TEST_CASE("--timeout: outcome timeout, exit 124") {
   const ProcessResult r = run_trainrun(
       {"--report", path, "--timeout", "3", "--grace", "1", "-np", "2", rank_program(), "init", "sleep:60000"});
   INFO(r.out, r.err);
-  CHECK(r.exit_code == 124);
-  const json j = checked_report(path);
+  const json j = report_after(r, path, 124, "timeout");
   REQUIRE(j.is_object());
-  CHECK(j["outcome"] == "timeout");
-  CHECK(j["exit_code"] == 124);
   CHECK(j["failure"]["rank"].is_null());
   CHECK(contains(j["failure"]["cause"].get<std::string>(), "--timeout 3"));
   CHECK(j["rendezvous_s"].is_number());
@@ -132,11 +139,8 @@ TEST_CASE("Ctrl-C: outcome signal, exit 130, every rank stopped") {
   job.signal(SIGINT);
   const ProcessResult r = job.wait();
   INFO(r.out, r.err);
-  CHECK(r.exit_code == 130);
-  const json j = checked_report(path);
+  const json j = report_after(r, path, 130, "signal");
   REQUIRE(j.is_object());
-  CHECK(j["outcome"] == "signal");
-  CHECK(j["exit_code"] == 130);
   CHECK(contains(j["failure"]["cause"].get<std::string>(), "SIGINT"));
   for (const json& rank : j["ranks"]) CHECK(rank["state"] == "killed");
   CHECK(nothing_left(tag, seconds(3)));
@@ -146,13 +150,30 @@ TEST_CASE("pre-flight failure: a missing program; nothing started") {
   const std::string path = report_path();
   const ProcessResult r = run_trainrun({"--report", path, "-np", "2", "/nonexistent/train"});
   INFO(r.out, r.err);
-  CHECK(r.exit_code == 127);
-  const json j = checked_report(path);
+  const json j = report_after(r, path, 127, "preflight_failed");
   REQUIRE(j.is_object());
-  CHECK(j["outcome"] == "preflight_failed");
-  CHECK(j["exit_code"] == 127);
   CHECK(contains(j["failure"]["cause"].get<std::string>(), "/nonexistent/train"));
   CHECK(j["ranks"][1]["state"] == "not_started");
+}
+
+TEST_CASE("--launcher mpirun: what trainrun knows, and a note on what it does not") {
+  if (::access("/usr/bin/mpirun", X_OK) != 0) {
+    MESSAGE("skipped: no /usr/bin/mpirun (Debian: openmpi-bin)");
+    return;
+  }
+  const std::string path = report_path();
+  const ProcessResult r =
+      run_trainrun({"--report", path, "--launcher", "mpirun", "-np", "2", rank_program(), "init", "exit:1:3"});
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 3);
+  const json j = checked_report(path);
+  REQUIRE(j.is_object());
+  CHECK(j["launcher"] == "mpirun");
+  CHECK(j["outcome"] == "rank_failed");
+  CHECK(j["failure"]["rank"].is_null());
+  CHECK(j["failure"]["cause"] == last_trainrun_line(r.err));
+  CHECK(j["ranks"][1]["state"] == "unknown");
+  CHECK(j["notes"].size() == 1);
 }
 
 TEST_CASE("a report that cannot be written is a warning, not a failure") {
@@ -164,10 +185,7 @@ TEST_CASE("a report that cannot be written is a warning, not a failure") {
 
 TEST_CASE("a rank slowed by 30 ms per step is the straggler: one warning line, and the table") {
   const std::string path = report_path();
-  // Windows of 40 cycles: 200 steps make ~5, even on a slow, oversubscribed machine.
-  const ProcessResult r = run_trainrun({"--report", path, "--straggler-warning", "50", "-x",
-                                        "TRAINRUN_STRAGGLER_WINDOW=40", "-np", "4", engine_program(), "train",
-                                        "200", "2", "30"});
+  const ProcessResult r = training_job(path, 2, 30);
   INFO(r.out, r.err);
   CHECK(r.exit_code == 0);
   CHECK(count(r.err, "was last in") == 1);
@@ -186,9 +204,7 @@ TEST_CASE("a rank slowed by 30 ms per step is the straggler: one warning line, a
 
 TEST_CASE("a balanced job: no straggler line, and the table still comes") {
   const std::string path = report_path();
-  const ProcessResult r = run_trainrun({"--report", path, "--straggler-warning", "50", "-x",
-                                        "TRAINRUN_STRAGGLER_WINDOW=40", "-np", "4", engine_program(), "train",
-                                        "200", "-1", "0"});
+  const ProcessResult r = training_job(path, -1, 0);
   INFO(r.out, r.err);
   CHECK(r.exit_code == 0);
   CHECK(count(r.err, "was last in") == 0);
