@@ -67,12 +67,15 @@ struct FaultResult {
 
 // A job of sleeping ranks on `hosts_option` (one rank per host); once every
 // rank is ready, `fault` happens to a host; then trainrun's result.
-FaultResult fault_mid_job(const std::string& hosts_option, const std::function<void()>& fault, std::string* tag) {
+// `report`: the --report file, if any.
+FaultResult fault_mid_job(const std::string& hosts_option, const std::function<void()>& fault, std::string* tag,
+                          const std::string& report = "") {
   ProcessOptions options;
   options.env.push_back(unique_tag());
   *tag = options.env.back();
-  Child job(launcher({"-H", hosts_option, "--grace", "1", rank_program(), "init", "print:ready", "sleep:60000"}, *tag),
-            options);
+  std::vector<std::string> args{"-H", hosts_option, "--grace", "1", rank_program(), "init", "print:ready", "sleep:60000"};
+  if (!report.empty()) args.insert(args.begin(), {"--report", report});
+  Child job(launcher(args, *tag), options);
   const int last_rank = static_cast<int>(std::count(hosts_option.begin(), hosts_option.end(), ','));
   REQUIRE(job.wait_for_output("rank " + std::to_string(last_rank) + ": ready", seconds(30)));
   const auto start = std::chrono::steady_clock::now();
@@ -407,15 +410,24 @@ TEST_CASE("program arguments reach remote ranks byte for byte") {
   CHECK(::access((hosts().dir() + "/pwned").c_str(), F_OK) != 0);
 }
 
-TEST_CASE("sshd killed mid-job: 'lost connection' within 15 s, exit 125, nothing left") {
+TEST_CASE("sshd killed mid-job: 'lost connection' within 15 s, exit 125, nothing left; the report says so") {
   std::string tag;
-  const FaultResult f = fault_mid_job("h1:1,h2:1,h3:1", [] { hosts().kill_sshd(3); }, &tag);
+  char dir[] = "/tmp/trainrun-report-XXXXXX";
+  REQUIRE(::mkdtemp(dir));
+  const std::string report = std::string(dir) + "/report.json";
+  const FaultResult f = fault_mid_job("h1:1,h2:1,h3:1", [] { hosts().kill_sshd(3); }, &tag, report);
   const ProcessResult& r = f.result;
   INFO(r.out, r.err);
   CHECK(f.seconds_after_fault < 15);
   CHECK(r.exit_code == 125);
   CHECK(contains(r.err, "trainrun: lost connection to h3"));
   CHECK(nothing_left_anywhere(tag));
+  if (schema_validator_missing().empty()) {
+    const nlohmann::json j = checked_report(report);
+    CHECK(j["outcome"] == "launch_failed");
+    CHECK(contains(j["failure"]["cause"].get<std::string>(), "lost connection to h3"));
+    CHECK(j["ranks"][2]["state"] == "unknown");
+  }
   hosts().restore(3);
 }
 
