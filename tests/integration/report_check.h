@@ -6,6 +6,8 @@
 
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -18,6 +20,25 @@ inline constexpr const char* kSchemaValidator =
     "schema = json.load(open(sys.argv[1]))\n"
     "jsonschema.Draft202012Validator.check_schema(schema)\n"
     "jsonschema.Draft202012Validator(schema).validate(json.load(open(sys.argv[2])))\n";
+
+// A report path in a fresh directory under /tmp, removed with what trainrun
+// left there.
+struct TempReport {
+  std::string dir;
+  std::string path;
+  TempReport() {
+    char name[] = "/tmp/trainrun-report-XXXXXX";
+    REQUIRE(::mkdtemp(name));
+    dir = name;
+    path = dir + "/report.json";
+  }
+  ~TempReport() {
+    ::unlink(path.c_str());
+    ::rmdir(dir.c_str());
+  }
+  TempReport(const TempReport&) = delete;
+  TempReport& operator=(const TempReport&) = delete;
+};
 
 // Why the validator cannot run here (for a skip), or "".
 inline std::string schema_validator_missing() {

@@ -19,13 +19,6 @@ using std::chrono::seconds;
 
 namespace {
 
-// A fresh report path in a fresh directory (removed by the next run's mkdtemp clean-up: /tmp).
-std::string report_path() {
-  char dir[] = "/tmp/trainrun-report-XXXXXX";
-  REQUIRE(::mkdtemp(dir));
-  return std::string(dir) + "/report.json";
-}
-
 std::string engine_program() { return program_path("ENGINE_PROGRAM"); }
 
 // 4 ranks, 200 steps of one engine allreduce; `slow_rank` (-1: none) sleeps
@@ -60,7 +53,8 @@ json report_after(const ProcessResult& r, const std::string& path, int exit_code
 }  // namespace
 
 TEST_CASE("success: every rank exited 0, with pid, backend, times and resource use") {
-  const std::string path = report_path();
+  const TempReport report;
+  const std::string& path = report.path;
   std::string tag;
   const ProcessResult r = run_trainrun({"--report", path, "--local", "-np", "3", rank_program(), "init", "allreduce"}, &tag);
   INFO(r.out, r.err);
@@ -86,7 +80,8 @@ TEST_CASE("success: every rank exited 0, with pid, backend, times and resource u
 }
 
 TEST_CASE("a rank exits 3: the report names it with the summary trainrun printed") {
-  const std::string path = report_path();
+  const TempReport report;
+  const std::string& path = report.path;
   const ProcessResult r =
       run_trainrun({"--report", path, "--grace", "1", "-np", "3", rank_program(), "init", "exit:1:3", "sleep:60000"});
   INFO(r.out, r.err);
@@ -102,7 +97,8 @@ TEST_CASE("a rank exits 3: the report names it with the summary trainrun printed
 }
 
 TEST_CASE("a rank killed by a signal, and the report path from TRAINRUN_REPORT") {
-  const std::string path = report_path();
+  const TempReport report;
+  const std::string& path = report.path;
   ProcessOptions options;
   options.env.push_back("TRAINRUN_REPORT=" + path);
   const ProcessResult r =
@@ -117,7 +113,8 @@ TEST_CASE("a rank killed by a signal, and the report path from TRAINRUN_REPORT")
 }
 
 TEST_CASE("--timeout: outcome timeout, exit 124") {
-  const std::string path = report_path();
+  const TempReport report;
+  const std::string& path = report.path;
   const ProcessResult r = run_trainrun(
       {"--report", path, "--timeout", "3", "--grace", "1", "-np", "2", rank_program(), "init", "sleep:60000"});
   INFO(r.out, r.err);
@@ -129,7 +126,8 @@ TEST_CASE("--timeout: outcome timeout, exit 124") {
 }
 
 TEST_CASE("Ctrl-C: outcome signal, exit 130, every rank stopped") {
-  const std::string path = report_path();
+  const TempReport report;
+  const std::string& path = report.path;
   ProcessOptions options;
   options.env.push_back(unique_tag());
   const std::string tag = options.env.back();
@@ -147,7 +145,8 @@ TEST_CASE("Ctrl-C: outcome signal, exit 130, every rank stopped") {
 }
 
 TEST_CASE("pre-flight failure: a missing program; nothing started") {
-  const std::string path = report_path();
+  const TempReport report;
+  const std::string& path = report.path;
   const ProcessResult r = run_trainrun({"--report", path, "-np", "2", "/nonexistent/train"});
   INFO(r.out, r.err);
   const json j = report_after(r, path, 127, "preflight_failed");
@@ -161,7 +160,8 @@ TEST_CASE("--launcher mpirun: what trainrun knows, and a note on what it does no
     MESSAGE("skipped: no /usr/bin/mpirun (Debian: openmpi-bin)");
     return;
   }
-  const std::string path = report_path();
+  const TempReport report;
+  const std::string& path = report.path;
   const ProcessResult r =
       run_trainrun({"--report", path, "--launcher", "mpirun", "-np", "2", rank_program(), "init", "exit:1:3"});
   INFO(r.out, r.err);
@@ -184,7 +184,8 @@ TEST_CASE("a report that cannot be written is a warning, not a failure") {
 }
 
 TEST_CASE("a rank slowed by 30 ms per step is the straggler: one warning line, and the table") {
-  const std::string path = report_path();
+  const TempReport report;
+  const std::string& path = report.path;
   const ProcessResult r = training_job(path, 2, 30);
   INFO(r.out, r.err);
   CHECK(r.exit_code == 0);
@@ -203,7 +204,8 @@ TEST_CASE("a rank slowed by 30 ms per step is the straggler: one warning line, a
 }
 
 TEST_CASE("a balanced job: no straggler line, and the table still comes") {
-  const std::string path = report_path();
+  const TempReport report;
+  const std::string& path = report.path;
   const ProcessResult r = training_job(path, -1, 0);
   INFO(r.out, r.err);
   CHECK(r.exit_code == 0);

@@ -283,9 +283,8 @@ TEST_CASE("the JSON report of a remote job: its hosts, each rank on its host, th
     MESSAGE(text);
     return;
   }
-  char dir[] = "/tmp/trainrun-report-XXXXXX";
-  REQUIRE(::mkdtemp(dir));
-  const std::string path = std::string(dir) + "/report.json";
+  const TempReport report;
+  const std::string& path = report.path;
   std::string tag;
   const ProcessResult r = run_remote(
       {"--report", path, "-H", "h1:1,h2:2", "--grace", "1", rank_program(), "init", "exit:2:3", "sleep:60000"}, &tag);
@@ -412,10 +411,8 @@ TEST_CASE("program arguments reach remote ranks byte for byte") {
 
 TEST_CASE("sshd killed mid-job: 'lost connection' within 15 s, exit 125, nothing left; the report says so") {
   std::string tag;
-  char dir[] = "/tmp/trainrun-report-XXXXXX";
-  REQUIRE(::mkdtemp(dir));
-  const std::string report = std::string(dir) + "/report.json";
-  const FaultResult f = fault_mid_job("h1:1,h2:1,h3:1", [] { hosts().kill_sshd(3); }, &tag, report);
+  const TempReport report;
+  const FaultResult f = fault_mid_job("h1:1,h2:1,h3:1", [] { hosts().kill_sshd(3); }, &tag, report.path);
   const ProcessResult& r = f.result;
   INFO(r.out, r.err);
   CHECK(f.seconds_after_fault < 15);
@@ -423,7 +420,7 @@ TEST_CASE("sshd killed mid-job: 'lost connection' within 15 s, exit 125, nothing
   CHECK(contains(r.err, "trainrun: lost connection to h3"));
   CHECK(nothing_left_anywhere(tag));
   if (schema_validator_missing().empty()) {
-    const nlohmann::json j = checked_report(report);
+    const nlohmann::json j = checked_report(report.path);
     CHECK(j["outcome"] == "launch_failed");
     CHECK(contains(j["failure"]["cause"].get<std::string>(), "lost connection to h3"));
     CHECK(j["ranks"][2]["state"] == "unknown");
