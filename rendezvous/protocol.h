@@ -124,7 +124,7 @@ inline constexpr std::size_t kFrameLengthBytes = 8;
 inline constexpr std::string_view kScopeJob = "job";   // rank.{r} = "host pid"
 inline constexpr std::string_view kKeyRankPrefix = "rank.";
 // For the launcher's JSON report: backend.{r} = the backend rank r uses;
-// first_op = rank 0's host, set when the engine ran its first op;
+// first_op = rank 0's host, set when the engine's first op was ready on every rank;
 // stragglers = the straggler table (lib/engine/straggler_tracker.h).
 inline constexpr std::string_view kKeyBackendPrefix = "backend.";
 inline constexpr std::string_view kKeyFirstOp = "first_op";

@@ -49,7 +49,7 @@ struct JobReport {
   std::string started_at, ended_at;  // UTC, ISO 8601
   double wall_time_s = 0;
   std::optional<double> rendezvous_s;  // until every rank reached the rendezvous
-  std::optional<double> first_op_s;    // until the engine ran its first op
+  std::optional<double> first_op_s;    // until the engine's first op was ready on every rank
   std::optional<std::vector<detail::StragglerRow>> stragglers;
   std::vector<std::string> notes;      // what this launcher mode cannot know
   bool ranks_observed = true;          // false: every rank's state is "unknown" (mpirun)

@@ -217,9 +217,8 @@ bool Engine::cycle() {
   stragglers_.observe(responses, [this](const std::string& name) {
     const Work* work = local_work(name);
     return work ? std::optional(work->submitted) : std::nullopt;
-  }, Clock::now());
+  }, Clock::now(), status.any_shutdown());
   execute(responses);
-  stragglers_.after_cycle(status.any_shutdown());
   if (status.any_shutdown()) {
     stop(Error(Error::Code::InvalidArgument,
                "the engine was shut down (trainrun::shutdown() was called on some rank)"));

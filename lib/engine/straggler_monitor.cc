@@ -21,7 +21,17 @@ StragglerMonitor::StragglerMonitor(const World& world, Backend& backend, double 
 StragglerMonitor::~StragglerMonitor() = default;
 
 void StragglerMonitor::observe(const std::vector<Response>& responses, const Submitted& submitted,
-                               Clock::time_point ready) {
+                               Clock::time_point ready, bool final) {
+  record(responses, submitted, ready);
+  if (rank_ == 0 && !first_op_published_ && ran_ops_) {
+    first_op_published_ = true;
+    publish(std::string(protocol::kKeyFirstOp), hostname_);
+  }
+  if (tracker_.exchange_due() || (final && tracker_.recorded() > 0)) exchange();
+}
+
+void StragglerMonitor::record(const std::vector<Response>& responses, const Submitted& submitted,
+                              Clock::time_point ready) {
   if (responses.empty()) return;
   ran_ops_ = true;
   if (size_ < 2 || size_ > StragglerTracker::kMaxRanks) return;
@@ -32,14 +42,6 @@ void StragglerMonitor::observe(const std::vector<Response>& responses, const Sub
   }
   if (!latest) return tracker_.record(std::nullopt);
   tracker_.record(std::chrono::duration_cast<std::chrono::microseconds>(ready - *latest));
-}
-
-void StragglerMonitor::after_cycle(bool final) {
-  if (rank_ == 0 && !first_op_published_ && ran_ops_) {
-    first_op_published_ = true;
-    publish(std::string(protocol::kKeyFirstOp), hostname_);
-  }
-  if (tracker_.exchange_due() || (final && tracker_.recorded() > 0)) exchange();
 }
 
 void StragglerMonitor::exchange() {

@@ -1,7 +1,8 @@
 // StragglerMonitor: the engine's straggler statistics at work
 // (StragglerTracker holds the logic): it measures each cycle's waits, runs
 // the tracker's exchange on the backend every window (and once more when
-// the ranks agree to shut down), and on rank 0 prints the warning
+// the ranks agree to shut down; before the cycle's ops run, so that the
+// engine needs one hook), and on rank 0 prints the warning
 // (--straggler-warning) and publishes the table and the moment of the
 // job's first op to the launcher's rendezvous store (job/stragglers,
 // job/first_op), which puts them in the JSON report. Engine thread only;
@@ -36,13 +37,14 @@ class StragglerMonitor {
   StragglerMonitor(const World& world, Backend& backend, double warning_pct, std::size_t window);
   ~StragglerMonitor();
 
-  // The cycle's ready ops, before they run, at `ready`.
-  void observe(const std::vector<Response>& responses, const Submitted& submitted, Clock::time_point ready);
-  // After they ran, on every rank: the exchange when a window is full, or
-  // with `final` (shutdown agreed) for what the window holds.
-  void after_cycle(bool final);
+  // Every cycle on every rank, with its ready ops before they run, at
+  // `ready`; runs the exchange when a window is full, or with `final` (the
+  // ranks agreed to shut down) for what the window holds.
+  void observe(const std::vector<Response>& responses, const Submitted& submitted, Clock::time_point ready,
+               bool final);
 
  private:
+  void record(const std::vector<Response>& responses, const Submitted& submitted, Clock::time_point ready);
   void exchange();
   void publish(const std::string& key, const std::string& value);
 
