@@ -131,20 +131,22 @@ std::string current_directory() {
   return ::getcwd(path, sizeof path) ? path : ".";
 }
 
-std::optional<PlannedJob> plan_job(const Options& options) {
+std::optional<PlannedJob> plan_job(const Options& options, std::string* error_line) {
+  std::string error;
   PlanResult planned = make_plan(options, this_host_name(), &std::getenv, read_text_file);
-  if (!planned.plan) {
-    std::cerr << "trainrun: error: " << planned.error << "\n";
-    return std::nullopt;
-  }
   try {
     // Multi-host: which hosts are remote, and which network the job uses.
-    RemotePlan remote(*planned.plan, options);
-    return PlannedJob{std::move(*planned.plan), std::move(remote)};
+    if (planned.plan) {
+      RemotePlan remote(*planned.plan, options);
+      return PlannedJob{std::move(*planned.plan), std::move(remote)};
+    }
+    error = planned.error;
   } catch (const Error& e) {
-    std::cerr << "trainrun: error: " << e.what() << "\n";
-    return std::nullopt;
+    error = e.what();
   }
+  std::cerr << "trainrun: error: " << error << "\n";
+  if (error_line) *error_line = "trainrun: error: " + error;
+  return std::nullopt;
 }
 
 namespace {
@@ -158,8 +160,12 @@ SrunDecision srun_decision(const Options& options) {
 }
 
 int launch_planned(const Options& options, const SrunMode* srun, ReportRecorder& report) {
-  const std::optional<PlannedJob> planned = plan_job(options);
-  if (!planned) return kExitUsage;
+  std::string plan_error;
+  const std::optional<PlannedJob> planned = plan_job(options, &plan_error);
+  if (!planned) {
+    report.failed("usage_error", plan_error);
+    return kExitUsage;
+  }
   const JobPlan& plan = planned->plan;
   const RemotePlan& remote = planned->remote;
   std::vector<bool> is_remote;

@@ -23,8 +23,9 @@ struct PlannedJob {
   JobPlan plan;
   RemotePlan remote;
 };
-// nullopt after printing the usage error (exit 2). Also for `trainrun doctor`.
-std::optional<PlannedJob> plan_job(const Options& options);
+// nullopt after printing the usage error (exit 2), which also goes to
+// `*error_line` when given. Also for `trainrun doctor`.
+std::optional<PlannedJob> plan_job(const Options& options, std::string* error_line = nullptr);
 // The directory every rank starts in.
 std::string current_directory();
 

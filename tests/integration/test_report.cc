@@ -155,6 +155,17 @@ TEST_CASE("pre-flight failure: a missing program; nothing started") {
   CHECK(j["ranks"][1]["state"] == "not_started");
 }
 
+TEST_CASE("a host list that cannot be used: usage_error, with trainrun's error line as the cause") {
+  const TempReport report;
+  const std::string& path = report.path;
+  const ProcessResult r = run_trainrun({"--report", path, "-H", "bad host!", rank_program()});
+  INFO(r.out, r.err);
+  const json j = report_after(r, path, 2, "usage_error");
+  REQUIRE(j.is_object());
+  CHECK(j["failure"]["cause"] == last_trainrun_line(r.err));
+  CHECK(j["ranks"].empty());
+}
+
 TEST_CASE("--launcher mpirun: what trainrun knows, and a note on what it does not") {
   if (::access("/usr/bin/mpirun", X_OK) != 0) {
     MESSAGE("skipped: no /usr/bin/mpirun (Debian: openmpi-bin)");
