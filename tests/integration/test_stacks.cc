@@ -155,6 +155,20 @@ TEST_CASE("the engine's stall shutdown: the late rank's stack, taken while it st
   CHECK(nothing_left(tag, seconds(5)));
 }
 
+TEST_CASE("a host without eu-stack: one line for its ranks, and the job still ends on time") {
+  ProcessOptions options;
+  options.env.push_back("PATH=/nonexistent");  // the agent finds eu-stack through PATH
+  std::string tag;
+  const ProcessResult r = run_trainrun({"-np", "2", "--timeout", "3", "--grace", "1", rank_program(), "init",
+                                        "sleep:60000"}, &tag, options);
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 124);
+  CHECK(contains(r.err, "trainrun: stacks of every rank (--timeout 3 s expired), 1 group:\nranks 0-1 ("));
+  CHECK(contains(r.err, "): no stack: eu-stack is not installed on this host (Debian/Ubuntu: apt-get install "
+                        "elfutils)\n"));
+  CHECK(nothing_left(tag, seconds(5)));
+}
+
 int main(int argc, char** argv) {
   if (::access("/usr/bin/eu-stack", X_OK) != 0) {
     std::cout << "SKIP: no /usr/bin/eu-stack (Debian/Ubuntu: apt-get install elfutils)\n";
