@@ -105,7 +105,10 @@ int dry_run(const Options& options, const JobPlan& plan, const RemotePlan& remot
 report::StackDumps::Options stack_dump_options(const Options& options) {
   report::StackDumps::Options o;
   o.on_stall_warning = options.stacks_on_stall;
+  // The ranks' warning interval: the option, else what they inherit.
+  const char* inherited = std::getenv(protocol::kEnvStallWarning);
   if (options.stall_warning_s > 0) o.stall_warning_s = options.stall_warning_s;
+  else if (inherited && std::atof(inherited) > 0) o.stall_warning_s = std::atof(inherited);
   o.output_dir = options.output_dir;
   return o;
 }

@@ -85,12 +85,13 @@ void Supervisor::on_frame(Peer& peer, const Frame& frame) {
     case FrameType::Started:
       return state_.started(static_cast<int>(frame.rank), std::atoi(frame.payload.c_str()));
     case FrameType::Output:
-      if (stacks_ && frame.stream == 2) {
+      output_.add(static_cast<int>(frame.rank), frame.stream, frame.payload, output_clock());
+      if (stacks_ && frame.stream == 2) {  // after the line that calls for a dump
         if (auto reason = stacks_->stderr_bytes(static_cast<int>(frame.rank), frame.payload, Clock::now())) {
           request_stacks(*reason);
         }
       }
-      return output_.add(static_cast<int>(frame.rank), frame.stream, frame.payload, output_clock());
+      return;
     case FrameType::Exited: {
       const int rank = static_cast<int>(frame.rank);
       const JobState::Action action = state_.exited(rank, std::atoi(frame.payload.c_str()));
