@@ -127,6 +127,9 @@ void build(CLI::App& app, Options& o) {
   add_float(app, "--stall-shutdown", o.stall_shutdown_s,
             "Fail stalled ops on every rank after S seconds; 0: never (default)", 0.0, 1e9)
       ->group(engine);
+  app.add_flag("--stacks-on-stall", o.stacks_on_stall,
+               "Print every rank's stack at each stall warning too (always: SIGQUIT, --timeout, stall shutdown)")
+      ->group(engine);
 
   const char* info = "Information";
   app.add_flag("--verbose", o.verbose, "Print what trainrun decides and does")->group(info);

@@ -33,6 +33,7 @@ struct Options {
   std::string timeline;
   double stall_warning_s = -1;
   double stall_shutdown_s = -1;
+  bool stacks_on_stall = false;        // every rank's stack at each stall warning (cli/report)
   // Information
   bool verbose = false;
   bool dry_run = false;

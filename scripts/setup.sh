@@ -16,6 +16,8 @@ packages=(
   # tests and benchmarks (readelf: no binary may link NCCL or CUDA; the
   # multi-host tests run sshd in network namespaces; tests parse timelines)
   procps binutils openmpi-bin openssh-server openssh-client iproute2 nlohmann-json3-dev
+  # eu-stack: the host agent's stack dumps (trainrun --timeout, SIGQUIT, stalls)
+  elfutils
   # a one-node Slurm cluster for the 'slurm' tests (tests/slurm/cluster.sh)
   slurmctld slurmd slurm-client munge
   # fuzz targets (scripts/fuzz.sh): clang 14 with libFuzzer and its sanitizer

@@ -196,6 +196,10 @@ bool Engine::cycle() {
   if (waiting) status.set_waiter();
   if (rank_ == 0 && !coordinator_.empty() && stall_.shutdown_due(coordinator_.pending(), now)) {
     status.set_stall_shutdown();
+    // Said before any rank can act on it: the launcher takes every rank's
+    // stack on this line (cli/report/stall_lines.h), while the stuck one lives.
+    std::fprintf(stderr, "trainrun: rank 0 (%s): %s\n", hostname_.c_str(),
+                 stall_.shutdown_message(coordinator_.pending()).c_str());
   }
   {
     std::lock_guard lock(mutex_);
@@ -436,6 +440,7 @@ void Engine::watch() {
     const auto waited = now - *blocked_since_;
     if (inspector.blocked_shutdown_due(waited)) {
       abort_reason_ = inspector.blocked_shutdown_message();
+      std::fprintf(stderr, "trainrun: rank %d (%s): %s\n", rank_, hostname_.c_str(), abort_reason_.c_str());
     } else if (stop_requested_ && waited >= kStopGrace) {
       abort_reason_ = "the engine was shut down, but the other ranks' engines did not answer for " +
                       std::to_string(kStopGrace.count()) + " s, so it aborted the backend";
