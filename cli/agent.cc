@@ -24,6 +24,7 @@
 #include "cli/process_tree.h"
 #include "cli/report/exit_record.h"
 #include "cli/rank_env.h"
+#include "cli/report/stack_capture.h"
 #include "trainrun/version.h"
 
 extern char** environ;
@@ -74,6 +75,7 @@ class Agent {
   void write_stdin(RankProcess& rank);
   void handle_signal();
   void reap();
+  void send_stacks();
   void terminate(std::chrono::milliseconds grace);
   void flush_outbound(bool block);
   void launcher_went_away();
@@ -147,6 +149,7 @@ void Agent::spawn(RankProcess& rank) {
     // killed if the agent dies, default signal state, the job's directory.
     ::setsid();
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    ::prctl(PR_SET_PTRACER, agent);  // Yama: the agent's eu-stack may read our stacks
     if (::getppid() != agent) ::_exit(127);
     ::sigprocmask(SIG_SETMASK, &original_mask_, nullptr);
     ::signal(SIGPIPE, SIG_DFL);
@@ -249,6 +252,8 @@ void Agent::handle_frame(const Frame& frame) {
       return queue(FrameType::ProbeResult, 0, 0, probe_.answer(frame.payload));
     case FrameType::Reach:
       return queue(FrameType::ReachResult, 0, 0, probe_.reach(frame.payload));
+    case FrameType::Stacks:
+      return send_stacks();
     default:
       queue(FrameType::Fatal, 0, 0, "unexpected frame type " + std::to_string(static_cast<int>(frame.type)));
   }
@@ -336,6 +341,18 @@ void Agent::reap() {
       close_fd(r.in_fd);
     }
   }
+}
+
+// Synchronous: frames after the request (a Terminate on --timeout) wait
+// until every rank's stack is taken, so the stacks show the hang, not the
+// teardown.
+void Agent::send_stacks() {
+  std::vector<report::CaptureTarget> targets;
+  for (const auto& r : ranks_) targets.push_back({r.spec.rank, r.running ? r.pid : -1});
+  const report::CaptureResult result = report::capture_stacks(targets, std::chrono::seconds(10));
+  for (const auto& stack : result.ranks) queue(FrameType::StackTrace, stack.rank, stack.note ? 1 : 0, stack.text);
+  queue(FrameType::StacksDone, 0, 0, result.host_note);
+  if (ping_window_) ping_deadline_ = Clock::now() + *ping_window_;  // the capture took our time, not its
 }
 
 void Agent::handle_signal() {

@@ -27,6 +27,7 @@ enum class FrameType : std::uint8_t {
                   // agent ends the job if no frame comes for that long
   Probe = 8,      // payload: encoded ProbeRequest (cli/host_probe.h)
   Reach = 9,      // payload: "address port" lines to try to connect to
+  Stacks = 10,    // capture the stacks of every rank (cli/report/stack_capture.h)
   // agent -> launcher
   Hello = 20,     // payload: the agent's version
   Started = 21,   // rank, payload: pid (decimal)
@@ -35,6 +36,8 @@ enum class FrameType : std::uint8_t {
   Fatal = 24,     // payload: why the agent cannot go on (bad job, ...)
   ProbeResult = 25,  // payload: encoded ProbeAnswer
   ReachResult = 26,  // payload: one line per Reach target, empty when reached
+  StackTrace = 27,   // rank, stream 0: eu-stack text of its processes, 1: why none
+  StacksDone = 28,   // the answer to Stacks is complete; payload: a host-wide note or empty
 };
 
 struct Frame {

@@ -22,6 +22,7 @@
 #include "cli/rank_env.h"
 #include "cli/remote_plan.h"
 #include "cli/report/report_recorder.h"
+#include "cli/report/stack_dumps.h"
 #include "cli/shell_words.h"
 #include "cli/srun/srun_agent_link.h"
 #include "cli/srun/srun_mode.h"
@@ -100,6 +101,17 @@ int dry_run(const Options& options, const JobPlan& plan, const RemotePlan& remot
     std::cout << prefix << "cd " << shell_quote(cwd) << " && " << shell_join(words) << "\n";
   }
   return 0;
+}
+
+report::StackDumps::Options stack_dump_options(const Options& options) {
+  report::StackDumps::Options o;
+  o.on_stall_warning = options.stacks_on_stall;
+  // The ranks' warning interval: the option, else what they inherit.
+  const char* inherited = std::getenv(protocol::kEnvStallWarning);
+  if (options.stall_warning_s > 0) o.stall_warning_s = options.stall_warning_s;
+  else if (inherited && std::atof(inherited) > 0) o.stall_warning_s = std::atof(inherited);
+  o.output_dir = options.output_dir;
+  return o;
 }
 
 // Multi-host: every remote host checked at once, its agent started; nothing
@@ -248,6 +260,8 @@ int launch_planned(const Options& options, const SrunMode* srun, ReportRecorder&
   supervision.verbose = options.verbose;
   supervision.events = &report;
   Supervisor supervisor(supervision, state, output, &server.table());
+  report::StackDumps stacks(stack_dump_options(options), rank_hosts);
+  supervisor.attach_stacks(stacks);
   supervisor.run(agents, jobs);
   report.finished(state);
 

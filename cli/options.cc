@@ -131,6 +131,9 @@ void build(CLI::App& app, Options& o) {
             "Warn when one rank submits last in more than PCT% of a window's engine cycles; 0: never (default)",
             0.0, 100.0)
       ->type_name("PCT")->group(engine);
+  app.add_flag("--stacks-on-stall", o.stacks_on_stall,
+               "Print every rank's stack at each stall warning too (always: SIGQUIT, --timeout, stall shutdown)")
+      ->group(engine);
 
   const char* info = "Information";
   app.add_flag("--verbose", o.verbose, "Print what trainrun decides and does")->group(info);

@@ -34,6 +34,7 @@ struct Options {
   double stall_warning_s = -1;
   double stall_shutdown_s = -1;
   double straggler_warning_pct = -1;
+  bool stacks_on_stall = false;        // every rank's stack at each stall warning (cli/report)
   // Report (cli/report): the JSON job report's file; empty: TRAINRUN_REPORT, else none.
   std::string report;
   // Information

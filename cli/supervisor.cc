@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <string>
 
+#include "cli/report/stack_dumps.h"
+#include "lib/decimal.h"
 #include "rendezvous/kv_table.h"
 #include "rendezvous/protocol.h"
 
@@ -21,7 +23,7 @@ constexpr std::size_t kPeerOutboundLimit = 1u << 20;
 sigset_t job_signals() {
   sigset_t set;
   sigemptyset(&set);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) sigaddset(&set, sig);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT}) sigaddset(&set, sig);
   return set;
 }
 
@@ -84,7 +86,13 @@ void Supervisor::on_frame(Peer& peer, const Frame& frame) {
       if (options_.events) options_.events->started(static_cast<int>(frame.rank), std::atoi(frame.payload.c_str()));
       return state_.started(static_cast<int>(frame.rank), std::atoi(frame.payload.c_str()));
     case FrameType::Output:
-      return output_.add(static_cast<int>(frame.rank), frame.stream, frame.payload, output_clock());
+      output_.add(static_cast<int>(frame.rank), frame.stream, frame.payload, output_clock());
+      if (stacks_ && frame.stream == 2) {  // after the line that calls for a dump
+        if (auto reason = stacks_->stderr_bytes(static_cast<int>(frame.rank), frame.payload, Clock::now())) {
+          request_stacks(*reason);
+        }
+      }
+      return;
     case FrameType::Exited: {
       const int rank = static_cast<int>(frame.rank);
       if (options_.events) options_.events->exited(rank, frame.payload);
@@ -96,6 +104,9 @@ void Supervisor::on_frame(Peer& peer, const Frame& frame) {
       }
       return apply(action);
     }
+    case FrameType::StackTrace:
+    case FrameType::StacksDone:
+      return stacks_frame(peer, frame);
     case FrameType::Fatal:
       output_.note("trainrun: agent on " + peer.link->host() + ": " + frame.payload);
       return apply(state_.host_lost("the agent on " + peer.link->host() + " failed: " + frame.payload));
@@ -119,6 +130,7 @@ void Supervisor::on_readable(Peer& peer) {
   }
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
   peer.eof = true;
+  if (stacks_) stacks_->host_done(peer.link->host(), "its agent went away");
   if (state_.running_on(peer.link->host()) == 0) return;
   // The agent is gone while its ranks were running: the host is lost.
   const auto why = peer.link->failure();
@@ -132,6 +144,10 @@ void Supervisor::on_signal() {
   signalfd_siginfo info;
   while (::read(signal_fd_, &info, sizeof info) == sizeof info) {
     const int sig = static_cast<int>(info.ssi_signo);
+    if (sig == SIGQUIT) {  // Ctrl-\: a look at every rank; the job goes on
+      request_stacks("SIGQUIT");
+      continue;
+    }
     if (sig == SIGUSR1 || sig == SIGUSR2) {
       send_all(FrameType::Signal, std::to_string(sig));
       continue;
@@ -219,7 +235,11 @@ void Supervisor::run(std::vector<std::unique_ptr<AgentLink>>& agents, const std:
     for (const Peer& peer : peers_) all_eof = all_eof && peer.eof;
     if (all_eof) break;
 
-    if (deadline && now >= *deadline) apply(state_.timed_out(options_.timeout_s));
+    if (deadline && now >= *deadline && !state_.tearing_down()) {
+      request_stacks("--timeout " + detail::shortest_decimal(options_.timeout_s) + " s expired");  // before the Terminate: agents answer in order
+      apply(state_.timed_out(options_.timeout_s));
+    }
+    print_stacks_when_due(false);
     check_start_timeout();
     if (kill_at_ && now >= *kill_at_) {
       send_all(FrameType::Kill, "");
@@ -276,7 +296,31 @@ void Supervisor::run(std::vector<std::unique_ptr<AgentLink>>& agents, const std:
       }
     }
   }
+  print_stacks_when_due(true);
   output_.finish();
+}
+
+void Supervisor::request_stacks(const std::string& reason) {
+  if (!stacks_) return;
+  std::vector<std::string> hosts;
+  for (const Peer& peer : peers_) {
+    if (!peer.eof && !peer.closed) hosts.push_back(peer.link->host());
+  }
+  if (!stacks_->begin(reason, hosts, Clock::now())) return;
+  output_.note("trainrun: " + reason + ": taking the stack of every rank");
+  send_all(FrameType::Stacks, "");
+}
+
+void Supervisor::stacks_frame(Peer& peer, const Frame& frame) {
+  if (!stacks_) return;
+  if (frame.type == FrameType::StackTrace) stacks_->add(static_cast<int>(frame.rank), frame.stream == 1, frame.payload);
+  else stacks_->host_done(peer.link->host(), frame.payload);
+}
+
+void Supervisor::print_stacks_when_due(bool now) {
+  if (stacks_ && (stacks_->due(Clock::now()) || (now && stacks_->in_progress()))) {
+    output_.note(stacks_->finish(Clock::now()));
+  }
 }
 
 }  // namespace trainrun::cli

@@ -23,6 +23,9 @@ class KvTable;
 }
 
 namespace trainrun::cli {
+namespace report {
+class StackDumps;
+}
 
 struct SupervisorOptions {
   double grace_s = 5;
@@ -43,6 +46,9 @@ class Supervisor {
              const rendezvous::KvTable* rendezvous);
   ~Supervisor();
 
+  // Stack dumps of every rank (SIGQUIT, --timeout, stalls); none without.
+  void attach_stacks(report::StackDumps& stacks) { stacks_ = &stacks; }
+
   // agents[i] runs jobs[i]. Returns when the job is over.
   void run(std::vector<std::unique_ptr<AgentLink>>& agents, const std::vector<JobSpec>& jobs);
 
@@ -58,11 +64,15 @@ class Supervisor {
   void forward_stdin();
   void check_start_timeout();
   std::vector<int> unregistered_ranks() const;
+  void request_stacks(const std::string& reason);
+  void stacks_frame(Peer& peer, const Frame& frame);
+  void print_stacks_when_due(bool now);
 
   SupervisorOptions options_;
   JobState& state_;
   OutputRouter& output_;
   const rendezvous::KvTable* rendezvous_;
+  report::StackDumps* stacks_ = nullptr;
   std::vector<Peer> peers_;
   int signal_fd_ = -1;
   bool stdin_open_ = false;

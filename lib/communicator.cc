@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "backends/backend.h"
+#include "lib/core_call.h"
 #include "lib/engine/engine.h"
 #include "lib/world.h"
 #include "trainrun/error.h"
@@ -80,6 +81,7 @@ void Communicator::dispatch(const detail::Request& request, const std::function<
 template <typename Fn>
 void Communicator::call(const char* op, Fn&& fn) {
   try {
+    const detail::CoreCallScope scope(op, ++core_calls_);
     fn();
     backend_->synchronize();
   } catch (const Error& e) {

@@ -37,6 +37,9 @@ struct World {
   std::string network;  // TRAINRUN_NETWORK (CIDR)
   std::chrono::milliseconds start_timeout{30'000};
   std::chrono::milliseconds collective_timeout{1'800'000};
+  // A core call that waits this long for a peer says so, once per interval
+  // (TRAINRUN_STALL_WARNING, the engine's stall warning too); 0: never.
+  std::chrono::milliseconds wait_warning{60'000};
 
   // CUDA buffers (backends/nccl): TRAINRUN_CUDA_DEVICE (-1 when unset),
   // whether CUDA_VISIBLE_DEVICES is set, and how long an NCCL call may take.

@@ -18,6 +18,8 @@ packages=(
   procps binutils openmpi-bin openssh-server openssh-client iproute2 nlohmann-json3-dev
   # the JSON job report's schema test (tests/integration/test_report.cc)
   python3-jsonschema
+  # eu-stack: the host agent's stack dumps (trainrun --timeout, SIGQUIT, stalls)
+  elfutils
   # a one-node Slurm cluster for the 'slurm' tests (tests/slurm/cluster.sh)
   slurmctld slurmd slurm-client munge
   # fuzz targets (scripts/fuzz.sh): clang 14 with libFuzzer and its sanitizer

@@ -1,6 +1,7 @@
 #include "backends/gloo/gloo_backend.h"
 
 
+#include <cstdio>
 #include <cstring>
 #include <gloo/alltoallv.h>
 #include <gloo/broadcast.h>
@@ -12,10 +13,12 @@
 #include "backends/gloo/mesh_context.h"
 #include "backends/gloo/socket_mesh.h"
 #include "backends/reduction.h"
+#include "lib/core_call.h"
 #include "rendezvous/auth.h"
 #include "rendezvous/interfaces.h"
 #include "rendezvous/interfaces.h"
 #include "rendezvous/net.h"
+#include "rendezvous/protocol.h"
 #include "rendezvous/store.h"
 #include "trainrun/error.h"
 
@@ -72,7 +75,12 @@ class GlooBackend final : public Backend {
       const auto addresses = store_->get_range(scope_, "mesh.", 0, static_cast<std::uint64_t>(size_),
                                                context.world.start_timeout);
       mesh_->connect(addresses, context.world.start_timeout);
+      peer_addresses_ = addresses;
     });
+    mesh_->set_wait_warning(context.world.wait_warning,
+                            [this, host = context.world.hostname](int peer, std::chrono::seconds waited) {
+                              warn_waiting(host, peer, waited);
+                            });
   }
 
   ~GlooBackend() override {
@@ -181,6 +189,27 @@ class GlooBackend final : public Backend {
     return context_;
   }
 
+  // A core call (not the engine's: it reports its own stalls) waits for
+  // `peer`: one line naming the call and the peer's host, which the
+  // rendezvous knows ("host pid", written by every rank at init).
+  void warn_waiting(const std::string& host, int peer, std::chrono::seconds waited) {
+    const CoreCall* call = current_core_call();
+    if (!call) return;
+    if (peer_hosts_.empty()) peer_hosts_.resize(static_cast<std::size_t>(size_));
+    std::string& peer_host = peer_hosts_[peer];
+    if (peer_host.empty()) {
+      try {
+        const std::string entry = store_->get(protocol::kScopeJob, std::string(protocol::kKeyRankPrefix) +
+                                                                     std::to_string(peer), std::chrono::seconds(2));
+        peer_host = entry.substr(0, entry.find(' ')) + ", ";
+      } catch (const Error&) {
+        peer_host = "?, ";
+      }
+    }
+    const std::string address = peer_addresses_[peer].substr(0, peer_addresses_[peer].rfind(' '));
+    std::fprintf(stderr, "%s\n", core_wait_message(rank_, host, *call, peer, peer_host + address, waited).c_str());
+  }
+
   static void copy(const void* from, void* to, std::size_t bytes) {
     if (from && from != to && bytes) std::memmove(to, from, bytes);
   }
@@ -212,6 +241,8 @@ class GlooBackend final : public Backend {
   std::shared_ptr<gloo::transport::Device> device_;  // wired on first use
   std::shared_ptr<MeshContext> context_;             // wired on first use
   std::unique_ptr<SocketMesh> mesh_;  // latency-bound collectives
+  std::vector<std::string> peer_addresses_;  // "address port" by rank
+  std::vector<std::string> peer_hosts_;      // "host, " by rank, looked up on the first wait warning
   std::uint32_t tag_ = 0;
   std::vector<char> scratch_;   // direct allreduce receive segment, reused
   std::vector<char> work_;      // reduce-scatter input in ring order, reused

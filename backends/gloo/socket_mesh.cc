@@ -95,7 +95,11 @@ void SocketMesh::exchange(int to, const void* send, std::size_t send_bytes, int 
   const char* out = static_cast<const char*>(send);
   char* in = static_cast<char*>(recv);
   std::size_t sent = 0, received = 0;
-  const auto deadline = Clock::now() + timeout_;
+  auto last_progress = Clock::now();
+  const auto deadline = last_progress + timeout_;
+  const bool warns = warn_interval_.count() > 0 && warn_;
+  auto next_warning = warns ? last_progress + warn_interval_ : deadline;
+  bool moved = false;  // since the last poll
   while (sent < send_bytes || received < recv_bytes) {
     // Move both directions without waiting; sleep in poll only when neither can.
     bool progressed = false;
@@ -120,7 +124,15 @@ void SocketMesh::exchange(int to, const void* send, std::size_t send_bytes, int 
         io_error("receive from " + peer_name(from) + " failed: " + errno_text(errno));
       }
     }
-    if (progressed) continue;
+    if (progressed) {
+      moved = true;
+      continue;
+    }
+    if (moved && warns) {  // a wait warning counts from the last byte moved
+      last_progress = Clock::now();
+      next_warning = last_progress + warn_interval_;
+      moved = false;
+    }
     pollfd pfds[2];
     nfds_t count = 0;
     if (sent < send_bytes) pfds[count++] = {out_fd, POLLOUT, 0};
@@ -128,8 +140,13 @@ void SocketMesh::exchange(int to, const void* send, std::size_t send_bytes, int 
       if (count == 1 && out_fd == in_fd) pfds[0].events |= POLLIN;
       else pfds[count++] = {in_fd, POLLIN, 0};
     }
-    if (::poll(pfds, count, milliseconds_until(deadline)) == 0) {
+    if (::poll(pfds, count, milliseconds_until(std::min(deadline, next_warning))) == 0) {
       const int stuck = received < recv_bytes ? from : to;
+      if (warns && Clock::now() < deadline) {
+        warn_(stuck, std::chrono::round<std::chrono::seconds>(Clock::now() - last_progress));
+        next_warning = std::min(deadline, next_warning + warn_interval_);
+        continue;
+      }
       throw Error(Error::Code::Timeout, "no progress with " + peer_name(stuck) + " for " +
                                             std::to_string(timeout_.count() / 1000) + " s");
     }

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,15 @@ class SocketMesh {
   }
   void abort() noexcept;
 
+  // warn(peer, waited) from the calling thread each `interval` (0: never)
+  // that an exchange waits for `peer` without a byte moving; the exchange
+  // goes on waiting (until the collective timeout).
+  using WaitWarning = std::function<void(int peer, std::chrono::seconds waited)>;
+  void set_wait_warning(std::chrono::milliseconds interval, WaitWarning warn) {
+    warn_interval_ = interval;
+    warn_ = std::move(warn);
+  }
+
  private:
   using Clock = std::chrono::steady_clock;
   std::string peer_name(int peer) const;
@@ -58,6 +68,8 @@ class SocketMesh {
   std::vector<int> fds_;                 // by rank; -1 for this rank
   std::vector<std::string> addresses_;   // by rank, for error messages
   std::atomic<bool> aborted_{false};
+  std::chrono::milliseconds warn_interval_{0};
+  WaitWarning warn_;
 };
 
 }  // namespace trainrun::detail

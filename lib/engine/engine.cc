@@ -107,7 +107,16 @@ std::shared_ptr<Operation> Engine::await(Handle handle) {
   }
   std::shared_ptr<Operation> op = it->second;
   handles_.erase(it);
-  done_.wait(lock, [&] { return op->done; });
+  if (!op->done) {
+    // A caller that waits gains nothing from a cycle that waits for more
+    // work to fuse: the engine thread starts the next cycle now.
+    ++op->waiters;
+    ++waiters_;
+    lock.unlock();
+    work_arrived_.notify_one();
+    lock.lock();
+    done_.wait(lock, [&] { return op->done; });
+  }
   if (op->error) throw *op->error;
   return op;
 }
@@ -131,16 +140,20 @@ int Engine::join() {
 
 void Engine::loop() {
   const auto period = std::chrono::duration_cast<Clock::duration>(options_.cycle_time);
-  auto next = Clock::now();
+  auto started = Clock::now();
   try {
     while (cycle()) {
       // Cycles start a period apart (one that overran starts the next at
-      // once), or at once when work comes to an engine with nothing pending.
-      next = std::max(next + period, Clock::now());
+      // once), or at once when work comes to an engine with nothing pending,
+      // or when a caller waits for an op (unless the last cycle found every
+      // rank waiting and served none: then nothing is gained by hurrying).
       std::unique_lock lock(mutex_);
       idle_ = pending_.empty() && retry_.empty();
-      work_arrived_.wait_until(lock, next, [&] { return idle_ && !incoming_.empty(); });
+      work_arrived_.wait_until(lock, started + period, [&] {
+        return (idle_ && !incoming_.empty()) || (hurry_ && waiters_ > 0);
+      });
       idle_ = false;
+      started = Clock::now();
     }
   } catch (const Error& e) {
     std::string aborted;
@@ -171,16 +184,23 @@ void Engine::classify(const std::string& name, std::vector<std::string>& to_repo
 
 bool Engine::cycle() {
   bool stop_requested;
+  bool waiting;
   {
     std::lock_guard lock(mutex_);
     stop_requested = stop_requested_;
+    waiting = waiters_ > 0;
   }
   const auto now = Clock::now();
   std::vector<std::string> to_report;
   CycleStatus status = prepare(now, to_report);
   if (stop_requested) status.set_shutdown();
+  if (waiting) status.set_waiter();
   if (rank_ == 0 && !coordinator_.empty() && stall_.shutdown_due(coordinator_.pending(), now)) {
     status.set_stall_shutdown();
+    // Said before any rank can act on it: the launcher takes every rank's
+    // stack on this line (cli/report/stall_lines.h), while the stuck one lives.
+    std::fprintf(stderr, "trainrun: rank 0 (%s): %s\n", hostname_.c_str(),
+                 stall_.shutdown_message(coordinator_.pending()).c_str());
   }
   {
     std::lock_guard lock(mutex_);
@@ -219,6 +239,7 @@ bool Engine::cycle() {
     return work ? std::optional(work->submitted) : std::nullopt;
   }, Clock::now(), status.any_shutdown());
   execute(responses);
+  hurry_ = !status.all_waiting() || !responses.empty();
   if (status.any_shutdown()) {
     stop(Error(Error::Code::InvalidArgument,
                "the engine was shut down (trainrun::shutdown() was called on some rank)"));
@@ -382,12 +403,19 @@ void Engine::finish(const std::vector<const Response*>& done) {
       const auto it = pending_.find(response->request.name);
       if (it == pending_.end()) continue;  // this rank joined: nothing to complete
       if (!response->error.empty()) it->second.op->error = Error(response->error_code, response->error);
-      it->second.op->done = true;
+      complete(*it->second.op);
       for (const std::string& name : reserved_names(it->second.request)) in_flight_.erase(name);
     }
   }
   for (const Response* response : done) pending_.erase(response->request.name);
   done_.notify_all();
+}
+
+void Engine::complete(Operation& op) {
+  op.done = true;
+  // Its waiters stop counting now, not when they wake: the next cycle must
+  // not hurry for a caller that is already served.
+  waiters_ -= std::exchange(op.waiters, 0);
 }
 
 void Engine::stop(const Error& reason) {
@@ -398,7 +426,7 @@ void Engine::stop(const Error& reason) {
     const bool core = work.request.op == OpType::Core;
     work.op->error = Error(reason.code(), core ? reason.what() : op_label(work.request) + " '" + work.request.name +
                                                                       "': " + reason.what());
-    work.op->done = true;
+    complete(*work.op);
   }
   pending_.clear();
   in_flight_.clear();
@@ -417,6 +445,7 @@ void Engine::watch() {
     const auto waited = now - *blocked_since_;
     if (inspector.blocked_shutdown_due(waited)) {
       abort_reason_ = inspector.blocked_shutdown_message();
+      std::fprintf(stderr, "trainrun: rank %d (%s): %s\n", rank_, hostname_.c_str(), abort_reason_.c_str());
     } else if (stop_requested_ && waited >= kStopGrace) {
       abort_reason_ = "the engine was shut down, but the other ranks' engines did not answer for " +
                       std::to_string(kStopGrace.count()) + " s, so it aborted the backend";

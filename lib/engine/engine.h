@@ -90,6 +90,7 @@ class Engine {
   Work* local_work(const std::string& name);
   // Completes the ops of these responses (the error, if any, is theirs).
   void finish(const std::vector<const Response*>& done);
+  void complete(Operation& op);  // under mutex_
   void stop(const Error& reason);
   void watch();
   void trace_report(int from, const Request& r, Clock::time_point now);
@@ -112,6 +113,7 @@ class Engine {
   std::uint64_t next_barrier_ = 0;  // "#barrier.N"
   bool stop_requested_ = false;
   bool idle_ = false;  // the engine thread waits for work with nothing pending
+  int waiters_ = 0;    // callers blocked on an op that is not done yet
   std::condition_variable work_arrived_;
   std::optional<Error> stopped_;
   std::optional<Clock::time_point> blocked_since_;  // the engine thread is in the status allreduce
@@ -122,6 +124,9 @@ class Engine {
   std::map<std::string, Work> pending_;
   std::vector<std::string> retry_;  // lost their cache slot: classify again
   bool joined_ = false;
+  // The next cycle may start at once for a waiting caller: false only after
+  // a cycle in which every rank had a waiter and none of them was served.
+  bool hurry_ = true;
   Coordinator coordinator_;
   ResponseCache cache_;
   StallInspector stall_;

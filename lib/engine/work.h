@@ -20,6 +20,7 @@ namespace trainrun::detail {
 
 struct Operation {
   bool done = false;
+  int waiters = 0;  // callers blocked on it; the engine counts them off when it is done
   std::optional<Error> error;
   Output output;
   int last_joined = -1;  // join()

@@ -3,7 +3,9 @@
 trainrun.torch.DistributedOptimizer beside torch's DistributedDataParallel on
 the gloo backend, in the same job (same launcher, same ranks, rounds
 alternating so that drift in the machine's load hits both), and a local
-optimizer without communication for the per-step overhead of each.
+optimizer without communication for the per-step overhead of each. Step
+times are medians over every step of every round (the slowest rank's), which
+bursts of load from other processes do not move.
 
     PYTHONPATH=build/lib/python build/trainrun --local -np 2 /usr/bin/python3 tests/bench/python_vs_ddp.py
 
@@ -13,6 +15,7 @@ A benchmark, never a test: it prints a table on rank 0.
 import argparse
 import importlib.util
 import os
+import statistics
 import time
 
 import torch
@@ -32,17 +35,13 @@ def load_example():
     return module
 
 
-def timed_steps(model, optimizer, batches, steps):
-    """Seconds for `steps` training steps, the slowest rank's."""
-    hvd.barrier()
+def one_step(model, optimizer, x, y):
+    """Seconds for one training step on this rank."""
     start = time.perf_counter()
-    for i in range(steps):
-        x, y = batches[i % len(batches)]
-        optimizer.zero_grad()
-        F.cross_entropy(model(x), y).backward()
-        optimizer.step()
-    elapsed = time.perf_counter() - start
-    return hvd.allreduce(torch.tensor(elapsed), op=hvd.Max, name='bench.elapsed').item()
+    optimizer.zero_grad()
+    F.cross_entropy(model(x), y).backward()
+    optimizer.step()
+    return time.perf_counter() - start
 
 
 def main():
@@ -73,24 +72,28 @@ def main():
     runs = {'trainrun.torch DistributedOptimizer': (ours, ours_opt), 'torch DDP (gloo)': (ddp, ddp_opt),
             'local, no communication': (local, local_opt)}
     for model, opt in runs.values():
-        timed_steps(model, opt, batches, 5)  # warm up: allocations, gloo pairs, engine cache
+        for i in range(5):  # warm up: allocations, gloo pairs, engine cache
+            one_step(model, opt, *batches[i % len(batches)])
     seconds = {name: [] for name in runs}
     for _ in range(args.rounds):
         for name, (model, opt) in runs.items():
-            seconds[name].append(timed_steps(model, opt, batches, args.steps))
+            hvd.barrier()
+            for i in range(args.steps):
+                seconds[name].append(one_step(model, opt, *batches[i % len(batches)]))
+    median = {name: hvd.allreduce(torch.tensor(statistics.median(s)), op=hvd.Max, name=f'bench.{name}').item()
+              for name, s in seconds.items()}
     dist.destroy_process_group()
     if hvd.rank() != 0:
         return
-    images = args.steps * args.batch_size * hvd.size()
-    best = {name: min(s) for name, s in seconds.items()}
-    local_ms = 1000 * best['local, no communication'] / args.steps
+    images = args.batch_size * hvd.size()
+    local_ms = 1000 * median['local, no communication']
     print(f'{hvd.size()} ranks, batch {args.batch_size}/rank, {args.steps} steps x {args.rounds} rounds, '
-          f'{args.threads} thread(s)/rank; best round of each')
+          f'{args.threads} thread(s)/rank; median step of each')
     print(f'{"":38} {"images/s":>10} {"ms/step":>9} {"overhead ms/step":>17}')
-    for name, s in best.items():
-        ms = 1000 * s / args.steps
+    for name, s in median.items():
+        ms = 1000 * s
         print(f'{name:38} {images / s:10.0f} {ms:9.2f} {ms - local_ms:17.2f}')
-    ratio = best['torch DDP (gloo)'] / best['trainrun.torch DistributedOptimizer']
+    ratio = median['torch DDP (gloo)'] / median['trainrun.torch DistributedOptimizer']
     print(f'trainrun.torch / DDP images/s: {ratio:.2f}x')
 
 

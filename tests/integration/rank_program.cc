@@ -25,12 +25,15 @@
 //                     without close-on-exec (what a program it starts gets)
 //   hugecount         allreduce of 2^31 elements on a 1-element buffer; prints
 //                     the error (mpi backend only: it refuses before sending)
+//   deadlock:R        rank R locks a mutex it holds: stuck in pthread_mutex_lock
+//                     for good (the other ranks go on to the next step)
 // The rank before init comes from TRAINRUN_RANK, else OMPI_COMM_WORLD_RANK
 // (plain mpirun or trainrun --launcher mpirun), else SLURM_PROCID.
 #include <trainrun/trainrun.h>
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -131,6 +134,16 @@ std::string inheritable_fds() {
   return list;
 }
 
+// Not inlined, so that the stack names it under the lock frames.
+[[gnu::noinline]] void deadlock(int rank) {
+  static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
+  pthread_mutex_lock(&mutex);
+  std::printf("rank %d: deadlocking\n", rank);
+  std::fflush(stdout);
+  pthread_mutex_lock(&mutex);  // a default mutex locked twice by its owner waits forever
+  std::printf("rank %d: unreachable\n", rank);  // not a tail call: this frame stays on the stack
+}
+
 int rank_from_env() {
   for (const char* name : {"TRAINRUN_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"}) {
     if (const char* text = std::getenv(name)) return std::atoi(text);
@@ -205,6 +218,8 @@ int main(int argc, char** argv) {
       comm.allreduce(&mine, &sum, 1, trainrun::DataType::Int64, trainrun::ReduceOp::Sum);
       std::printf("rank %d: sum=%lld\n", rank, static_cast<long long>(sum));
       std::fflush(stdout);
+    } else if (verb == "deadlock") {
+      if (std::atoi(arg.c_str()) == rank) deadlock(rank);
     } else if (verb == "ignore-term") {
       std::signal(SIGTERM, SIG_IGN);
     } else if (verb == "spawn-tree") {

@@ -203,7 +203,9 @@ TEST_CASE("unusable engine settings fail with the variable and value, and nothin
                                      ? "allreduce_async: TRAINRUN_CYCLE_TIME_MS='fast' is not a number"
                                      : "allreduce_async: timeline: cannot write '/nonexistent/dir/t.json': No such "
                                        "file or directory";
-    CHECK_MESSAGE(r.err.find("engine_program: rank 0 (") != std::string::npos, r.err);
+    // Every rank fails the same way; the first to exit stops the others,
+    // so which rank's line comes through is a race.
+    CHECK_MESSAGE(r.err.find("engine_program: rank ") != std::string::npos, r.err);
     CHECK_MESSAGE(r.err.find(expected) != std::string::npos, r.err);
     CHECK(processes_with_env(options.env[0]).empty());
   }

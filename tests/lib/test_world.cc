@@ -152,6 +152,17 @@ TEST_CASE("timeouts come from the environment") {
   CHECK(world_from_env(FakeEnv{}.lookup()).nccl_timeout == std::chrono::minutes(10));
 }
 
+TEST_CASE("the core wait warning follows TRAINRUN_STALL_WARNING, the engine's interval") {
+  CHECK(world_from_env(FakeEnv{}.lookup()).wait_warning == std::chrono::seconds(60));
+  FakeEnv env = trainrun_env();
+  env.vars["TRAINRUN_STALL_WARNING"] = "2.5";
+  CHECK(world_from_env(env.lookup()).wait_warning == std::chrono::milliseconds(2500));
+  env.vars["TRAINRUN_STALL_WARNING"] = "0";
+  CHECK(world_from_env(env.lookup()).wait_warning == std::chrono::milliseconds(0));
+  env.vars["TRAINRUN_STALL_WARNING"] = "soon";
+  CHECK_THROWS_WITH(world_from_env(env.lookup()), doctest::Contains("TRAINRUN_STALL_WARNING"));
+}
+
 TEST_CASE("CUDA device settings come from the environment") {
   FakeEnv env = trainrun_env();
   World w = world_from_env(env.lookup());

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -82,6 +83,7 @@ class Communicator {
 
   std::unique_ptr<detail::World> world_;
   std::unique_ptr<detail::Backend> backend_;
+  std::uint64_t core_calls_ = 0;  // numbers core calls in wait messages (lib/core_call.h)
   std::mutex engine_mutex_;
   std::unique_ptr<detail::Engine> engine_;  // declared last: stops before the backend goes
 };

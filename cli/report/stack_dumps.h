@@ -1,0 +1,67 @@
+// StackDumps: the launcher's side of "every rank's stack": when to take a
+// dump (SIGQUIT, --timeout, the engine's stall shutdown, and with
+// --stacks-on-stall every stall warning, at most one per warning interval),
+// gathering the agents' answers (StackTrace / StacksDone frames), and the
+// result: grouped stacks and the engine's view (cli/report/stall_lines.h)
+// for the console, and with --output-filename DIR the full dump, raw
+// eu-stack text included, in DIR/stacks.N.txt. The supervisor sends the
+// requests and prints; this class decides and formats. Single-threaded.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cli/report/stack_text.h"
+#include "cli/report/stall_lines.h"
+
+namespace trainrun::cli::report {
+
+class StackDumps {
+ public:
+  using Clock = std::chrono::steady_clock;
+  struct Options {
+    bool on_stall_warning = false;   // --stacks-on-stall
+    double stall_warning_s = 60;     // the ranks' warning interval
+    std::string output_dir;          // --output-filename; empty: no file
+    std::chrono::milliseconds answer_limit{20'000};  // then print what came
+  };
+
+  StackDumps(Options options, std::vector<std::string> rank_hosts);
+
+  // Starts a dump asking the agents on `hosts`; false when one is under way.
+  bool begin(const std::string& reason, const std::vector<std::string>& hosts, Clock::time_point now);
+  // Rank stderr: the reason for a dump when a stall line in it calls for
+  // one now, else nullopt.
+  std::optional<std::string> stderr_bytes(int rank, std::string_view bytes, Clock::time_point now);
+  void add(int rank, bool note, std::string text);
+  // StacksDone from the agent on `host` (note: why it has no stacks), or
+  // the agent is gone (note says so).
+  void host_done(const std::string& host, const std::string& note);
+  bool in_progress() const { return active_; }
+  // Every asked agent answered, or the answer limit passed.
+  bool due(Clock::time_point now) const;
+  // The dump for the console (no final newline); writes the file. Ends the dump.
+  std::string finish(Clock::time_point now);
+
+ private:
+  std::string console_text(const std::vector<StackGroup>& groups, Clock::time_point now) const;
+  std::string write_file(const std::vector<StackGroup>& groups, Clock::time_point now);
+
+  Options options_;
+  std::vector<std::string> rank_hosts_;
+  StallWatch stall_;
+  bool active_ = false;
+  std::string reason_;
+  std::set<std::string> waiting_for_;     // hosts that have not answered
+  std::map<std::string, std::string> host_notes_;  // host: why it has no stacks
+  std::vector<RankStacks> answers_;
+  Clock::time_point started_;
+  std::optional<Clock::time_point> last_stall_dump_;
+  int dumps_ = 0;
+};
+
+}  // namespace trainrun::cli::report

@@ -1,0 +1,25 @@
+#include "lib/core_call.h"
+
+namespace trainrun::detail {
+namespace {
+
+thread_local const CoreCall* t_current = nullptr;
+
+}  // namespace
+
+const CoreCall* current_core_call() { return t_current; }
+
+CoreCallScope::CoreCallScope(const char* op, std::uint64_t number) : call_{op, number}, outer_(t_current) {
+  t_current = &call_;
+}
+
+CoreCallScope::~CoreCallScope() { t_current = outer_; }
+
+std::string core_wait_message(int rank, const std::string& host, const CoreCall& call, int peer,
+                              const std::string& peer_host, std::chrono::seconds waited) {
+  return "trainrun: rank " + std::to_string(rank) + " (" + host + "): waiting: " + call.op + " (core call #" +
+         std::to_string(call.number) + ") has waited " + std::to_string(waited.count()) + " s for rank " +
+         std::to_string(peer) + " (" + peer_host + "); still waiting";
+}
+
+}  // namespace trainrun::detail

@@ -1,0 +1,40 @@
+// The core collective the calling thread is in (its op and its call number
+// on this communicator), so that a layer below the Communicator that waits
+// for a peer (backends/gloo/socket_mesh.h) can say which call waits. Set by
+// Communicator::call for the duration of a core call on the caller's
+// thread; ops the engine runs on its own thread carry none (the engine's
+// stall inspector reports those). Thread-local; no other state.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace trainrun::detail {
+
+struct CoreCall {
+  const char* op = "";        // "allreduce", ...
+  std::uint64_t number = 0;   // 1 for this communicator's first core call
+};
+
+// The innermost core call of this thread, or nullptr.
+const CoreCall* current_core_call();
+
+class CoreCallScope {
+ public:
+  CoreCallScope(const char* op, std::uint64_t number);
+  ~CoreCallScope();
+  CoreCallScope(const CoreCallScope&) = delete;
+  CoreCallScope& operator=(const CoreCallScope&) = delete;
+
+ private:
+  CoreCall call_;
+  const CoreCall* outer_;
+};
+
+// "trainrun: rank 0 (h1): waiting: allreduce (core call #3) has waited 60 s
+// for rank 2 (h3, 10.0.0.3:4312); still waiting" (no newline).
+std::string core_wait_message(int rank, const std::string& host, const CoreCall& call, int peer,
+                              const std::string& peer_host, std::chrono::seconds waited);
+
+}  // namespace trainrun::detail
