@@ -37,6 +37,8 @@ struct World {
   std::string network;  // TRAINRUN_NETWORK (CIDR)
   std::chrono::milliseconds start_timeout{30'000};
   std::chrono::milliseconds collective_timeout{1'800'000};
+  // TRAINRUN_SHM: whether ranks on one host may use shared memory (gloo).
+  bool shm = true;
 
   // CUDA buffers (backends/nccl): TRAINRUN_CUDA_DEVICE (-1 when unset),
   // whether CUDA_VISIBLE_DEVICES is set, and how long an NCCL call may take.

@@ -1,6 +1,7 @@
 #include "backends/gloo/gloo_backend.h"
 
 
+#include <cstdio>
 #include <cstring>
 #include <gloo/alltoallv.h>
 #include <gloo/broadcast.h>
@@ -12,8 +13,9 @@
 #include "backends/gloo/mesh_context.h"
 #include "backends/gloo/socket_mesh.h"
 #include "backends/reduction.h"
+#include "backends/shm/shm_collectives.h"
+#include "backends/shm/shm_group.h"
 #include "rendezvous/auth.h"
-#include "rendezvous/interfaces.h"
 #include "rendezvous/interfaces.h"
 #include "rendezvous/net.h"
 #include "rendezvous/store.h"
@@ -73,6 +75,7 @@ class GlooBackend final : public Backend {
                                                context.world.start_timeout);
       mesh_->connect(addresses, context.world.start_timeout);
     });
+    if (context.world.shm) join_shared_memory(context.world);
   }
 
   ~GlooBackend() override {
@@ -86,8 +89,12 @@ class GlooBackend final : public Backend {
                  ReduceOp op) override {
     const std::size_t bytes = count * size_of(type);
     if (size_ == 1 || count == 0) return copy(send, recv, bytes);
-    copy(send, recv, bytes);
-    direct_allreduce(*mesh_, recv, count, size_of(type), reduce_function(type, op), scratch_);
+    if (shm_) {
+      shm_->allreduce(send ? send : recv, recv, count, size_of(type), reduce_function(type, op));
+    } else {
+      copy(send, recv, bytes);
+      direct_allreduce(*mesh_, recv, count, size_of(type), reduce_function(type, op), scratch_);
+    }
     if (op == ReduceOp::Average) divide_in_place(recv, count, type, size_);
   }
 
@@ -98,6 +105,7 @@ class GlooBackend final : public Backend {
   void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts,
                   DataType type) override {
     const std::size_t element = size_of(type);
+    if (shm_) return shm_->allgatherv(send, recv, counts, element);
     std::size_t before = 0;
     for (int r = 0; r < rank_; ++r) before += counts[r];
     copy(send, static_cast<char*>(recv) + before * element, counts[rank_] * element);
@@ -106,6 +114,7 @@ class GlooBackend final : public Backend {
 
   void broadcast(void* buf, std::size_t count, DataType type, int root) override {
     if (size_ == 1 || count == 0) return;
+    if (shm_) return shm_->broadcast(buf, count * size_of(type), root);
     if (count * size_of(type) <= kDirectBroadcastMaxBytes) {
       return direct_broadcast(*mesh_, buf, count * size_of(type), root);
     }
@@ -125,6 +134,7 @@ class GlooBackend final : public Backend {
   void alltoall(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
                 const std::vector<std::size_t>& recv_counts, DataType type) override {
     if (size_ == 1) return copy(send, recv, send_counts[0] * size_of(type));
+    if (shm_) return shm_->alltoall(send, send_counts, recv, recv_counts, size_of(type));
     guarded([&] {
       with_carrier(type, [&](auto carrier) {
         using T = decltype(carrier);
@@ -142,17 +152,23 @@ class GlooBackend final : public Backend {
                      DataType type, ReduceOp op) override {
     const std::size_t element = size_of(type);
     if (size_ == 1) return copy(send, recv, counts[0] * element);
-    direct_reducescatter(*mesh_, send, recv, counts, element, reduce_function(type, op), work_, scratch_);
+    if (shm_) {
+      shm_->reducescatter(send, recv, counts, element, reduce_function(type, op));
+    } else {
+      direct_reducescatter(*mesh_, send, recv, counts, element, reduce_function(type, op), work_, scratch_);
+    }
     if (op == ReduceOp::Average) divide_in_place(recv, counts[rank_], type, size_);
   }
 
   void barrier() override {
+    if (shm_) return shm_->barrier();
     if (size_ > 1) direct_barrier(*mesh_);
   }
 
   void synchronize() override {}
 
   void abort() noexcept override {
+    if (shm_) shm_->abort();
     if (mesh_) mesh_->abort();
     try {
       if (context_) context_->closeConnections();
@@ -161,6 +177,35 @@ class GlooBackend final : public Backend {
   }
 
  private:
+  // Ranks on one host share memory (backends/shm) when every rank of the
+  // job is on this host and each of them could map the segment; the job
+  // agrees over the mesh, so all ranks take the same transport. Multi-host
+  // jobs keep the flat TCP mesh.
+  void join_shared_memory(const World& world) {
+    std::string why;
+    std::optional<ShmAttachment> attached =
+        attach_host_segment(*store_, scope_, rank_, size_, world.start_timeout, why);
+    std::int32_t usable = attached.has_value();
+    direct_allreduce(*mesh_, &usable, 1, sizeof usable, reduce_function(DataType::Int32, ReduceOp::Min), scratch_);
+    if (!attached) {
+      if (!why.empty()) {
+        std::fprintf(stderr, "trainrun: rank %d: shared memory unavailable (%s); collectives use the TCP mesh\n",
+                     rank_, why.c_str());
+      }
+      return;
+    }
+    attached->segment.close_descriptor();  // every peer has mapped it by now
+    if (!usable) return;
+    ShmRounds::Options options;
+    options.timeout = timeout_;
+    options.spin = shm_spin_budget(size_);
+    options.check_peer = [this](int peer) { mesh_->check_alive(peer); };
+    options.peer_name = [host = world.hostname](int peer) {
+      return "rank " + std::to_string(peer) + " (" + host + ")";
+    };
+    shm_ = std::make_unique<ShmCollectives>(std::move(attached->segment), attached->index, size_, std::move(options));
+  }
+
   // Gloo's transport (a device thread and a connection per peer) serves only
   // alltoall and large broadcasts, so it is wired on first use: every rank
   // reaches it in the same collective, and exchanges its pair addresses
@@ -212,6 +257,7 @@ class GlooBackend final : public Backend {
   std::shared_ptr<gloo::transport::Device> device_;  // wired on first use
   std::shared_ptr<MeshContext> context_;             // wired on first use
   std::unique_ptr<SocketMesh> mesh_;  // latency-bound collectives
+  std::unique_ptr<ShmCollectives> shm_;  // every collective, when the job is on one host
   std::uint32_t tag_ = 0;
   std::vector<char> scratch_;   // direct allreduce receive segment, reused
   std::vector<char> work_;      // reduce-scatter input in ring order, reused
@@ -225,7 +271,8 @@ std::unique_ptr<Backend> make_gloo_backend(const BackendContext& context) {
 
 std::string gloo_version() {
   return "Gloo " + std::to_string(GLOO_VERSION_MAJOR) + "." + std::to_string(GLOO_VERSION_MINOR) +
-         "." + std::to_string(GLOO_VERSION_PATCH) + " (tcp)";
+         "." + std::to_string(GLOO_VERSION_PATCH) +
+         " (tcp; shared memory among ranks on one host unless TRAINRUN_SHM=0)";
 }
 
 }  // namespace trainrun::detail

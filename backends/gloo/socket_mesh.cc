@@ -137,6 +137,14 @@ void SocketMesh::exchange(int to, const void* send, std::size_t send_bytes, int 
   }
 }
 
+void SocketMesh::check_alive(int peer) const {
+  char byte;
+  const ssize_t n = ::recv(fds_[peer], &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+    io_error("connection to " + peer_name(peer) + " closed (did that rank exit?)");
+  }
+}
+
 void SocketMesh::abort() noexcept {
   aborted_ = true;
   for (int fd : fds_) {

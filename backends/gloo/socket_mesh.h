@@ -45,6 +45,9 @@ class SocketMesh {
     exchange(peer, send, send_bytes, peer, recv, recv_bytes);
   }
   void abort() noexcept;
+  // Throws Error(Io) naming `peer` when its connection has closed (the
+  // process exited or aborted); for transports that wait elsewhere.
+  void check_alive(int peer) const;
 
  private:
   using Clock = std::chrono::steady_clock;

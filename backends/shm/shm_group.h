@@ -1,0 +1,34 @@
+// The ranks of a job that share this host, and the shared segment they
+// map, found through the job's rendezvous store: every rank publishes its
+// host identity (boot id and process namespace, backends/shm/shm_segment.h);
+// the lowest rank of each host creates the segment and publishes how to
+// open it, and the others attach. Collective: every rank of the job calls
+// it at the same point of its start-up.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/shm/shm_segment.h"
+
+namespace trainrun::rendezvous {
+class Store;
+}
+
+namespace trainrun::detail {
+
+struct ShmAttachment {
+  std::vector<int> ranks;  // the job's ranks on this host, ascending
+  int index = 0;           // this rank's position in `ranks`
+  ShmSegment segment;
+};
+
+// Returns the attachment, or nullopt with `why` when this host's ranks
+// cannot share memory (empty `why`: this rank is alone on its host, or the
+// job spans hosts, which the shared-memory collectives do not serve yet). Throws Error(Timeout) when peers never publish.
+std::optional<ShmAttachment> attach_host_segment(rendezvous::Store& store, const std::string& scope, int rank,
+                                                 int size, std::chrono::milliseconds timeout, std::string& why);
+
+}  // namespace trainrun::detail
