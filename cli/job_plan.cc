@@ -28,8 +28,8 @@ std::string hosts_text(const std::vector<HostSlots>& hosts) {
   return out;
 }
 
-// The engine's launcher flags, as the variables the library reads
-// (rendezvous/protocol.h); only those the user gave.
+// The engine's and the transport's launcher flags, as the variables the
+// library reads (rendezvous/protocol.h); only those the user gave.
 void append_engine_settings(const Options& o, EnvList& env) {
   namespace p = protocol;
   if (o.fusion_threshold_mb >= 0) {
@@ -49,6 +49,7 @@ void append_engine_settings(const Options& o, EnvList& env) {
   }
   if (o.stall_warning_s >= 0) env.emplace_back(p::kEnvStallWarning, detail::shortest_decimal(o.stall_warning_s));
   if (o.stall_shutdown_s >= 0) env.emplace_back(p::kEnvStallShutdown, detail::shortest_decimal(o.stall_shutdown_s));
+  if (!o.shm) env.emplace_back(p::kEnvShm, "0");
 }
 
 // Why -x may not give a rank `name`, or "": trainrun sets it itself, after
@@ -81,6 +82,7 @@ std::string refused_variable(const std::string& name, const Options& o) {
       {p::kEnvTimeline, "--timeline", !o.timeline.empty()},
       {p::kEnvStallWarning, "--stall-warning", o.stall_warning_s >= 0},
       {p::kEnvStallShutdown, "--stall-shutdown", o.stall_shutdown_s >= 0},
+      {p::kEnvShm, "--no-shm", !o.shm},
   };
   for (const auto& v : by_option) {
     if (v.given && name == v.name) {
@@ -92,6 +94,22 @@ std::string refused_variable(const std::string& name, const Options& o) {
 }
 
 }  // namespace
+
+std::string transport_choice(const Options& options, const JobPlan& plan, const GetEnv& getenv) {
+  if (plan.ranks.size() < 2 || options.backend == "mpi") return "";
+  const char* shm = getenv(protocol::kEnvShm);
+  const bool off = !options.shm || (shm && std::string(shm) == "0");
+  const std::string what = options.backend == "nccl" ? "host buffers (gloo)" : "collectives (gloo)";
+  if (off) {
+    return what + ": TCP mesh between every pair of ranks (" +
+           (options.shm ? std::string(protocol::kEnvShm) + "=0" : std::string("--no-shm")) + ")";
+  }
+  if (plan.hosts.size() == 1) {
+    return what + ": shared memory among the " + std::to_string(plan.ranks.size()) + " ranks on " +
+           display_name(plan.hosts[0]) + " (--no-shm: TCP mesh)";
+  }
+  return what + ": TCP mesh between every pair of ranks, within a host too (shared memory needs every rank on one host)";
+}
 
 std::optional<std::string> read_text_file(const std::string& path, std::string* error) {
   // O_NONBLOCK: a FIFO nobody writes to opens at once (and reads as empty)
