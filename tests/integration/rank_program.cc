@@ -23,6 +23,10 @@
 //   await:PATH        wait until PATH exists (a test's gate)  await:R:PATH
 //   fds               "rank R: inheritable fds: 0 1 2": the open descriptors
 //                     without close-on-exec (what a program it starts gets)
+//   allreduce-big:MB  one allreduce of MB MiB of floats; prints "ok", or the
+//                     error and exits 1 (a peer's death must end it, not hang)
+//   shm-mapped        "rank R: shm mapped: yes|no": whether this process maps
+//                     the shared-memory transport's segment (/proc/self/maps)
 //   hugecount         allreduce of 2^31 elements on a 1-element buffer; prints
 //                     the error (mpi backend only: it refuses before sending)
 // The rank before init comes from TRAINRUN_RANK, else OMPI_COMM_WORLD_RANK
@@ -35,7 +39,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 
 #include "tests/integration/spew.h"
 
@@ -204,6 +210,23 @@ int main(int argc, char** argv) {
       std::int64_t mine = comm.rank(), sum = 0;
       comm.allreduce(&mine, &sum, 1, trainrun::DataType::Int64, trainrun::ReduceOp::Sum);
       std::printf("rank %d: sum=%lld\n", rank, static_cast<long long>(sum));
+      std::fflush(stdout);
+    } else if (verb == "allreduce-big") {
+      std::vector<float> data(static_cast<std::size_t>(std::atoi(arg.c_str())) << 18, 1.0f);
+      try {
+        trainrun::init().allreduce(data.data(), data.data(), data.size(), trainrun::DataType::Float32,
+                                   trainrun::ReduceOp::Sum);
+        std::printf("rank %d: allreduce-big ok\n", rank);
+      } catch (const trainrun::Error& e) {
+        std::printf("rank %d: allreduce error: %s\n", rank, e.what());
+        std::fflush(stdout);
+        std::_Exit(1);
+      }
+      std::fflush(stdout);
+    } else if (verb == "shm-mapped") {
+      std::ifstream maps("/proc/self/maps");
+      const std::string all((std::istreambuf_iterator<char>(maps)), std::istreambuf_iterator<char>());
+      std::printf("rank %d: shm mapped: %s\n", rank, all.find("memfd:trainrun-shm") != std::string::npos ? "yes" : "no");
       std::fflush(stdout);
     } else if (verb == "ignore-term") {
       std::signal(SIGTERM, SIG_IGN);
