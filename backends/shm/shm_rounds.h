@@ -5,10 +5,11 @@
 // every peer posted the round in between (and so finished reading), one
 // barrier per round is all the collectives need.
 //
-// Waiting spins briefly (no system call while the peers are running), then
-// sleeps in futex_wait on the peer's word; a poster wakes sleepers only when
-// there are any. Spinning is skipped when the host has fewer CPUs than
-// ranks, so a descheduled peer never costs a core. Asleep, a rank wakes
+// Waiting spins a few microseconds (no system call while the peers are
+// running), then yields the CPU for up to `spin` (a peer that shares this
+// CPU runs at once), then sleeps in futex_wait on the peer's word; a poster
+// wakes sleepers only when there are any. With fewer CPUs than ranks the
+// yielding phase is skipped, so a descheduled peer never costs a core. Asleep, a rank wakes
 // every few milliseconds to check that the peers it still waits for live
 // (`check_peer` throws naming a dead one; a peer that posted the round may
 // have finished and exited), the collective timeout, and abort().
@@ -29,7 +30,7 @@ class ShmRounds {
  public:
   struct Options {
     std::chrono::milliseconds timeout{1'800'000};
-    std::chrono::nanoseconds spin{50'000};  // 0: sleep at once
+    std::chrono::nanoseconds spin{50'000};  // of yielding; 0: sleep after the pauses
     std::function<void(int)> check_peer;    // throws Error naming the peer if it died
     std::function<std::string(int)> peer_name;  // "rank 3 (pid 42)", for messages
   };
