@@ -54,10 +54,19 @@ ShmCollectives::ShmCollectives(ShmSegment segment, int index, int ranks, ShmRoun
       rounds_(reinterpret_cast<ShmControlLine*>(segment_.base() + layout_.control_offset()), index, ranks,
               std::move(options)) {}
 
-std::size_t ShmCollectives::piece_bytes(std::size_t element) const {
+std::size_t ShmCollectives::piece_bytes() const {
   // A multiple of 64 bytes (so of every element) that fits ranks times in a slot.
-  (void)element;
   return ShmLayout::kSlotBytes / static_cast<std::size_t>(ranks_) / 64 * 64;
+}
+
+void ShmCollectives::stage_pieces(int parity, const char* in, const std::vector<std::size_t>& offsets,
+                                  const std::vector<std::size_t>& counts, std::size_t element, std::size_t round,
+                                  std::size_t piece) {
+  for (int b = 0; b < ranks_; ++b) {
+    if (b == index_) continue;
+    const auto [begin, length] = piece_of(counts[b] * element, round, piece);
+    copy(slot(parity, index_) + b * piece, in + offsets[b] + begin, length);
+  }
 }
 
 void ShmCollectives::allreduce_small(const void* send, void* recv, std::size_t bytes, std::size_t element,
@@ -103,17 +112,13 @@ void ShmCollectives::reducescatter(const void* send, void* recv, const std::vect
                                    std::size_t element, ReduceFn reduce) {
   const char* in = static_cast<const char*>(send);
   const auto offsets = byte_offsets(counts, element);
-  const std::size_t piece = piece_bytes(element);
+  const std::size_t piece = piece_bytes();
   const std::size_t rounds = rounds_for(largest_block(counts, element), piece);
   const std::size_t mine = counts[index_] * element;
   std::vector<const char*> operands(static_cast<std::size_t>(ranks_));
   for (std::size_t j = 0; j < rounds; ++j) {
     const int p = rounds_.parity();
-    for (int b = 0; b < ranks_; ++b) {
-      if (b == index_) continue;
-      const auto [begin, length] = piece_of(counts[b] * element, j, piece);
-      copy(slot(p, index_) + b * piece, in + offsets[b] + begin, length);
-    }
+    stage_pieces(p, in, offsets, counts, element, j, piece);
     rounds_.sync();
     const auto [begin, length] = piece_of(mine, j, piece);
     if (length == 0) continue;
@@ -166,18 +171,14 @@ void ShmCollectives::alltoall(const void* send, const std::vector<std::size_t>& 
   const auto send_offsets = byte_offsets(send_counts, element);
   const auto recv_offsets = byte_offsets(recv_counts, element);
   copy(out + recv_offsets[index_], in + send_offsets[index_], send_counts[index_] * element);
-  const std::size_t piece = piece_bytes(element);
+  const std::size_t piece = piece_bytes();
   const std::uint64_t largest = std::max(largest_block(send_counts, element), largest_block(recv_counts, element));
   // Block sizes differ between ranks: the first round also agrees on how
   // many rounds the largest block anywhere needs.
   std::size_t rounds = 1;
   for (std::size_t j = 0; j < rounds; ++j) {
     const int p = rounds_.parity();
-    for (int b = 0; b < ranks_; ++b) {
-      if (b == index_) continue;
-      const auto [begin, length] = piece_of(send_counts[b] * element, j, piece);
-      copy(slot(p, index_) + b * piece, in + send_offsets[b] + begin, length);
-    }
+    stage_pieces(p, in, send_offsets, send_counts, element, j, piece);
     rounds_.sync(largest);
     if (j == 0) {
       std::uint64_t most = 0;

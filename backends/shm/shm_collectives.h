@@ -52,8 +52,13 @@ class ShmCollectives {
  private:
   char* slot(int parity, int r) const { return segment_.base() + layout_.slot_offset(parity, r); }
   void allreduce_small(const void* send, void* recv, std::size_t bytes, std::size_t element, ReduceFn reduce);
-  // One rank's part of an all-gather of `pieces` per rank.
-  std::size_t piece_bytes(std::size_t element) const;
+  // Bytes of one peer's sub-slot when a slot is split among the ranks.
+  std::size_t piece_bytes() const;
+  // Copies piece `round` of the block for every peer b (blocks at
+  // `offsets` in `in`) into sub-slot b of this rank's slot.
+  void stage_pieces(int parity, const char* in, const std::vector<std::size_t>& offsets,
+                    const std::vector<std::size_t>& counts, std::size_t element, std::size_t round,
+                    std::size_t piece);
 
   ShmSegment segment_;
   const ShmLayout layout_;
