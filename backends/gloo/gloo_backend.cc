@@ -184,7 +184,7 @@ class GlooBackend final : public Backend {
   void join_shared_memory(const World& world) {
     std::string why;
     std::optional<ShmAttachment> attached =
-        attach_host_segment(*store_, scope_, rank_, size_, world.start_timeout, why);
+        attach_host_segment(*store_, scope_, rank_, size_, world.hostname, world.start_timeout, why);
     std::int32_t usable = attached.has_value();
     direct_allreduce(*mesh_, &usable, 1, sizeof usable, reduce_function(DataType::Int32, ReduceOp::Min), scratch_);
     if (!attached) {

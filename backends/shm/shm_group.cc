@@ -44,8 +44,12 @@ std::optional<ShmSegment> create_or_attach(rendezvous::Store& store, const std::
 }  // namespace
 
 std::optional<ShmAttachment> attach_host_segment(rendezvous::Store& store, const std::string& scope, int rank,
-                                                 int size, std::chrono::milliseconds timeout, std::string& why) {
-  const std::string identity = shm_host_identity();
+                                                 int size, const std::string& host, std::chrono::milliseconds timeout,
+                                                 std::string& why) {
+  // The launcher's host name too: hosts it calls different (network
+  // namespaces on one kernel, as the multi-host tests make) stay apart.
+  const std::string machine = shm_host_identity();
+  const std::string identity = machine.empty() ? "" : machine + " " + host;
   // An unknown identity matches nobody's: this rank then shares nothing.
   store.set(scope, kNodePrefix + std::to_string(rank), identity.empty() ? "unknown " + std::to_string(rank) : identity);
   const auto identities = store.get_range(scope, kNodePrefix, 0, static_cast<std::uint64_t>(size), timeout);

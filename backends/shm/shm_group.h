@@ -1,7 +1,7 @@
 // The ranks of a job that share this host, and the shared segment they
 // map, found through the job's rendezvous store: every rank publishes its
-// host identity (boot id and process namespace, backends/shm/shm_segment.h);
-// the lowest rank of each host creates the segment and publishes how to
+// host identity (boot id and process namespace, backends/shm/shm_segment.h,
+// with the host name the launcher gave it); the lowest rank of each host creates the segment and publishes how to
 // open it, and the others attach. Collective: every rank of the job calls
 // it at the same point of its start-up.
 #pragma once
@@ -29,6 +29,7 @@ struct ShmAttachment {
 // cannot share memory (empty `why`: this rank is alone on its host, or the
 // job spans hosts, which the shared-memory collectives do not serve yet). Throws Error(Timeout) when peers never publish.
 std::optional<ShmAttachment> attach_host_segment(rendezvous::Store& store, const std::string& scope, int rank,
-                                                 int size, std::chrono::milliseconds timeout, std::string& why);
+                                                 int size, const std::string& host, std::chrono::milliseconds timeout,
+                                                 std::string& why);
 
 }  // namespace trainrun::detail
