@@ -108,7 +108,16 @@ std::string transport_choice(const Options& options, const JobPlan& plan, const 
     return what + ": shared memory among the " + std::to_string(plan.ranks.size()) + " ranks on " +
            display_name(plan.hosts[0]) + " (--no-shm: TCP mesh)";
   }
-  return what + ": TCP mesh between every pair of ranks, within a host too (shared memory needs every rank on one host)";
+  std::vector<int> per_host(plan.hosts.size(), 0);
+  for (const RankSlot& slot : plan.ranks) ++per_host[slot.host_index];
+  for (int ranks : per_host) {
+    if (ranks != per_host[0] || ranks < 2) {
+      return what + ": TCP mesh between every pair of ranks (two-level needs the same number of ranks, 2 or more, "
+                    "on every host)";
+    }
+  }
+  return what + ": two-level for allreduces of 64 KiB and more (shared memory within each host, TCP mesh between "
+                "hosts, one stream per local rank); TCP mesh for the rest";
 }
 
 std::optional<std::string> read_text_file(const std::string& path, std::string* error) {

@@ -12,6 +12,7 @@
 #include "backends/gloo/direct_collectives.h"
 #include "backends/gloo/mesh_context.h"
 #include "backends/gloo/socket_mesh.h"
+#include "backends/gloo/two_level_allreduce.h"
 #include "backends/reduction.h"
 #include "backends/shm/shm_collectives.h"
 #include "backends/shm/shm_group.h"
@@ -91,6 +92,9 @@ class GlooBackend final : public Backend {
     if (size_ == 1 || count == 0) return copy(send, recv, bytes);
     if (shm_) {
       shm_->allreduce(send ? send : recv, recv, count, size_of(type), reduce_function(type, op));
+    } else if (host_shm_ && bytes >= kTwoLevelMinBytes) {
+      two_level_allreduce(*host_shm_, *cross_mesh_, send ? send : recv, recv, count, size_of(type),
+                          reduce_function(type, op), work_, scratch_);
     } else {
       copy(send, recv, bytes);
       direct_allreduce(*mesh_, recv, count, size_of(type), reduce_function(type, op), scratch_);
@@ -169,6 +173,7 @@ class GlooBackend final : public Backend {
 
   void abort() noexcept override {
     if (shm_) shm_->abort();
+    if (host_shm_) host_shm_->abort();
     if (mesh_) mesh_->abort();
     try {
       if (context_) context_->closeConnections();
@@ -177,15 +182,17 @@ class GlooBackend final : public Backend {
   }
 
  private:
-  // Ranks on one host share memory (backends/shm) when every rank of the
-  // job is on this host and each of them could map the segment; the job
-  // agrees over the mesh, so all ranks take the same transport. Multi-host
-  // jobs keep the flat TCP mesh.
+  // Ranks on one host share memory (backends/shm) when each of them could
+  // map the segment; the job agrees over the mesh, so all ranks take the
+  // same transport. On one host every collective uses it; across hosts
+  // that all run the same number of ranks, large allreduces go two-level
+  // (backends/gloo/two_level_allreduce.h); the rest takes the TCP mesh.
   void join_shared_memory(const World& world) {
     std::string why;
     std::optional<ShmAttachment> attached =
         attach_host_segment(*store_, scope_, rank_, size_, world.hostname, world.start_timeout, why);
-    std::int32_t usable = attached.has_value();
+    std::int32_t usable = attached && (static_cast<int>(attached->ranks.size()) == size_ ||
+                                       !attached->cross_ranks.empty());
     direct_allreduce(*mesh_, &usable, 1, sizeof usable, reduce_function(DataType::Int32, ReduceOp::Min), scratch_);
     if (!attached) {
       if (!why.empty()) {
@@ -198,12 +205,19 @@ class GlooBackend final : public Backend {
     if (!usable) return;
     ShmRounds::Options options;
     options.timeout = timeout_;
-    options.spin = shm_spin_budget(size_);
-    options.check_peer = [this](int peer) { mesh_->check_alive(peer); };
-    options.peer_name = [host = world.hostname](int peer) {
-      return "rank " + std::to_string(peer) + " (" + host + ")";
+    options.spin = shm_spin_budget(static_cast<int>(attached->ranks.size()));
+    options.check_peer = [this, ranks = attached->ranks](int peer) { mesh_->check_alive(ranks[peer]); };
+    options.peer_name = [host = world.hostname, ranks = attached->ranks](int peer) {
+      return "rank " + std::to_string(ranks[peer]) + " (" + host + ")";
     };
-    shm_ = std::make_unique<ShmCollectives>(std::move(attached->segment), attached->index, size_, std::move(options));
+    auto collectives = std::make_unique<ShmCollectives>(std::move(attached->segment), attached->index,
+                                                        static_cast<int>(attached->ranks.size()), std::move(options));
+    if (static_cast<int>(attached->ranks.size()) == size_) {
+      shm_ = std::move(collectives);
+    } else {
+      host_shm_ = std::move(collectives);
+      cross_mesh_ = mesh_->subset(attached->cross_ranks);
+    }
   }
 
   // Gloo's transport (a device thread and a connection per peer) serves only
@@ -258,6 +272,8 @@ class GlooBackend final : public Backend {
   std::shared_ptr<MeshContext> context_;             // wired on first use
   std::unique_ptr<SocketMesh> mesh_;  // latency-bound collectives
   std::unique_ptr<ShmCollectives> shm_;  // every collective, when the job is on one host
+  std::unique_ptr<ShmCollectives> host_shm_;  // multi-host: this host's ranks (two-level)
+  std::unique_ptr<SocketMesh> cross_mesh_;    // multi-host: this local position on every host
   std::uint32_t tag_ = 0;
   std::vector<char> scratch_;   // direct allreduce receive segment, reused
   std::vector<char> work_;      // reduce-scatter input in ring order, reused

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,10 @@ class SocketMesh {
     exchange(peer, send, send_bytes, peer, recv, recv_bytes);
   }
   void abort() noexcept;
+  // A mesh of the given ranks (this rank among them) over this
+  // mesh's connections, numbered by position in `ranks`; it does not own
+  // them and must not outlive this mesh. Error messages name world ranks.
+  std::unique_ptr<SocketMesh> subset(const std::vector<int>& ranks) const;
   // Throws Error(Io) naming `peer` when its connection has closed (the
   // process exited or aborted); for transports that wait elsewhere.
   void check_alive(int peer) const;
@@ -60,6 +65,8 @@ class SocketMesh {
   int listener_ = -1;
   std::vector<int> fds_;                 // by rank; -1 for this rank
   std::vector<std::string> addresses_;   // by rank, for error messages
+  std::vector<int> names_;               // world rank of each rank, for messages
+  bool owns_fds_ = true;                 // false for a subset()
   std::atomic<bool> aborted_{false};
 };
 

@@ -1,5 +1,7 @@
 #include "backends/shm/shm_group.h"
 
+#include <algorithm>
+
 #include "backends/shm/shm_layout.h"
 #include "rendezvous/store.h"
 #include "trainrun/error.h"
@@ -41,6 +43,28 @@ std::optional<ShmSegment> create_or_attach(rendezvous::Store& store, const std::
   }
 }
 
+// Hosts in order of their lowest rank; the rank at `index` on each, or
+// nothing when the job is on one host or its hosts run different numbers.
+std::vector<int> cross_ranks(const std::vector<std::string>& identities, std::size_t per_host, int index) {
+  std::vector<std::string> hosts;
+  std::vector<std::vector<int>> members;
+  for (int r = 0; r < static_cast<int>(identities.size()); ++r) {
+    const auto at = std::find(hosts.begin(), hosts.end(), identities[r]) - hosts.begin();
+    if (at == static_cast<long>(hosts.size())) {
+      hosts.push_back(identities[r]);
+      members.emplace_back();
+    }
+    members[at].push_back(r);
+  }
+  std::vector<int> cross;
+  if (hosts.size() < 2) return cross;
+  for (const auto& m : members) {
+    if (m.size() != per_host) return {};
+    cross.push_back(m[index]);
+  }
+  return cross;
+}
+
 }  // namespace
 
 std::optional<ShmAttachment> attach_host_segment(rendezvous::Store& store, const std::string& scope, int rank,
@@ -62,9 +86,8 @@ std::optional<ShmAttachment> attach_host_segment(rendezvous::Store& store, const
     why = "this host's boot id is unknown";
     return std::nullopt;
   }
-  // Alone on its host, or (until collectives span hosts) a job on several
-  // hosts: no failure, `why` stays empty.
-  if (attachment.ranks.size() < 2 || static_cast<int>(attachment.ranks.size()) != size) return std::nullopt;
+  if (attachment.ranks.size() < 2) return std::nullopt;  // alone on its host: no failure, no `why`
+  attachment.cross_ranks = cross_ranks(identities, attachment.ranks.size(), attachment.index);
   const ShmLayout layout{static_cast<int>(attachment.ranks.size())};
   auto segment = create_or_attach(store, scope, rank, attachment.ranks.front(), layout.total_bytes(), timeout, why);
   if (!segment) return std::nullopt;

@@ -22,12 +22,15 @@ namespace trainrun::detail {
 struct ShmAttachment {
   std::vector<int> ranks;  // the job's ranks on this host, ascending
   int index = 0;           // this rank's position in `ranks`
+  // When the job spans hosts that all run ranks.size() ranks: the ranks at
+  // this rank's position on every host, host by host (this rank among
+  // them). Empty on one host, or when hosts differ.
+  std::vector<int> cross_ranks;
   ShmSegment segment;
 };
 
 // Returns the attachment, or nullopt with `why` when this host's ranks
-// cannot share memory (empty `why`: this rank is alone on its host, or the
-// job spans hosts, which the shared-memory collectives do not serve yet). Throws Error(Timeout) when peers never publish.
+// cannot share memory (empty `why`: this rank is alone on its host). Throws Error(Timeout) when peers never publish.
 std::optional<ShmAttachment> attach_host_segment(rendezvous::Store& store, const std::string& scope, int rank,
                                                  int size, const std::string& host, std::chrono::milliseconds timeout,
                                                  std::string& why);
