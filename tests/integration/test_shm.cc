@@ -70,6 +70,22 @@ TEST_CASE("ranks on one host share memory by default; --no-shm and TRAINRUN_SHM=
   CHECK(trainrun_shm_entries() == before);
 }
 
+TEST_CASE("--help documents --no-shm; --check-build and --dry-run say which transport the ranks take") {
+  const ProcessResult help = run_trainrun({"--help"});
+  CHECK(help.exit_code == 0);
+  CHECK(contains(help.out, "--no-shm"));
+  const ProcessResult build = run_trainrun({"--check-build"});
+  CHECK(build.exit_code == 0);
+  CHECK(contains(build.out, "shared memory among ranks on one host unless TRAINRUN_SHM=0"));
+  const ProcessResult dry = run_trainrun({"--dry-run", "-np", "3", rank_program()});
+  CHECK(dry.exit_code == 0);
+  CHECK(contains(dry.out, "trainrun: collectives (gloo): shared memory among the 3 ranks on "));
+  CHECK(contains(dry.out, "TRAINRUN_SHM") == false);
+  const ProcessResult dry_off = run_trainrun({"--dry-run", "-np", "3", "--no-shm", rank_program()});
+  CHECK(contains(dry_off.out, "TRAINRUN_SHM=0"));
+  CHECK(contains(dry_off.out, "TCP mesh between every pair of ranks (--no-shm)"));
+}
+
 TEST_CASE("a rank killed mid-allreduce: its peers fail at once naming it, exit 137, nothing left") {
   const auto before = trainrun_shm_entries();
   std::string tag;
