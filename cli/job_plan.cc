@@ -28,8 +28,8 @@ std::string hosts_text(const std::vector<HostSlots>& hosts) {
   return out;
 }
 
-// The engine's launcher flags, as the variables the library reads
-// (rendezvous/protocol.h); only those the user gave.
+// The engine's and the transport's launcher flags, as the variables the
+// library reads (rendezvous/protocol.h); only those the user gave.
 void append_engine_settings(const Options& o, EnvList& env) {
   namespace p = protocol;
   if (o.fusion_threshold_mb >= 0) {
@@ -52,6 +52,7 @@ void append_engine_settings(const Options& o, EnvList& env) {
   if (o.straggler_warning_pct >= 0) {
     env.emplace_back(p::kEnvStragglerWarning, detail::shortest_decimal(o.straggler_warning_pct));
   }
+  if (!o.shm) env.emplace_back(p::kEnvShm, "0");
 }
 
 // Why -x may not give a rank `name`, or "": trainrun sets it itself, after
@@ -85,6 +86,7 @@ std::string refused_variable(const std::string& name, const Options& o) {
       {p::kEnvStallWarning, "--stall-warning", o.stall_warning_s >= 0},
       {p::kEnvStallShutdown, "--stall-shutdown", o.stall_shutdown_s >= 0},
       {p::kEnvStragglerWarning, "--straggler-warning", o.straggler_warning_pct >= 0},
+      {p::kEnvShm, "--no-shm", !o.shm},
   };
   for (const auto& v : by_option) {
     if (v.given && name == v.name) {
@@ -96,6 +98,31 @@ std::string refused_variable(const std::string& name, const Options& o) {
 }
 
 }  // namespace
+
+std::string transport_choice(const Options& options, const JobPlan& plan, const GetEnv& getenv) {
+  if (plan.ranks.size() < 2 || options.backend == "mpi") return "";
+  const char* shm = getenv(protocol::kEnvShm);
+  const bool off = !options.shm || (shm && std::string(shm) == "0");
+  const std::string what = options.backend == "nccl" ? "host buffers (gloo)" : "collectives (gloo)";
+  if (off) {
+    return what + ": TCP mesh between every pair of ranks (" +
+           (options.shm ? std::string(protocol::kEnvShm) + "=0" : std::string("--no-shm")) + ")";
+  }
+  if (plan.hosts.size() == 1) {
+    return what + ": shared memory among the " + std::to_string(plan.ranks.size()) + " ranks on " +
+           display_name(plan.hosts[0]) + " (--no-shm: TCP mesh)";
+  }
+  std::vector<int> per_host(plan.hosts.size(), 0);
+  for (const RankSlot& slot : plan.ranks) ++per_host[slot.host_index];
+  for (int ranks : per_host) {
+    if (ranks != per_host[0] || ranks < 2) {
+      return what + ": TCP mesh between every pair of ranks (two-level needs the same number of ranks, 2 or more, "
+                    "on every host)";
+    }
+  }
+  return what + ": two-level for allreduces of 64 KiB and more (shared memory within each host, TCP mesh between "
+                "hosts, one stream per local rank); TCP mesh for the rest";
+}
 
 std::optional<std::string> read_text_file(const std::string& path, std::string* error) {
   // O_NONBLOCK: a FIFO nobody writes to opens at once (and reads as empty)

@@ -41,6 +41,12 @@ std::optional<std::string> read_text_file(const std::string& path, std::string* 
 PlanResult make_plan(const Options& options, const std::string& local_host_name, const GetEnv& getenv,
                      const ReadFile& read_file);
 
+// What --verbose and --dry-run say about the transport the ranks' host
+// buffers take (gloo: shared memory when every rank is on one host, unless
+// --no-shm or TRAINRUN_SHM=0; else the TCP mesh); empty for one rank or a
+// backend with its own transports.
+std::string transport_choice(const Options& options, const JobPlan& plan, const GetEnv& getenv);
+
 // "0,2,5-7" -> {0,2,5,6,7}; error names the bad item.
 std::optional<std::set<int>> parse_rank_list(const std::string& text, int size, std::string* error);
 

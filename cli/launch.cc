@@ -84,6 +84,8 @@ int dry_run(const Options& options, const JobPlan& plan, const RemotePlan& remot
             << ", port chosen at launch; nothing is started\n";
   if (srun) std::cout << "trainrun: " << srun->allocation.description() << ": one srun step per host\n";
   for (const std::string& line : agent_choices(plan, remote, srun)) std::cout << "trainrun: " << line << "\n";
+  const std::string transport = transport_choice(options, plan, &std::getenv);
+  if (!transport.empty()) std::cout << "trainrun: " << transport << "\n";
   std::cout << "rank  host              local  cross  command\n";
   const std::string cwd = current_directory();
   for (const RankSlot& slot : plan.ranks) {
@@ -204,6 +206,8 @@ int launch_planned(const Options& options, const SrunMode* srun, ReportRecorder&
   report.watch(server.table());
   if (options.verbose) {
     for (const std::string& line : agent_choices(plan, remote, srun)) std::cerr << "trainrun: " << line << "\n";
+    const std::string transport = transport_choice(options, plan, &std::getenv);
+    if (!transport.empty()) std::cerr << "trainrun: " << transport << "\n";
   }
 
   RemoteAgents remote_agents;

@@ -80,6 +80,9 @@ void build(CLI::App& app, Options& o) {
       ->allow_extra_args(false)->group(job);
   app.add_option("--backend", o.backend, "Collective backend for the ranks: gloo, mpi or nccl")
       ->check(CLI::IsMember({"gloo", "mpi", "nccl"}))->group(job);
+  app.add_flag_callback("--no-shm", [&o] { o.shm = false; },
+                        "Ranks on one host talk over TCP instead of shared memory (sets TRAINRUN_SHM=0)")
+      ->group(job);
 
   const char* output = "Output";
   app.add_option("--output-filename", o.output_dir,

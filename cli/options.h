@@ -17,6 +17,7 @@ struct Options {
   std::string hostfile;
   std::vector<std::string> env_forward;  // -x NAME or NAME=VALUE, in order
   std::string backend;
+  bool shm = true;                     // --no-shm: TRAINRUN_SHM=0 for every rank
   // Output
   std::string output_dir;
   bool tag_output = true;

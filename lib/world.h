@@ -40,6 +40,8 @@ struct World {
   // A core call that waits this long for a peer says so, once per interval
   // (TRAINRUN_STALL_WARNING, the engine's stall warning too); 0: never.
   std::chrono::milliseconds wait_warning{60'000};
+  // TRAINRUN_SHM: whether ranks on one host may use shared memory (gloo).
+  bool shm = true;
 
   // CUDA buffers (backends/nccl): TRAINRUN_CUDA_DEVICE (-1 when unset),
   // whether CUDA_VISIBLE_DEVICES is set, and how long an NCCL call may take.

@@ -34,6 +34,10 @@ inline constexpr const char* kEnvNetwork = "TRAINRUN_NETWORK";
 inline constexpr const char* kEnvStartTimeout = "TRAINRUN_START_TIMEOUT";
 // Seconds one collective may block before it fails with Error::Code::Timeout.
 inline constexpr const char* kEnvCollectiveTimeout = "TRAINRUN_COLLECTIVE_TIMEOUT";
+// 0 turns off the shared-memory transport between ranks on one host (the
+// gloo backend then uses its TCP mesh everywhere); 1, the default, allows it
+// (launcher --no-shm sets 0).
+inline constexpr const char* kEnvShm = "TRAINRUN_SHM";
 // Seconds an NCCL call may take before its communicator is aborted and the
 // call fails with Error::Code::Timeout (default: TRAINRUN_COLLECTIVE_TIMEOUT
 // when that is set, else 600).

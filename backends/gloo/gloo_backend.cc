@@ -12,10 +12,12 @@
 #include "backends/gloo/direct_collectives.h"
 #include "backends/gloo/mesh_context.h"
 #include "backends/gloo/socket_mesh.h"
+#include "backends/gloo/two_level_allreduce.h"
 #include "backends/reduction.h"
 #include "lib/core_call.h"
+#include "backends/shm/shm_collectives.h"
+#include "backends/shm/shm_group.h"
 #include "rendezvous/auth.h"
-#include "rendezvous/interfaces.h"
 #include "rendezvous/interfaces.h"
 #include "rendezvous/net.h"
 #include "rendezvous/protocol.h"
@@ -81,6 +83,7 @@ class GlooBackend final : public Backend {
                             [this, host = context.world.hostname](int peer, std::chrono::seconds waited) {
                               warn_waiting(host, peer, waited);
                             });
+    if (context.world.shm) join_shared_memory(context.world);
   }
 
   ~GlooBackend() override {
@@ -94,8 +97,15 @@ class GlooBackend final : public Backend {
                  ReduceOp op) override {
     const std::size_t bytes = count * size_of(type);
     if (size_ == 1 || count == 0) return copy(send, recv, bytes);
-    copy(send, recv, bytes);
-    direct_allreduce(*mesh_, recv, count, size_of(type), reduce_function(type, op), scratch_);
+    if (shm_) {
+      shm_->allreduce(send ? send : recv, recv, count, size_of(type), reduce_function(type, op));
+    } else if (host_shm_ && bytes >= kTwoLevelMinBytes) {
+      two_level_allreduce(*host_shm_, *cross_mesh_, send ? send : recv, recv, count, size_of(type),
+                          reduce_function(type, op), work_, scratch_);
+    } else {
+      copy(send, recv, bytes);
+      direct_allreduce(*mesh_, recv, count, size_of(type), reduce_function(type, op), scratch_);
+    }
     if (op == ReduceOp::Average) divide_in_place(recv, count, type, size_);
   }
 
@@ -106,6 +116,7 @@ class GlooBackend final : public Backend {
   void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts,
                   DataType type) override {
     const std::size_t element = size_of(type);
+    if (shm_) return shm_->allgatherv(send, recv, counts, element);
     std::size_t before = 0;
     for (int r = 0; r < rank_; ++r) before += counts[r];
     copy(send, static_cast<char*>(recv) + before * element, counts[rank_] * element);
@@ -114,6 +125,7 @@ class GlooBackend final : public Backend {
 
   void broadcast(void* buf, std::size_t count, DataType type, int root) override {
     if (size_ == 1 || count == 0) return;
+    if (shm_) return shm_->broadcast(buf, count * size_of(type), root);
     if (count * size_of(type) <= kDirectBroadcastMaxBytes) {
       return direct_broadcast(*mesh_, buf, count * size_of(type), root);
     }
@@ -133,6 +145,7 @@ class GlooBackend final : public Backend {
   void alltoall(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
                 const std::vector<std::size_t>& recv_counts, DataType type) override {
     if (size_ == 1) return copy(send, recv, send_counts[0] * size_of(type));
+    if (shm_) return shm_->alltoall(send, send_counts, recv, recv_counts, size_of(type));
     guarded([&] {
       with_carrier(type, [&](auto carrier) {
         using T = decltype(carrier);
@@ -150,17 +163,24 @@ class GlooBackend final : public Backend {
                      DataType type, ReduceOp op) override {
     const std::size_t element = size_of(type);
     if (size_ == 1) return copy(send, recv, counts[0] * element);
-    direct_reducescatter(*mesh_, send, recv, counts, element, reduce_function(type, op), work_, scratch_);
+    if (shm_) {
+      shm_->reducescatter(send, recv, counts, element, reduce_function(type, op));
+    } else {
+      direct_reducescatter(*mesh_, send, recv, counts, element, reduce_function(type, op), work_, scratch_);
+    }
     if (op == ReduceOp::Average) divide_in_place(recv, counts[rank_], type, size_);
   }
 
   void barrier() override {
+    if (shm_) return shm_->barrier();
     if (size_ > 1) direct_barrier(*mesh_);
   }
 
   void synchronize() override {}
 
   void abort() noexcept override {
+    if (shm_) shm_->abort();
+    if (host_shm_) host_shm_->abort();
     if (mesh_) mesh_->abort();
     try {
       if (context_) context_->closeConnections();
@@ -169,6 +189,44 @@ class GlooBackend final : public Backend {
   }
 
  private:
+  // Ranks on one host share memory (backends/shm) when each of them could
+  // map the segment; the job agrees over the mesh, so all ranks take the
+  // same transport. On one host every collective uses it; across hosts
+  // that all run the same number of ranks, large allreduces go two-level
+  // (backends/gloo/two_level_allreduce.h); the rest takes the TCP mesh.
+  void join_shared_memory(const World& world) {
+    std::string why;
+    std::optional<ShmAttachment> attached =
+        attach_host_segment(*store_, scope_, rank_, size_, world.hostname, world.start_timeout, why);
+    std::int32_t usable = attached && (static_cast<int>(attached->ranks.size()) == size_ ||
+                                       !attached->cross_ranks.empty());
+    direct_allreduce(*mesh_, &usable, 1, sizeof usable, reduce_function(DataType::Int32, ReduceOp::Min), scratch_);
+    if (!attached) {
+      if (!why.empty()) {
+        std::fprintf(stderr, "trainrun: rank %d: shared memory unavailable (%s); collectives use the TCP mesh\n",
+                     rank_, why.c_str());
+      }
+      return;
+    }
+    attached->segment.close_descriptor();  // every peer has mapped it by now
+    if (!usable) return;
+    ShmRounds::Options options;
+    options.timeout = timeout_;
+    options.spin = shm_spin_budget(static_cast<int>(attached->ranks.size()));
+    options.check_peer = [this, ranks = attached->ranks](int peer) { mesh_->check_alive(ranks[peer]); };
+    options.peer_name = [host = world.hostname, ranks = attached->ranks](int peer) {
+      return "rank " + std::to_string(ranks[peer]) + " (" + host + ")";
+    };
+    auto collectives = std::make_unique<ShmCollectives>(std::move(attached->segment), attached->index,
+                                                        static_cast<int>(attached->ranks.size()), std::move(options));
+    if (static_cast<int>(attached->ranks.size()) == size_) {
+      shm_ = std::move(collectives);
+    } else {
+      host_shm_ = std::move(collectives);
+      cross_mesh_ = mesh_->subset(attached->cross_ranks);
+    }
+  }
+
   // Gloo's transport (a device thread and a connection per peer) serves only
   // alltoall and large broadcasts, so it is wired on first use: every rank
   // reaches it in the same collective, and exchanges its pair addresses
@@ -243,6 +301,9 @@ class GlooBackend final : public Backend {
   std::unique_ptr<SocketMesh> mesh_;  // latency-bound collectives
   std::vector<std::string> peer_addresses_;  // "address port" by rank
   std::vector<std::string> peer_hosts_;      // "host, " by rank, looked up on the first wait warning
+  std::unique_ptr<ShmCollectives> shm_;  // every collective, when the job is on one host
+  std::unique_ptr<ShmCollectives> host_shm_;  // multi-host: this host's ranks (two-level)
+  std::unique_ptr<SocketMesh> cross_mesh_;    // multi-host: this local position on every host
   std::uint32_t tag_ = 0;
   std::vector<char> scratch_;   // direct allreduce receive segment, reused
   std::vector<char> work_;      // reduce-scatter input in ring order, reused
@@ -256,7 +317,8 @@ std::unique_ptr<Backend> make_gloo_backend(const BackendContext& context) {
 
 std::string gloo_version() {
   return "Gloo " + std::to_string(GLOO_VERSION_MAJOR) + "." + std::to_string(GLOO_VERSION_MINOR) +
-         "." + std::to_string(GLOO_VERSION_PATCH) + " (tcp)";
+         "." + std::to_string(GLOO_VERSION_PATCH) +
+         " (tcp; shared memory among ranks on one host unless TRAINRUN_SHM=0)";
 }
 
 }  // namespace trainrun::detail

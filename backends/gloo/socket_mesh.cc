@@ -45,8 +45,21 @@ SocketMesh::SocketMesh(int rank, int size, const rendezvous::Secret& secret,
 SocketMesh::~SocketMesh() {
   if (listener_ >= 0) ::close(listener_);
   for (int fd : fds_) {
-    if (fd >= 0) ::close(fd);
+    if (fd >= 0 && owns_fds_) ::close(fd);
   }
+}
+
+std::unique_ptr<SocketMesh> SocketMesh::subset(const std::vector<int>& ranks) const {
+  const auto me = std::find(ranks.begin(), ranks.end(), rank_);
+  auto view = std::make_unique<SocketMesh>(static_cast<int>(me - ranks.begin()), static_cast<int>(ranks.size()),
+                                           secret_, timeout_);
+  view->owns_fds_ = false;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    view->fds_[i] = fds_[ranks[i]];
+    view->addresses_[i] = addresses_[ranks[i]];
+    view->names_.push_back(names_.empty() ? ranks[i] : names_[ranks[i]]);
+  }
+  return view;
 }
 
 std::string SocketMesh::listen(const std::string& address) {
@@ -73,7 +86,7 @@ std::string SocketMesh::listen(const std::string& address) {
 }
 
 std::string SocketMesh::peer_name(int peer) const {
-  return "rank " + std::to_string(peer) + " (" + addresses_[peer] + ")";
+  return "rank " + std::to_string(names_.empty() ? peer : names_[peer]) + " (" + addresses_[peer] + ")";
 }
 
 void SocketMesh::connect(const std::vector<std::string>& published, std::chrono::milliseconds timeout) {
@@ -151,6 +164,14 @@ void SocketMesh::exchange(int to, const void* send, std::size_t send_bytes, int 
                                             std::to_string(timeout_.count() / 1000) + " s");
     }
     if (aborted_) io_error("aborted while talking to " + peer_name(received < recv_bytes ? from : to));
+  }
+}
+
+void SocketMesh::check_alive(int peer) const {
+  char byte;
+  const ssize_t n = ::recv(fds_[peer], &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+    io_error("connection to " + peer_name(peer) + " closed (did that rank exit?)");
   }
 }
 

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,13 @@ class SocketMesh {
     exchange(peer, send, send_bytes, peer, recv, recv_bytes);
   }
   void abort() noexcept;
+  // A mesh of the given ranks (this rank among them) over this
+  // mesh's connections, numbered by position in `ranks`; it does not own
+  // them and must not outlive this mesh. Error messages name world ranks.
+  std::unique_ptr<SocketMesh> subset(const std::vector<int>& ranks) const;
+  // Throws Error(Io) naming `peer` when its connection has closed (the
+  // process exited or aborted); for transports that wait elsewhere.
+  void check_alive(int peer) const;
 
   // warn(peer, waited) from the calling thread each `interval` (0: never)
   // that an exchange waits for `peer` without a byte moving; the exchange
@@ -67,6 +75,8 @@ class SocketMesh {
   int listener_ = -1;
   std::vector<int> fds_;                 // by rank; -1 for this rank
   std::vector<std::string> addresses_;   // by rank, for error messages
+  std::vector<int> names_;               // world rank of each rank, for messages
+  bool owns_fds_ = true;                 // false for a subset()
   std::atomic<bool> aborted_{false};
   std::chrono::milliseconds warn_interval_{0};
   WaitWarning warn_;

@@ -17,6 +17,11 @@ line as the baseline, so both run under the same MPI settings) or trainrun
 are added to every mpirun command line.
 --baseline build: the allreduce_bench of another trainrun build
 (--baseline-build DIR), both on gloo, for A/B runs of two versions.
+--backend gloo with --baseline mpi --launch trainrun: trainrun's own transports
+(trainrun --local on gloo: shared memory on one host) against plain MPI.
+--also-tcp adds trainrun --local --no-shm on gloo (its TCP mesh) as a third
+program, with its own columns and ratios:
+  compare_allreduce.py --baseline mpi --launch trainrun --backend gloo --also-tcp
 --sizes-per-run N runs each program on N sizes at a time, alternating per
 chunk of sizes instead of per whole sweep: on a loaded machine the two sides
 of a size are then measured seconds apart, not minutes (costs one launch per
@@ -75,11 +80,14 @@ def main():
                     help="how trainrun's side starts (default: mpirun with --baseline mpi, else trainrun)")
     ap.add_argument("--mpi-args", default="", help="extra arguments for every mpirun, e.g. '--mca btl tcp,self'")
     ap.add_argument("--sizes-per-run", type=int, default=0, help="sizes per program run (default: all)")
+    ap.add_argument("--backend", choices=["gloo", "mpi"], help="trainrun's backend (default: the baseline's)")
+    ap.add_argument("--also-tcp", action="store_true",
+                    help="add trainrun --local --no-shm on gloo (the TCP mesh) as a third program")
     args = ap.parse_args()
     if args.baseline == "build" and not args.baseline_build:
         ap.error("--baseline build needs --baseline-build DIR")
     launch = args.launch or ("mpirun" if args.baseline == "mpi" else "trainrun")
-    backend = "mpi" if args.baseline == "mpi" else "gloo"
+    backend = args.backend or ("mpi" if args.baseline == "mpi" else "gloo")
 
     trainrun = os.path.join(args.build, "trainrun")
     mpirun = ["mpirun", "-np", str(args.np)] + shlex.split(args.mpi_args)
@@ -96,6 +104,9 @@ def main():
     else:
         trainrun_side = [trainrun, "--local", "--no-tag-output", "-np", str(args.np), "--backend", backend, bench]
     programs = {"trainrun": lambda: trainrun_side}
+    if args.also_tcp:
+        programs["tcp"] = lambda: [trainrun, "--local", "--no-tag-output", "-np", str(args.np), "--backend", "gloo",
+                                   "--no-shm", bench]
     if args.baseline == "gloo":
         programs["gloo"] = lambda: [trainrun, "--local", "--no-tag-output", "-np", str(args.np),
                                     os.path.join(args.build, "tests", "bench", "gloo_allreduce_bench"),
@@ -139,6 +150,18 @@ def main():
         ratio_bw = tb / bb if bb > 0 else float("nan")
         print(f"  {size:>10} {bt:>10.2f} {tt:>11.2f} {tt / bt:>6.3f} {bp:>9.2f} {tp:>12.2f} {tp / bp:>6.3f} "
               f"{bb:>9.3f} {tb:>13.3f} {ratio_bw:>11.3f}")
+    if args.also_tcp:
+        print(f"# side by side: p50 time and busbw of {base}, trainrun (gloo, shared memory) and tcp "
+              "(gloo --no-shm); ratios to " + base)
+        print(f"# {'bytes':>10} {base + ' p50':>9} {'shm p50':>9} {'tcp p50':>9} {'shm/' + base:>8} "
+              f"{'tcp/' + base:>8} {base + ' GB/s':>9} {'shm GB/s':>9} {'tcp GB/s':>9} {'shm bw x':>8} {'tcp bw x':>8}")
+        for size in sizes:
+            p = {n: median(n, size, "p50_us") for n in (base, "trainrun", "tcp")}
+            b = {n: median(n, size, "busbw_gbs") for n in (base, "trainrun", "tcp")}
+            bw = lambda n: b[n] / b[base] if b[base] > 0 else float("nan")
+            print(f"  {size:>10} {p[base]:>9.2f} {p['trainrun']:>9.2f} {p['tcp']:>9.2f} "
+                  f"{p['trainrun'] / p[base]:>8.3f} {p['tcp'] / p[base]:>8.3f} {b[base]:>9.3f} "
+                  f"{b['trainrun']:>9.3f} {b['tcp']:>9.3f} {bw('trainrun'):>8.3f} {bw('tcp'):>8.3f}")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -96,6 +99,17 @@ TEST_CASE("world is consistent") {
   int32_t rank = comm().rank(), sum = 0;
   comm().allreduce(&rank, &sum, 1, DataType::Int32, ReduceOp::Sum);
   CHECK(sum == comm().size() * (comm().size() - 1) / 2);
+}
+
+// CONFORMANCE_TRANSPORT=shm|tcp (set by the meson registrations of the gloo
+// runs): whether this rank maps the shared-memory transport's segment.
+TEST_CASE("the transport is the one the run expects") {
+  const char* expected = std::getenv("CONFORMANCE_TRANSPORT");
+  if (!expected) return;
+  std::ifstream maps("/proc/self/maps");
+  const std::string all((std::istreambuf_iterator<char>(maps)), std::istreambuf_iterator<char>());
+  const bool mapped = all.find("memfd:trainrun-shm") != std::string::npos;
+  CHECK_MESSAGE(mapped == (std::string(expected) == "shm"), "expected transport " << expected);
 }
 
 TEST_CASE("allreduce: every dtype, op and count, in place and not") {

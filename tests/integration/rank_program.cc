@@ -23,6 +23,10 @@
 //   await:PATH        wait until PATH exists (a test's gate)  await:R:PATH
 //   fds               "rank R: inheritable fds: 0 1 2": the open descriptors
 //                     without close-on-exec (what a program it starts gets)
+//   allreduce-big:MB  one allreduce of MB MiB of floats; prints "ok", or the
+//                     error and exits 1 (a peer's death must end it, not hang)
+//   shm-mapped        "rank R: shm mapped: yes|no": whether this process maps
+//                     the shared-memory transport's segment (/proc/self/maps)
 //   hugecount         allreduce of 2^31 elements on a 1-element buffer; prints
 //                     the error (mpi backend only: it refuses before sending)
 //   deadlock:R        rank R locks a mutex it holds: stuck in pthread_mutex_lock
@@ -38,7 +42,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 
 #include "tests/integration/spew.h"
 
@@ -220,6 +226,23 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     } else if (verb == "deadlock") {
       if (std::atoi(arg.c_str()) == rank) deadlock(rank);
+    } else if (verb == "allreduce-big") {
+      std::vector<float> data(static_cast<std::size_t>(std::atoi(arg.c_str())) << 18, 1.0f);
+      try {
+        trainrun::init().allreduce(data.data(), data.data(), data.size(), trainrun::DataType::Float32,
+                                   trainrun::ReduceOp::Sum);
+        std::printf("rank %d: allreduce-big ok\n", rank);
+      } catch (const trainrun::Error& e) {
+        std::printf("rank %d: allreduce error: %s\n", rank, e.what());
+        std::fflush(stdout);
+        std::_Exit(1);
+      }
+      std::fflush(stdout);
+    } else if (verb == "shm-mapped") {
+      std::ifstream maps("/proc/self/maps");
+      const std::string all((std::istreambuf_iterator<char>(maps)), std::istreambuf_iterator<char>());
+      std::printf("rank %d: shm mapped: %s\n", rank, all.find("memfd:trainrun-shm") != std::string::npos ? "yes" : "no");
+      std::fflush(stdout);
     } else if (verb == "ignore-term") {
       std::signal(SIGTERM, SIG_IGN);
     } else if (verb == "spawn-tree") {

@@ -126,6 +126,19 @@ TEST_CASE("conformance: 8 ranks on 4 hosts") {
   CHECK(nothing_left_anywhere(tag));
 }
 
+TEST_CASE("conformance: 2 hosts x 2 ranks, allreduce two-level (shared memory in a host, TCP between)") {
+  std::string tag;
+  const ProcessResult r = run_remote({"-x", "TRAINRUN_COLLECTIVE_TIMEOUT=120", "-x", "CONFORMANCE_TRANSPORT=shm",
+                                      "-H", "h1:2,h2:2", "-np", "4", "--backend", "gloo", "--verbose",
+                                      program_path("CONFORMANCE")},
+                                     &tag);
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(count(r.out, "of 4 (gloo): passed") == 4);
+  CHECK(contains(r.err, "collectives (gloo): two-level"));
+  CHECK(nothing_left_anywhere(tag));
+}
+
 TEST_CASE("conformance: 16 ranks on 4 hosts") {
   std::string tag;
   ProcessOptions options;

@@ -1,0 +1,196 @@
+#include "backends/shm/shm_collectives.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace trainrun::detail {
+namespace {
+
+// out = operands[0] (op) operands[1] (op) ... in that order, a block at a
+// time so that `out` stays in cache between the passes. `out` may alias
+// operands[0] only.
+void reduce_in_order(char* out, const char* const* operands, int n, std::size_t bytes, std::size_t element,
+                     ReduceFn reduce) {
+  constexpr std::size_t kBlock = 16 * 1024;  // a multiple of every element size
+  for (std::size_t done = 0; done < bytes; done += kBlock) {
+    const std::size_t count = std::min(kBlock, bytes - done) / element;
+    if (n == 1) {
+      std::memmove(out + done, operands[0] + done, count * element);
+      continue;
+    }
+    reduce(out + done, operands[0] + done, operands[1] + done, count);
+    for (int k = 2; k < n; ++k) reduce(out + done, out + done, operands[k] + done, count);
+  }
+}
+
+void copy(void* to, const void* from, std::size_t bytes) {
+  if (bytes && to != from) std::memcpy(to, from, bytes);
+}
+
+std::vector<std::size_t> byte_offsets(const std::vector<std::size_t>& counts, std::size_t element) {
+  std::vector<std::size_t> offsets(counts.size() + 1, 0);
+  for (std::size_t i = 0; i < counts.size(); ++i) offsets[i + 1] = offsets[i] + counts[i] * element;
+  return offsets;
+}
+
+std::size_t largest_block(const std::vector<std::size_t>& counts, std::size_t element) {
+  std::size_t most = 0;
+  for (std::size_t c : counts) most = std::max(most, c * element);
+  return most;
+}
+
+std::size_t rounds_for(std::size_t bytes, std::size_t per_round) { return (bytes + per_round - 1) / per_round; }
+
+// The part [round * piece, +piece) of a block of `bytes`, as {offset, length}.
+std::pair<std::size_t, std::size_t> piece_of(std::size_t bytes, std::size_t round, std::size_t piece) {
+  const std::size_t begin = std::min(bytes, round * piece);
+  return {begin, std::min(piece, bytes - begin)};
+}
+
+}  // namespace
+
+ShmCollectives::ShmCollectives(ShmSegment segment, int index, int ranks, ShmRounds::Options options)
+    : segment_(std::move(segment)), layout_{ranks}, index_(index), ranks_(ranks),
+      rounds_(reinterpret_cast<ShmControlLine*>(segment_.base() + layout_.control_offset()), index, ranks,
+              std::move(options)) {}
+
+std::size_t ShmCollectives::piece_bytes() const {
+  // A multiple of 64 bytes (so of every element) that fits ranks times in a slot.
+  return ShmLayout::kSlotBytes / static_cast<std::size_t>(ranks_) / 64 * 64;
+}
+
+void ShmCollectives::stage_pieces(int parity, const char* in, const std::vector<std::size_t>& offsets,
+                                  const std::vector<std::size_t>& counts, std::size_t element, std::size_t round,
+                                  std::size_t piece) {
+  for (int b = 0; b < ranks_; ++b) {
+    if (b == index_) continue;
+    const auto [begin, length] = piece_of(counts[b] * element, round, piece);
+    copy(slot(parity, index_) + b * piece, in + offsets[b] + begin, length);
+  }
+}
+
+void ShmCollectives::allreduce_small(const void* send, void* recv, std::size_t bytes, std::size_t element,
+                                     ReduceFn reduce) {
+  const int p = rounds_.parity();
+  std::memcpy(slot(p, index_), send, bytes);
+  rounds_.sync();
+  std::vector<const char*> operands(static_cast<std::size_t>(ranks_));
+  for (int k = 0; k < ranks_; ++k) operands[k] = slot(p, k);
+  reduce_in_order(static_cast<char*>(recv), operands.data(), ranks_, bytes, element, reduce);
+}
+
+void ShmCollectives::allreduce(const void* send, void* recv, std::size_t count, std::size_t element,
+                               ReduceFn reduce) {
+  const std::size_t bytes = count * element;
+  if (bytes == 0) return;
+  if (bytes <= kSmallBytes) return allreduce_small(send, recv, bytes, element, reduce);
+  const char* in = static_cast<const char*>(send);
+  char* out = static_cast<char*>(recv);
+  const std::size_t chunk = ShmLayout::kSlotBytes / element * element;
+  const std::size_t chunks = rounds_for(bytes, chunk);
+  std::vector<const char*> operands(static_cast<std::size_t>(ranks_));
+  // Round j copies chunk j in and reduces this rank's slice of it into the
+  // result slot, and copies chunk j-1's result (complete once every rank
+  // posted round j) out.
+  for (std::size_t j = 0; j <= chunks; ++j) {
+    const int p = rounds_.parity();
+    const std::size_t offset = j * chunk, length = j < chunks ? std::min(chunk, bytes - offset) : 0;
+    const std::size_t elements = length / element;
+    const std::size_t lo = elements * index_ / ranks_ * element, hi = elements * (index_ + 1) / ranks_ * element;
+    // Only peers read the slot: this rank's own slice stays where it is.
+    copy(slot(p, index_), in + offset, lo);
+    copy(slot(p, index_) + hi, in + offset + hi, length - hi);
+    rounds_.sync();
+    if (j > 0) std::memcpy(out + offset - chunk, slot(1 - p, ranks_), std::min(chunk, bytes - (offset - chunk)));
+    if (hi == lo) continue;
+    for (int k = 0; k < ranks_; ++k) operands[k] = (k == index_ ? in + offset : slot(p, k)) + lo;
+    reduce_in_order(slot(p, ranks_) + lo, operands.data(), ranks_, hi - lo, element, reduce);
+  }
+}
+
+void ShmCollectives::reducescatter(const void* send, void* recv, const std::vector<std::size_t>& counts,
+                                   std::size_t element, ReduceFn reduce) {
+  const char* in = static_cast<const char*>(send);
+  const auto offsets = byte_offsets(counts, element);
+  const std::size_t piece = piece_bytes();
+  const std::size_t rounds = rounds_for(largest_block(counts, element), piece);
+  const std::size_t mine = counts[index_] * element;
+  std::vector<const char*> operands(static_cast<std::size_t>(ranks_));
+  for (std::size_t j = 0; j < rounds; ++j) {
+    const int p = rounds_.parity();
+    stage_pieces(p, in, offsets, counts, element, j, piece);
+    rounds_.sync();
+    const auto [begin, length] = piece_of(mine, j, piece);
+    if (length == 0) continue;
+    for (int k = 0; k < ranks_; ++k) {
+      operands[k] = k == index_ ? in + offsets[index_] + begin : slot(p, k) + index_ * piece;
+    }
+    reduce_in_order(static_cast<char*>(recv) + begin, operands.data(), ranks_, length, element, reduce);
+  }
+}
+
+void ShmCollectives::allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts,
+                                std::size_t element) {
+  char* out = static_cast<char*>(recv);
+  const auto offsets = byte_offsets(counts, element);
+  const std::size_t mine = counts[index_] * element;
+  if (send) copy(out + offsets[index_], send, mine);
+  const std::size_t piece = ShmLayout::kSlotBytes;
+  const std::size_t rounds = rounds_for(largest_block(counts, element), piece);
+  for (std::size_t j = 0; j < rounds; ++j) {
+    const int p = rounds_.parity();
+    const auto [begin, length] = piece_of(mine, j, piece);
+    copy(slot(p, index_), out + offsets[index_] + begin, length);
+    rounds_.sync();
+    for (int k = 0; k < ranks_; ++k) {
+      if (k == index_) continue;
+      const auto [from, bytes] = piece_of(counts[k] * element, j, piece);
+      copy(out + offsets[k] + from, slot(p, k), bytes);
+    }
+  }
+}
+
+void ShmCollectives::broadcast(void* data, std::size_t bytes, int root) {
+  char* buf = static_cast<char*>(data);
+  // Only the root writes: the whole parity (every slot) carries its data.
+  const std::size_t piece = layout_.parity_bytes();
+  const std::size_t rounds = rounds_for(bytes, piece);
+  for (std::size_t j = 0; j < rounds; ++j) {
+    const int p = rounds_.parity();
+    const auto [begin, length] = piece_of(bytes, j, piece);
+    if (index_ == root) std::memcpy(slot(p, 0), buf + begin, length);
+    rounds_.sync();
+    if (index_ != root) std::memcpy(buf + begin, slot(p, 0), length);
+  }
+}
+
+void ShmCollectives::alltoall(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
+                              const std::vector<std::size_t>& recv_counts, std::size_t element) {
+  const char* in = static_cast<const char*>(send);
+  char* out = static_cast<char*>(recv);
+  const auto send_offsets = byte_offsets(send_counts, element);
+  const auto recv_offsets = byte_offsets(recv_counts, element);
+  copy(out + recv_offsets[index_], in + send_offsets[index_], send_counts[index_] * element);
+  const std::size_t piece = piece_bytes();
+  const std::uint64_t largest = std::max(largest_block(send_counts, element), largest_block(recv_counts, element));
+  // Block sizes differ between ranks: the first round also agrees on how
+  // many rounds the largest block anywhere needs.
+  std::size_t rounds = 1;
+  for (std::size_t j = 0; j < rounds; ++j) {
+    const int p = rounds_.parity();
+    stage_pieces(p, in, send_offsets, send_counts, element, j, piece);
+    rounds_.sync(largest);
+    if (j == 0) {
+      std::uint64_t most = 0;
+      for (int k = 0; k < ranks_; ++k) most = std::max(most, rounds_.value(k));
+      rounds = std::max<std::size_t>(1, rounds_for(most, piece));
+    }
+    for (int k = 0; k < ranks_; ++k) {
+      if (k == index_) continue;
+      const auto [begin, length] = piece_of(recv_counts[k] * element, j, piece);
+      copy(out + recv_offsets[k] + begin, slot(p, k) + index_ * piece, length);
+    }
+  }
+}
+
+}  // namespace trainrun::detail

@@ -1,0 +1,70 @@
+// ShmCollectives: the CPU collectives among the ranks of one host, through
+// a shared segment (backends/shm/shm_segment.h) in rounds
+// (backends/shm/shm_rounds.h). Each round moves at most one slot
+// (ShmLayout::kSlotBytes) per rank; long messages take many rounds, and
+// since round i+1's copy-in overlaps nobody's reads of round i (the two
+// parities), reading, reducing and writing of successive chunks overlap
+// across ranks.
+//
+// Reductions happen in the shared slots: every rank copies its input in,
+// then reduces its own slice of the chunk from every rank's slot, in rank
+// order (rank 0's value first), so each element is computed once, by one
+// rank, identically on every rank. Messages up to kSmallBytes take one
+// round: every rank reduces the whole vector itself, in the same order.
+// Ranks here are indices in the group (0..ranks-1).
+// Not thread-safe; abort() may come from any thread.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "backends/reduction.h"
+#include "backends/shm/shm_layout.h"
+#include "backends/shm/shm_rounds.h"
+#include "backends/shm/shm_segment.h"
+
+namespace trainrun::detail {
+
+class ShmCollectives {
+ public:
+  static constexpr std::size_t kSmallBytes = 32 * 1024;
+
+  ShmCollectives(ShmSegment segment, int index, int ranks, ShmRounds::Options options);
+
+  int index() const { return index_; }
+  int ranks() const { return ranks_; }
+
+  // send may equal recv (in place).
+  void allreduce(const void* send, void* recv, std::size_t count, std::size_t element, ReduceFn reduce);
+  // send holds every rank's block (counts[r] elements, rank by rank); recv
+  // gets this rank's reduced block. send and recv do not alias.
+  void reducescatter(const void* send, void* recv, const std::vector<std::size_t>& counts,
+                     std::size_t element, ReduceFn reduce);
+  // send == nullptr: in place, this rank's block already sits in recv.
+  void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts, std::size_t element);
+  void broadcast(void* data, std::size_t bytes, int root);
+  // Block r of send goes to rank r; block r of recv comes from rank r.
+  void alltoall(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
+                const std::vector<std::size_t>& recv_counts, std::size_t element);
+  void barrier() { rounds_.sync(); }
+  void abort() noexcept { rounds_.abort(); }
+
+ private:
+  char* slot(int parity, int r) const { return segment_.base() + layout_.slot_offset(parity, r); }
+  void allreduce_small(const void* send, void* recv, std::size_t bytes, std::size_t element, ReduceFn reduce);
+  // Bytes of one peer's sub-slot when a slot is split among the ranks.
+  std::size_t piece_bytes() const;
+  // Copies piece `round` of the block for every peer b (blocks at
+  // `offsets` in `in`) into sub-slot b of this rank's slot.
+  void stage_pieces(int parity, const char* in, const std::vector<std::size_t>& offsets,
+                    const std::vector<std::size_t>& counts, std::size_t element, std::size_t round,
+                    std::size_t piece);
+
+  ShmSegment segment_;
+  const ShmLayout layout_;
+  const int index_;
+  const int ranks_;
+  ShmRounds rounds_;
+};
+
+}  // namespace trainrun::detail
