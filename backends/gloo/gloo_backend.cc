@@ -214,6 +214,10 @@ class GlooBackend final : public Backend {
     options.timeout = timeout_;
     options.spin = shm_spin_budget(static_cast<int>(attached->ranks.size()));
     options.check_peer = [this, ranks = attached->ranks](int peer) { mesh_->check_alive(ranks[peer]); };
+    options.warn_interval = world.wait_warning;
+    options.warn = [this, host = world.hostname, ranks = attached->ranks](int peer, std::chrono::seconds waited) {
+      warn_waiting(host, ranks[peer], waited);
+    };
     options.peer_name = [host = world.hostname, ranks = attached->ranks](int peer) {
       return "rank " + std::to_string(ranks[peer]) + " (" + host + ")";
     };

@@ -90,7 +90,10 @@ void ShmRounds::wait_for(int peer, std::uint32_t target) {
 
 void ShmRounds::sleep_on(int peer, std::uint32_t target) {
   ShmControlLine& line = lines_[peer];
-  const auto deadline = Clock::now() + options_.timeout;
+  const auto start = Clock::now();
+  const auto deadline = start + options_.timeout;
+  const bool warns = options_.warn && options_.warn_interval.count() > 0;
+  auto next_warning = start + options_.warn_interval;
   while (true) {
     line.sleepers.fetch_add(1, std::memory_order_seq_cst);
     const std::uint32_t seen = line.round.load(std::memory_order_seq_cst);
@@ -100,6 +103,10 @@ void ShmRounds::sleep_on(int peer, std::uint32_t target) {
     if (aborted_.load()) throw Error(Error::Code::Io, "shared memory: aborted while waiting for " + options_.peer_name(peer));
     for (int k = 0; k < count_ && options_.check_peer; ++k) {
       if (k != index_ && !reached(lines_[k].round.load(std::memory_order_acquire), target)) options_.check_peer(k);
+    }
+    if (warns && Clock::now() >= next_warning) {
+      options_.warn(peer, std::chrono::round<std::chrono::seconds>(Clock::now() - start));
+      next_warning += options_.warn_interval;
     }
     if (Clock::now() >= deadline) {
       throw Error(Error::Code::Timeout, "no progress with " + options_.peer_name(peer) + " for " +

@@ -12,7 +12,8 @@
 // yielding phase is skipped, so a descheduled peer never costs a core. Asleep, a rank wakes
 // every few milliseconds to check that the peers it still waits for live
 // (`check_peer` throws naming a dead one; a peer that posted the round may
-// have finished and exited), the collective timeout, and abort().
+// have finished and exited), the collective timeout, and abort(), and says
+// once per warning interval which peer it still waits for.
 // One thread calls sync(); abort() may come from any thread.
 #pragma once
 
@@ -33,6 +34,9 @@ class ShmRounds {
     std::chrono::nanoseconds spin{50'000};  // of yielding; 0: sleep after the pauses
     std::function<void(int)> check_peer;    // throws Error naming the peer if it died
     std::function<std::string(int)> peer_name;  // "rank 3 (pid 42)", for messages
+    // Called once per `warn_interval` while a sync waits for `peer` (0: never).
+    std::chrono::milliseconds warn_interval{0};
+    std::function<void(int peer, std::chrono::seconds waited)> warn;
   };
 
   ShmRounds(ShmControlLine* lines, int index, int count, Options options);
