@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backends/blocks.h"
+
 namespace trainrun::detail {
 
 namespace {
@@ -56,20 +58,6 @@ void recursive_doubling(SocketMesh& mesh, void* data, std::size_t count, std::si
   if (rank < 2 * extra) mesh.exchange(rank - 1, mine, bytes, nullptr, 0);
 }
 
-// Byte offsets of the blocks of a vector laid out rank by rank.
-std::vector<std::size_t> offsets_of(const std::vector<std::size_t>& counts, std::size_t element) {
-  std::vector<std::size_t> offsets(counts.size() + 1, 0);
-  for (std::size_t i = 0; i < counts.size(); ++i) offsets[i + 1] = offsets[i] + counts[i] * element;
-  return offsets;
-}
-
-// Even split of `count` elements into one block per rank.
-std::vector<std::size_t> even_blocks(std::size_t count, int size) {
-  std::vector<std::size_t> counts(static_cast<std::size_t>(size));
-  for (int b = 0; b < size; ++b) counts[b] = count * (b + 1) / size - count * b / size;
-  return counts;
-}
-
 // Ring reduce-scatter in place: in step s each rank sends its partial block
 // (rank - s) right and folds block (rank - s - 1) arriving from the left into
 // its own, segment by segment so that reducing one segment overlaps the
@@ -118,7 +106,7 @@ void direct_allreduce(SocketMesh& mesh, void* data, std::size_t count, std::size
   const std::size_t ring_min = mesh.size() == 2 ? 4 * kRingMinBytes : kRingMinBytes;
   if (count * element >= ring_min && count >= static_cast<std::size_t>(mesh.size())) {
     // Reduce-scatter leaves block rank+1 complete here; the allgather spreads them.
-    const auto offsets = offsets_of(even_blocks(count, mesh.size()), element);
+    const auto offsets = block_offsets(even_blocks(count, mesh.size()), element);
     ring_reduce_scatter(mesh, static_cast<char*>(data), offsets, element, reduce, scratch);
     ring_allgather(mesh, static_cast<char*>(data), offsets, 1);
   } else {
@@ -133,8 +121,8 @@ void direct_reducescatter(SocketMesh& mesh, const void* send, void* recv,
   // Rotate the blocks by one so that the ring finishes block `rank` here.
   std::vector<std::size_t> rotated(counts.size());
   for (int b = 0; b < size; ++b) rotated[(b + 1) % size] = counts[b];
-  const auto rotated_offsets = offsets_of(rotated, element);
-  const auto offsets = offsets_of(counts, element);
+  const auto rotated_offsets = block_offsets(rotated, element);
+  const auto offsets = block_offsets(counts, element);
   if (offsets.back() == 0) return;  // every block is empty, on every rank
   work.resize(offsets.back());
   for (int b = 0; b < size; ++b) {
@@ -148,7 +136,7 @@ void direct_reducescatter(SocketMesh& mesh, const void* send, void* recv,
 
 void direct_allgatherv(SocketMesh& mesh, void* recv, const std::vector<std::size_t>& counts,
                        std::size_t element) {
-  ring_allgather(mesh, static_cast<char*>(recv), offsets_of(counts, element), 0);
+  ring_allgather(mesh, static_cast<char*>(recv), block_offsets(counts, element), 0);
 }
 
 void direct_broadcast(SocketMesh& mesh, void* data, std::size_t bytes, int root) {

@@ -1,5 +1,6 @@
 #include "backends/gloo/two_level_allreduce.h"
 
+#include "backends/blocks.h"
 #include "backends/gloo/direct_collectives.h"
 
 namespace trainrun::detail {
@@ -8,8 +9,7 @@ void two_level_allreduce(ShmCollectives& host, SocketMesh& cross, const void* se
                          std::size_t count, std::size_t element, ReduceFn reduce, std::vector<char>& block,
                          std::vector<char>& scratch) {
   const int ranks = host.ranks();
-  std::vector<std::size_t> counts(static_cast<std::size_t>(ranks));
-  for (int b = 0; b < ranks; ++b) counts[b] = count * (b + 1) / ranks - count * b / ranks;
+  const std::vector<std::size_t> counts = even_blocks(count, ranks);
   const std::size_t mine = counts[host.index()];
   block.resize(mine * element);
   host.reducescatter(send, block.data(), counts, element, reduce);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backends/blocks.h"
+
 namespace trainrun::detail {
 namespace {
 
@@ -25,12 +27,6 @@ void reduce_in_order(char* out, const char* const* operands, int n, std::size_t 
 
 void copy(void* to, const void* from, std::size_t bytes) {
   if (bytes && to != from) std::memcpy(to, from, bytes);
-}
-
-std::vector<std::size_t> byte_offsets(const std::vector<std::size_t>& counts, std::size_t element) {
-  std::vector<std::size_t> offsets(counts.size() + 1, 0);
-  for (std::size_t i = 0; i < counts.size(); ++i) offsets[i + 1] = offsets[i] + counts[i] * element;
-  return offsets;
 }
 
 std::size_t largest_block(const std::vector<std::size_t>& counts, std::size_t element) {
@@ -111,7 +107,7 @@ void ShmCollectives::allreduce(const void* send, void* recv, std::size_t count, 
 void ShmCollectives::reducescatter(const void* send, void* recv, const std::vector<std::size_t>& counts,
                                    std::size_t element, ReduceFn reduce) {
   const char* in = static_cast<const char*>(send);
-  const auto offsets = byte_offsets(counts, element);
+  const auto offsets = block_offsets(counts, element);
   const std::size_t piece = piece_bytes();
   const std::size_t rounds = rounds_for(largest_block(counts, element), piece);
   const std::size_t mine = counts[index_] * element;
@@ -132,7 +128,7 @@ void ShmCollectives::reducescatter(const void* send, void* recv, const std::vect
 void ShmCollectives::allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts,
                                 std::size_t element) {
   char* out = static_cast<char*>(recv);
-  const auto offsets = byte_offsets(counts, element);
+  const auto offsets = block_offsets(counts, element);
   const std::size_t mine = counts[index_] * element;
   if (send) copy(out + offsets[index_], send, mine);
   const std::size_t piece = ShmLayout::kSlotBytes;
@@ -168,8 +164,8 @@ void ShmCollectives::alltoall(const void* send, const std::vector<std::size_t>& 
                               const std::vector<std::size_t>& recv_counts, std::size_t element) {
   const char* in = static_cast<const char*>(send);
   char* out = static_cast<char*>(recv);
-  const auto send_offsets = byte_offsets(send_counts, element);
-  const auto recv_offsets = byte_offsets(recv_counts, element);
+  const auto send_offsets = block_offsets(send_counts, element);
+  const auto recv_offsets = block_offsets(recv_counts, element);
   copy(out + recv_offsets[index_], in + send_offsets[index_], send_counts[index_] * element);
   const std::size_t piece = piece_bytes();
   const std::uint64_t largest = std::max(largest_block(send_counts, element), largest_block(recv_counts, element));
