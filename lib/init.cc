@@ -6,8 +6,8 @@
 #include <mutex>
 
 #include "backends/registry.h"
+#include "lib/rendezvous_client.h"
 #include "lib/world.h"
-#include "rendezvous/http_store.h"
 #include "rendezvous/protocol.h"
 #include "trainrun/communicator.h"
 #include "trainrun/error.h"
@@ -19,21 +19,15 @@ std::mutex g_mutex;
 std::unique_ptr<Communicator> g_communicator;
 int g_generation = 0;
 
-std::shared_ptr<rendezvous::Store> connect_rendezvous(const detail::World& world) {
+// Tells the launcher this rank is alive, reached the rendezvous and uses
+// `backend` (rank.{r} = "host pid backend").
+std::shared_ptr<rendezvous::Store> connect_rendezvous(const detail::World& world, const std::string& backend) {
   if (!world.has_rendezvous()) return nullptr;
-  const auto secret = rendezvous::secret_from_hex(world.secret_hex);
-  if (!secret) {
-    throw Error(Error::Code::InvalidArgument,
-                std::string(protocol::kEnvSecret) + " is not " +
-                    std::to_string(2 * protocol::kSecretBytes) + " hex digits");
-  }
   rendezvous::HttpStore::Options options;
   options.connect_deadline = world.start_timeout;
-  auto store = std::make_shared<rendezvous::HttpStore>(world.rendezvous_addr,
-                                                       world.rendezvous_port, *secret, options);
-  // Tells the launcher this rank is alive and reached the rendezvous.
+  std::shared_ptr<rendezvous::Store> store = detail::connect_rendezvous_store(world, options);
   store->set(protocol::kScopeJob, std::string(protocol::kKeyRankPrefix) + std::to_string(world.rank),
-             world.hostname + " " + std::to_string(::getpid()));
+             world.hostname + " " + std::to_string(::getpid()) + " " + backend);
   return store;
 }
 
@@ -45,9 +39,7 @@ Communicator& init() {
   auto world = std::make_unique<detail::World>(detail::world_from_env(&std::getenv));
   try {
     const std::string name = detail::choose_backend(*world);
-    auto store = connect_rendezvous(*world);
-    // For the launcher's JSON report (--report).
-    if (store) store->set(protocol::kScopeJob, std::string(protocol::kKeyBackendPrefix) + std::to_string(world->rank), name);
+    auto store = connect_rendezvous(*world, name);
     auto backend = detail::create_backend(name, detail::BackendContext{*world, store, g_generation});
     ++g_generation;
     g_communicator = std::make_unique<Communicator>(std::move(world), std::move(backend));

@@ -125,12 +125,11 @@ inline constexpr std::string_view kQueryCount = "count";
 inline constexpr std::size_t kFrameLengthBytes = 8;
 
 // Scopes used by trainrun itself.
-inline constexpr std::string_view kScopeJob = "job";   // rank.{r} = "host pid"
+inline constexpr std::string_view kScopeJob = "job";   // rank.{r} = "host pid backend"
 inline constexpr std::string_view kKeyRankPrefix = "rank.";
-// For the launcher's JSON report: backend.{r} = the backend rank r uses;
-// first_op = rank 0's host, set when the engine's first op was ready on every rank;
-// stragglers = the straggler table (lib/engine/straggler_tracker.h).
-inline constexpr std::string_view kKeyBackendPrefix = "backend.";
+// For the launcher's JSON report: first_op = rank 0's host, set when the
+// engine's first op was ready on every rank; stragglers = the straggler
+// table (lib/engine/straggler_tracker.h).
 inline constexpr std::string_view kKeyFirstOp = "first_op";
 inline constexpr std::string_view kKeyStragglers = "stragglers";
 // NCCL start-up: scope nccl.{generation}, key ready.{r} = "ok" (rank 0:

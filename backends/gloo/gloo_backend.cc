@@ -253,7 +253,7 @@ class GlooBackend final : public Backend {
 
   // A core call (not the engine's: it reports its own stalls) waits for
   // `peer`: one line naming the call and the peer's host, which the
-  // rendezvous knows ("host pid", written by every rank at init).
+  // rendezvous knows ("host pid backend", written by every rank at init).
   void warn_waiting(const std::string& host, int peer, std::chrono::seconds waited) {
     const CoreCall* call = current_core_call();
     if (!call) return;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <iostream>
@@ -104,7 +105,10 @@ void ReportRecorder::collect(const rendezvous::KvTable& table) {
     table_ = nullptr;
   }
   for (ReportRank& rank : report_.ranks) {
-    if (auto backend = table.get(rank_key(protocol::kKeyBackendPrefix, rank.rank))) rank.backend = *backend;
+    if (auto record = table.get(rank_key(protocol::kKeyRankPrefix, rank.rank))) {  // "host pid backend"
+      const std::size_t space = record->rfind(' ');
+      if (std::count(record->begin(), record->end(), ' ') == 2) rank.backend = record->substr(space + 1);
+    }
   }
   if (auto text = table.get(job_key(protocol::kKeyStragglers))) {
     report_.stragglers = detail::decode_straggler_table(*text);

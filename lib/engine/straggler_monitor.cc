@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "rendezvous/http_store.h"
+#include "lib/rendezvous_client.h"
 #include "rendezvous/protocol.h"
 
 namespace trainrun::detail {
@@ -73,13 +73,10 @@ void StragglerMonitor::publish(const std::string& key, const std::string& value)
   if (store_failed_ || !world_.has_rendezvous()) return;
   try {
     if (!store_) {
-      const auto secret = rendezvous::secret_from_hex(world_.secret_hex);
-      if (!secret) throw std::runtime_error("bad secret");
       rendezvous::HttpStore::Options options;
       options.connect_deadline = std::chrono::seconds(2);
       options.request_timeout = std::chrono::seconds(5);
-      store_ = std::make_unique<rendezvous::HttpStore>(world_.rendezvous_addr, world_.rendezvous_port, *secret,
-                                                       options);
+      store_ = connect_rendezvous_store(world_, options);
     }
     store_->set(protocol::kScopeJob, key, value);
   } catch (const std::exception&) {
