@@ -247,7 +247,7 @@ void Agent::handle_frame(const Frame& frame) {
     case FrameType::Ping:
       ping_window_ = std::chrono::milliseconds(std::max(1, std::atoi(frame.payload.c_str())));
       ping_deadline_ = Clock::now() + *ping_window_;
-      return;
+      return queue(FrameType::Pong, 0, 0, "");
     case FrameType::Probe:
       return queue(FrameType::ProbeResult, 0, 0, probe_.answer(frame.payload));
     case FrameType::Reach:

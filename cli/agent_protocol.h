@@ -38,6 +38,8 @@ enum class FrameType : std::uint8_t {
   ReachResult = 26,  // payload: one line per Reach target, empty when reached
   StackTrace = 27,   // rank, stream 0: eu-stack text of its processes, 1: why none
   StacksDone = 28,   // the answer to Stacks is complete; payload: a host-wide note or empty
+  Pong = 29,         // the answer to Ping: the agent itself is alive (an SSH link counts it as
+                     // hearing from the host while the ranks there are silent)
 };
 
 struct Frame {

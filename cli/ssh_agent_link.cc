@@ -105,6 +105,9 @@ bool SshAgentLink::Pump::move_bytes() {
   while (from_agent_.size() < kBufferLimit &&
          (n = ssh_channel_read_nonblocking(channel, buffer, sizeof buffer, 0)) > 0) {
     from_agent_.append(buffer, static_cast<std::size_t>(n));
+    // The agent answers every Ping (Pong): its bytes prove the host alive
+    // even when libssh consumed the server's keepalive replies outside poll().
+    last_heard_ = Clock::now();
   }
   if (n == SSH_ERROR) return false;
   if (n == SSH_EOF) agent_eof_ = true;

@@ -2,8 +2,9 @@
 // channel. The supervisor sees one end of a socketpair; a pump thread owns
 // the libssh session and moves bytes between the other end and the
 // channel. The pump also watches the connection: an SSH keepalive and a
-// Ping frame to the agent every kPingInterval, and a connection that stays
-// silent for kSilenceLimit (an unplugged host sends no FIN) is reported
+// Ping frame to the agent every kPingInterval (the agent answers Pong), and a
+// connection that stays silent for kSilenceLimit (an unplugged host sends no
+// FIN) is reported
 // lost. The agent ends its job if the Pings stop (see cli/agent.cc), so
 // neither side outlives a dead link. The public methods are for the
 // supervisor's thread; the session belongs to the pump thread.

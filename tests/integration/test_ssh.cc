@@ -441,6 +441,17 @@ TEST_CASE("sshd killed mid-job: 'lost connection' within 15 s, exit 125, nothing
   hosts().restore(3);
 }
 
+TEST_CASE("ranks silent for longer than the silence limit: the hosts are not taken for lost") {
+  // Only the agents' answers to Pings (and the servers' keepalive replies)
+  // speak for a host whose ranks print nothing for 13 s.
+  std::string tag;
+  const ProcessResult r = run_remote({"-H", "h1:1,h2:1", rank_program(), "sleep:13000"}, &tag);
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_FALSE(contains(r.err, "lost connection"));
+  CHECK(nothing_left_anywhere(tag));
+}
+
 TEST_CASE("an unplugged host (no FIN): 'lost connection' within 15 s, and its agent ends its ranks") {
   std::string tag;
   const FaultResult f = fault_mid_job("h1:1,h4:1", [] { hosts().unplug(4); }, &tag);
