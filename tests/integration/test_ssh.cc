@@ -442,12 +442,14 @@ TEST_CASE("sshd killed mid-job: 'lost connection' within 15 s, exit 125, nothing
 }
 
 TEST_CASE("ranks silent for longer than the silence limit: the hosts are not taken for lost") {
-  // Only the agents' answers to Pings (and the servers' keepalive replies)
-  // speak for a host whose ranks print nothing for 13 s.
+  // Rank 2 hangs, the others wait in an allreduce: nothing is printed for
+  // 14 s, and only the agents' answers to Pings speak for the hosts.
   std::string tag;
-  const ProcessResult r = run_remote({"-H", "h1:1,h2:1", rank_program(), "sleep:13000"}, &tag);
+  const ProcessResult r = run_remote(
+      {"-H", "h1:2,h2:2", "--timeout", "14", "--grace", "1", rank_program(), "init", "deadlock:2", "allreduce"}, &tag);
   INFO(r.out, r.err);
-  CHECK(r.exit_code == 0);
+  CHECK(r.exit_code == 124);
+  CHECK(contains(r.err, "--timeout 14 s expired"));
   CHECK_FALSE(contains(r.err, "lost connection"));
   CHECK(nothing_left_anywhere(tag));
 }
