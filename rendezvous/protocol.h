@@ -45,6 +45,13 @@ inline constexpr const char* kEnvNcclTimeout = "TRAINRUN_NCCL_TIMEOUT";
 // The CUDA device (an index among the visible ones) NCCL uses on this rank;
 // default: the local rank, or 0 when CUDA_VISIBLE_DEVICES leaves one GPU.
 inline constexpr const char* kEnvCudaDevice = "TRAINRUN_CUDA_DEVICE";
+// Elastic jobs (rendezvous/elastic_protocol.h): "1" when the launcher may
+// change the job's membership; this process's stable worker id; and the
+// seconds a worker waits for a generation that includes it (launcher
+// --elastic-timeout).
+inline constexpr const char* kEnvElastic = "TRAINRUN_ELASTIC";
+inline constexpr const char* kEnvWorkerId = "TRAINRUN_WORKER_ID";
+inline constexpr const char* kEnvElasticTimeout = "TRAINRUN_ELASTIC_TIMEOUT";
 // Set by schedulers that bind each rank to its GPUs; read, never written.
 inline constexpr const char* kEnvCudaVisibleDevices = "CUDA_VISIBLE_DEVICES";
 

@@ -1,0 +1,60 @@
+// Elastic jobs (trainrun --min-np/--max-np/--host-discovery-script): how the
+// launcher tells workers which generation of the job they belong to. Every
+// worker has a stable worker id (TRAINRUN_WORKER_ID) for the life of its
+// process; its rank changes from one generation to the next. Scope
+// "elastic" of the rendezvous store:
+//
+//   gen.{g}       the Assignment of generation g (encode_assignment); written
+//                 once, before `generation` names it
+//   generation    the newest generation, decimal
+//   ready.{w}     "host pid": worker w started and waits for a generation
+//                 that includes it (workers started after generation 0)
+//
+// A worker joins generation g only if gen.{g} lists it; the backend of
+// generation g rendezvouses in its own scopes (gloo.{g}, nccl.{g}), so a
+// worker of an older generation never meets one of a newer. Pure encoding;
+// no I/O.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace trainrun::elastic_protocol {
+
+inline constexpr std::string_view kScope = "elastic";
+inline constexpr std::string_view kKeyGeneration = "generation";
+inline constexpr std::string_view kKeyAssignmentPrefix = "gen.";
+inline constexpr std::string_view kKeyReadyPrefix = "ready.";
+
+// One worker's place in a generation.
+struct Slot {
+  int worker = 0;
+  int rank = 0;
+  int local_rank = 0;
+  int local_size = 1;
+  int cross_rank = 0;
+  int cross_size = 1;
+  std::string host;  // as the launcher names it (TRAINRUN_HOSTNAME)
+};
+
+struct Assignment {
+  int generation = 0;
+  std::vector<Slot> slots;  // in rank order: slots[r].rank == r
+
+  int size() const { return static_cast<int>(slots.size()); }
+  const Slot* find(int worker) const;
+};
+
+// "generation G\n" then one line per slot, in rank order:
+// "worker rank local_rank local_size cross_rank cross_size host\n".
+std::string encode_assignment(const Assignment& assignment);
+// nullopt when malformed: a bad number, a host with spaces, or ranks that
+// are not 0..size-1 in order.
+std::optional<Assignment> decode_assignment(std::string_view text);
+
+std::string assignment_key(int generation);  // "gen.{g}"
+std::string ready_key(int worker);           // "ready.{w}"
+
+}  // namespace trainrun::elastic_protocol
