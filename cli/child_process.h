@@ -26,4 +26,25 @@ void close_inherited_descriptors();
 pid_t spawn_child(const std::string& program, const std::vector<std::string>& argv,
                   const std::vector<std::string>& env, const sigset_t& original_mask, bool own_group);
 
+// How a child started by spawn_checked() is set up before exec.
+struct ChildSetup {
+  int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1;  // become its 0, 1, 2; -1: inherited
+  // setsid(): its own session and process group, without the launcher's
+  // terminal, so that killpg(pid) reaches all it started and a Ctrl-C
+  // meant for the launcher does not.
+  bool new_session = false;
+};
+
+struct SpawnResult {
+  pid_t pid = -1;  // > 0: running; else it was never started (and nothing is left to reap)
+  int error = 0;   // errno of the failed fork or exec when pid <= 0
+};
+
+// spawn_child(), for callers that must tell "cannot be executed" from the
+// program's own exit code 127: an exec failure comes back as its errno
+// (the child is reaped here) instead of a message on the child's stderr.
+SpawnResult spawn_checked(const std::string& program, const std::vector<std::string>& argv,
+                          const std::vector<std::string>& env, const sigset_t& original_mask,
+                          const ChildSetup& setup);
+
 }  // namespace trainrun::cli
