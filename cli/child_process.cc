@@ -34,6 +34,11 @@ void prepare_and_exec(const std::string& program, ExecArgs& args, const sigset_t
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(127);  // the launcher died before prctl
   ::sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+  if (setup.default_sigpipe) {
+    struct sigaction action {};
+    action.sa_handler = SIG_DFL;
+    ::sigaction(SIGPIPE, &action, nullptr);
+  }
   const int stdio[3] = {setup.stdin_fd, setup.stdout_fd, setup.stderr_fd};
   for (int target = 0; target < 3; ++target) {
     if (stdio[target] >= 0) ::dup2(stdio[target], target);
@@ -93,7 +98,8 @@ SpawnResult spawn_checked(const std::string& program, const std::vector<std::str
   } while (n < 0 && errno == EINTR);
   ::close(status[0]);
   if (n != static_cast<ssize_t>(sizeof error)) return {pid, 0};
-  ::waitpid(pid, nullptr, 0);
+  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
   return {-1, error};
 }
 

@@ -33,6 +33,10 @@ struct ChildSetup {
   // terminal, so that killpg(pid) reaches all it started and a Ctrl-C
   // meant for the launcher does not.
   bool new_session = false;
+  // SIGPIPE back to its default: the launcher ignores it, exec keeps an
+  // ignored signal ignored, and a shell script's "cmd | head -1" would then
+  // print "Broken pipe" errors instead of ending quietly.
+  bool default_sigpipe = false;
 };
 
 struct SpawnResult {

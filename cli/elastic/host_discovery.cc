@@ -182,7 +182,8 @@ DiscoveryRun run_discovery_script(const std::string& path, milliseconds timeout,
   sigset_t none;
   sigemptyset(&none);  // the script's signals are its own, not the launcher's blocked set
   const SpawnResult child = spawn_checked(path, {path}, current_environment(), none,
-                                          ChildSetup{null_fd, out[1], err[1], /*new_session=*/true});
+                                          ChildSetup{null_fd, out[1], err[1], /*new_session=*/true,
+                                                     /*default_sigpipe=*/true});
   for (int fd : {null_fd, out[1], err[1]}) ::close(fd);
   Capture out_capture{out[0], kMaxDiscoveryStdout, ""}, err_capture{err[0], kMaxDiscoveryStderr, ""};
   End end = End::Exited;
@@ -190,7 +191,8 @@ DiscoveryRun run_discovery_script(const std::string& path, milliseconds timeout,
   if (child.pid > 0) {
     end = wait_for_script(child.pid, out_capture, err_capture, Clock::now() + timeout, stop_fd);
     kill_script(child.pid);  // also what an exited script left running in its group
-    ::waitpid(child.pid, &status, 0);
+    while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
+    }
   }
   for (int fd : {out_capture.fd, err_capture.fd}) {
     if (fd >= 0) ::close(fd);

@@ -24,7 +24,9 @@ struct DiscoveryRun {
   // When !ok, one line naming the script: "--host-discovery-script PATH
   // exited with code 3: <its first stderr line>", "... was killed by SIGKILL",
   // "... did not finish within 10 s", "... cannot be executed: <strerror>",
-  // "... printed a bad line: stdout:2: ...", "... listed no hosts".
+  // "... printed a bad line: stdout:2: ...", "... listed no hosts"; rarer:
+  // "... printed more than 1 MiB", "... cannot be started: <strerror>" (no
+  // pipes), "... was stopped" (by stop_fd).
   std::string error;
   std::string stderr_text;  // the script's whole stderr (at most 64 KiB), for the launcher to print
 };

@@ -95,6 +95,18 @@ TEST_CASE("a good script's hosts, in hostfile format, with its stderr kept") {
   CHECK(::waitpid(-1, nullptr, WNOHANG) <= 0);  // no zombie of ours
 }
 
+TEST_CASE("the script gets SIGPIPE back although the launcher ignores it") {
+  TempDir dir;
+  const std::string path = dir.script("pipe", "yes h1 | head -n 2\n");
+  struct sigaction ignore {}, previous {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGPIPE, &ignore, &previous);  // as block_job_signals() does
+  const DiscoveryRun run = run_discovery_script(path, std::chrono::seconds(10));
+  ::sigaction(SIGPIPE, &previous, nullptr);
+  CHECK(run.ok);
+  CHECK(run.stderr_text.empty());  // no "yes: standard output: Broken pipe"
+}
+
 TEST_CASE("a failing script: its exit code and first stderr line; a signal; not executable") {
   TempDir dir;
   const std::string failing = dir.script("fail", "echo h1\necho 'no cloud API' >&2\necho 'details' >&2\nexit 3\n");
@@ -114,7 +126,7 @@ TEST_CASE("a failing script: its exit code and first stderr line; a signal; not 
         named(missing) + "cannot be executed: No such file or directory");
 }
 
-TEST_CASE("a bad line and an empty answer are failures") {
+TEST_CASE("a bad line, an empty answer and too much output are failures") {
   TempDir dir;
   const std::string bad = dir.script("bad", "echo h0\necho 'h1:x'\n");
   const DiscoveryRun run = run_discovery_script(bad, std::chrono::seconds(10));
@@ -124,6 +136,10 @@ TEST_CASE("a bad line and an empty answer are failures") {
 
   const std::string empty = dir.script("empty", "echo '# no hosts today'\n");
   CHECK(run_discovery_script(empty, std::chrono::seconds(10)).error == named(empty) + "listed no hosts");
+
+  // Read to the end (the script is not blocked on a full pipe), kept only to the cap.
+  const std::string flood = dir.script("flood", "yes h1 | head -c 1200000\n");
+  CHECK(run_discovery_script(flood, std::chrono::seconds(10)).error == named(flood) + "printed more than 1 MiB");
 }
 
 TEST_CASE("a script past its timeout is killed with what it started") {
