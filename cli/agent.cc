@@ -70,6 +70,7 @@ class Agent {
   void handle_frame(const Frame& frame);
   void start(JobSpec&& part, bool more);
   void spawn(RankProcess& rank);
+  void spawn_all(std::vector<RankSpec>& specs);
   void read_input();
   void read_output(RankProcess& rank, int& fd, std::uint8_t stream);
   void write_stdin(RankProcess& rank);
@@ -105,6 +106,7 @@ class Agent {
   std::optional<std::chrono::milliseconds> ping_window_;
   Clock::time_point ping_deadline_;
   HostProbe probe_;
+  std::vector<RankSpec> deferred_;  // added during a Terminate: started once it is over
 };
 
 void Agent::setup_signals() {
@@ -202,7 +204,11 @@ void Agent::start(JobSpec&& part, bool more) {
   }
   have_job_ = true;
   job_complete_ = !more;
-  for (RankSpec& spec : part.ranks) {
+  spawn_all(part.ranks);
+}
+
+void Agent::spawn_all(std::vector<RankSpec>& specs) {
+  for (RankSpec& spec : specs) {
     ranks_.emplace_back();
     ranks_.back().spec = std::move(spec);
     spawn(ranks_.back());
@@ -224,6 +230,16 @@ void Agent::handle_frame(const Frame& frame) {
         return;
       }
       return start(std::move(*job), frame.stream != 0);
+    }
+    case FrameType::AddRanks: {
+      auto more = decode_job(frame.payload);
+      if (!more || !job_complete_ || launcher_gone_) {
+        queue(FrameType::Fatal, 0, 0, more ? "ranks added outside a running job" : "malformed rank list");
+        return;
+      }
+      // While a Terminate still ends the ranks before them, they wait.
+      if (kill_at_) return deferred_.insert(deferred_.end(), more->ranks.begin(), more->ranks.end()), void();
+      return spawn_all(more->ranks);
     }
     case FrameType::Stdin:
       if (auto* r = find(frame.rank); r && r->in_fd >= 0) r->stdin_pending += frame.payload;
@@ -446,6 +462,13 @@ int Agent::run() {
     if (kill_at_ && Clock::now() >= *kill_at_) {
       signal_descendants(::getpid(), SIGKILL);
       kill_at_ = Clock::now() + std::chrono::milliseconds(100);  // again, for late forks
+    }
+    // An elastic job goes on after one host's Terminate: once everything it
+    // ended is gone, ranks may start here again.
+    if (kill_at_ && !launcher_gone_ && !running() && descendants_of(::getpid()).empty()) {
+      kill_at_.reset();
+      spawn_all(deferred_);
+      deferred_.clear();
     }
   }
   flush_outbound(true);

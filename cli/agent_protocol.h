@@ -28,6 +28,8 @@ enum class FrameType : std::uint8_t {
   Probe = 8,      // payload: encoded ProbeRequest (cli/host_probe.h)
   Reach = 9,      // payload: "address port" lines to try to connect to
   Stacks = 10,    // capture the stacks of every rank (cli/report/stack_capture.h)
+  AddRanks = 11,  // payload: encoded JobSpec whose ranks start now, after the job's
+                  // last Job frame (elastic jobs grow; cwd, grace and stdin are the job's)
   // agent -> launcher
   Hello = 20,     // payload: the agent's version
   Started = 21,   // rank, payload: pid (decimal)

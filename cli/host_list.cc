@@ -218,6 +218,16 @@ std::string display_name(const HostSlots& host) {
   return host.user.empty() ? host.host : host.user + "@" + host.host;
 }
 
+std::string host_option_text(const std::vector<HostSlots>& hosts) {
+  std::string out;
+  for (const HostSlots& h : hosts) {
+    const bool ipv6 = h.host.find(':') != std::string::npos;
+    out += (out.empty() ? "" : ",") + (h.user.empty() ? "" : h.user + "@") + (ipv6 ? "[" + h.host + "]" : h.host) +
+           ":" + std::to_string(h.slots);
+  }
+  return out;
+}
+
 HostListResult parse_host_option(std::string_view text) {
   HostListResult result;
   std::size_t start = 0, index = 1;

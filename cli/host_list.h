@@ -40,5 +40,7 @@ HostListResult parse_hostfile(std::string_view content, std::string_view origin)
 
 // "user@host" or "host": how a host appears in messages.
 std::string display_name(const HostSlots& host);
+// The hosts as -H text that parse_host_option reads back ("h1:2,[::1]:4").
+std::string host_option_text(const std::vector<HostSlots>& hosts);
 
 }  // namespace trainrun::cli

@@ -36,7 +36,28 @@ JobState::JobState(int size, std::vector<std::string> rank_hosts) : size_(size),
   for (int r = 0; r < size; ++r) ranks_[r].host = rank_hosts[r];
 }
 
+int JobState::add_rank(const std::string& host) {
+  ranks_.push_back(Rank{host});
+  return size_++;
+}
+
 void JobState::started(int rank, int pid) { ranks_[rank].pid = pid; }
+
+void JobState::retired(int rank, int raw_status) {
+  Rank& r = ranks_[rank];
+  if (r.exited) return;
+  r.exited = true;
+  r.status = raw_status;
+  ++exited_count_;
+}
+
+JobState::Action JobState::elastic_failure(const std::string& reason, std::optional<int> rank) {
+  if (tearing_down_) return Action::None;
+  elastic_reason_ = reason;
+  if (rank) cause_ = rank;
+  else launch_failure_ = reason;
+  return begin_teardown();
+}
 
 JobState::Action JobState::begin_teardown() {
   if (tearing_down_) return Action::None;
@@ -107,7 +128,7 @@ void JobState::abandon(const std::string& host) {
 
 std::string JobState::describe(int rank) const {
   const Rank& r = ranks_[rank];
-  std::string text = "rank " + std::to_string(rank) + " (host " + r.host +
+  std::string text = unit_ + " " + std::to_string(rank) + " (host " + r.host +
                      (r.pid > 0 ? ", pid " + std::to_string(r.pid) : "") + ") ";
   if (WIFEXITED(r.status)) return text + "exited with code " + std::to_string(WEXITSTATUS(r.status));
   const int sig = WTERMSIG(r.status);
@@ -136,6 +157,7 @@ std::string JobState::summary() const {
   if (stop_signal_) return "trainrun: stopped by " + signal_name(*stop_signal_) + "; all ranks were terminated";
   if (timeout_s_) return "trainrun: the job ran longer than --timeout " + detail::shortest_decimal(*timeout_s_) + " s; all ranks were terminated";
   if (!launch_failure_.empty()) return "trainrun: " + launch_failure_;
+  if (!elastic_reason_.empty()) return "trainrun: " + elastic_reason_;
   if (cause_) return "trainrun: job failed: " + describe(*cause_);
   return "";
 }

@@ -21,9 +21,21 @@ class JobState {
 
   JobState(int size, std::vector<std::string> rank_hosts);
 
+  // Elastic jobs (cli/elastic) number their processes by worker id, which
+  // outlives rank numbers: messages then say "worker N".
+  void name_ranks_workers() { unit_ = "worker"; }
+  // An elastic job grew: the new rank's index.
+  int add_rank(const std::string& host);
+
   void started(int rank, int pid);
   // raw: a wait() status. Returns Teardown when this is the job's first failure.
   Action exited(int rank, int raw_status);
+  // An elastic job goes on without this rank: recorded, never the job's failure.
+  void retired(int rank, int raw_status);
+  // An elastic job gives up (reset limit, too few slots): Teardown; the job
+  // ends with `reason` and the status of `rank`'s failure, or kExitLaunch
+  // without one.
+  Action elastic_failure(const std::string& reason, std::optional<int> rank);
   // SIGINT/SIGTERM/SIGHUP to trainrun: Teardown the first time, Kill on a second SIGINT.
   Action stop_signal(int sig);
   Action timed_out(double limit_s);
@@ -67,6 +79,8 @@ class JobState {
   std::optional<int> stop_signal_;   // signal that stopped trainrun
   std::string launch_failure_;       // start timeout, lost host
   std::optional<double> timeout_s_;
+  std::string elastic_reason_;       // why an elastic job gave up
+  std::string unit_ = "rank";
 };
 
 std::string signal_name(int sig);  // "SIGSEGV", or "signal N" for one without a name

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "cli/elastic/elastic_start.h"
 #include "cli/host_list.h"
 #include "cli/job_plan.h"
 #include "cli/job_state.h"
@@ -47,22 +48,63 @@ JobEnv job_environment(const Options& options, const JobPlan& plan, const Remote
   return job;
 }
 
+// The elastic settings every rank gets (rendezvous/elastic_protocol.h).
+void add_elastic_environment(const Options& options, JobEnv& job) {
+  if (!options.elastic()) return;
+  job.extra.emplace_back(protocol::kEnvElastic, "1");
+  // Workers wait for a new generation a little longer than the launcher
+  // waits for slots, so the launcher's message names the reason.
+  job.extra.emplace_back(protocol::kEnvElasticTimeout,
+                         std::to_string(static_cast<long long>(options.elastic_timeout_s) + 30));
+}
+
+// `slot`'s rank: argv and environment; in an elastic job, as worker `worker`.
+RankSpec rank_spec(const Options& options, const RankSlot& slot, const JobEnv& job, int worker) {
+  RankSpec rank;
+  rank.rank = static_cast<std::uint32_t>(worker);
+  rank.argv = options.command;
+  for (const auto& [name, value] : rank_environment(slot, job)) rank.env.push_back(name + "=" + value);
+  if (options.elastic()) rank.env.push_back(std::string(protocol::kEnvWorkerId) + "=" + std::to_string(worker));
+  return rank;
+}
+
+JobSpec job_template(const Options& options) {
+  JobSpec spec;
+  spec.cwd = current_directory();
+  spec.grace_ms = static_cast<std::uint32_t>(options.grace_s * 1000);
+  spec.stdin_rank = 0;
+  return spec;
+}
+
 // One JobSpec per host: each rank's argv and environment.
 std::vector<JobSpec> host_jobs(const Options& options, const JobPlan& plan, const JobEnv& job) {
-  std::vector<JobSpec> jobs(plan.hosts.size());
-  for (JobSpec& spec : jobs) {
-    spec.cwd = current_directory();
-    spec.grace_ms = static_cast<std::uint32_t>(options.grace_s * 1000);
-    spec.stdin_rank = 0;
-  }
+  std::vector<JobSpec> jobs(plan.hosts.size(), job_template(options));
   for (const RankSlot& slot : plan.ranks) {
-    RankSpec rank;
-    rank.rank = static_cast<std::uint32_t>(slot.rank);
-    rank.argv = options.command;
-    for (const auto& [name, value] : rank_environment(slot, job)) rank.env.push_back(name + "=" + value);
-    jobs[static_cast<std::size_t>(slot.host_index)].ranks.push_back(std::move(rank));
+    jobs[static_cast<std::size_t>(slot.host_index)].ranks.push_back(rank_spec(options, slot, job, slot.rank));
   }
   return jobs;
+}
+
+// How the elastic driver starts workers and agents later in the job.
+elastic::Starter elastic_starter(const Options& options, const JobEnv& job, const RemotePlan& remote) {
+  elastic::Starter starter;
+  starter.job_template = job_template(options);
+  starter.rank_spec = [&options, job](const RankSlot& slot, int size, int worker) {
+    JobEnv sized = job;
+    sized.size = size;
+    return rank_spec(options, slot, sized, worker);
+  };
+  starter.start_agent = [&options, &remote](const HostSlots& host, std::string* error) -> std::unique_ptr<AgentLink> {
+    if (is_local_host(host.host)) return std::make_unique<LocalAgentLink>(display_name(host));
+    RemoteAgents agents = start_remote_agents({host}, options.remote, remote.probe(current_directory()), false);
+    if (agents.ok) return std::move(agents.links.front());
+    *error = "the pre-flight checks failed";
+    for (const CheckRow& row : agents.rows) {
+      if (!row.ok) *error = row.check + ": " + row.result;  // the last: what stopped the checks
+    }
+    return nullptr;
+  };
+  return starter;
 }
 
 // What starts each host's agent: SSH (in remote.choices()) or srun steps.
@@ -173,7 +215,8 @@ SrunDecision srun_decision(const Options& options) {
   return decide_srun_mode(options, &std::getenv, srun.path, agent);
 }
 
-int launch_planned(const Options& options, const SrunMode* srun, ReportRecorder& report) {
+int launch_planned(const Options& options, const SrunMode* srun, ReportRecorder& report,
+                   elastic::ElasticStart* elastic) {
   std::string plan_error;
   const std::optional<PlannedJob> planned = plan_job(options, &plan_error);
   if (!planned) {
@@ -219,6 +262,7 @@ int launch_planned(const Options& options, const SrunMode* srun, ReportRecorder&
   }
 
   JobEnv job = job_environment(options, plan, remote);
+  add_elastic_environment(options, job);
   job.rendezvous_port = server.port();
   job.job_id = rendezvous::random_hex(8);
   job.secret_hex = rendezvous::to_hex(secret);
@@ -266,6 +310,15 @@ int launch_planned(const Options& options, const SrunMode* srun, ReportRecorder&
   Supervisor supervisor(supervision, state, output, &server.table());
   report::StackDumps stacks(stack_dump_options(options), rank_hosts);
   supervisor.attach_stacks(stacks);
+  std::unique_ptr<elastic::ElasticDriver> driver;
+  if (elastic) {
+    state.name_ranks_workers();
+    driver = std::make_unique<elastic::ElasticDriver>(elastic->driver, elastic->hosts, plan.ranks, state, supervisor,
+                                                      server.table(), elastic_starter(options, job, remote),
+                                                      elastic->discovery.get());
+    supervisor.attach_control(*driver);
+    if (elastic->discovery) elastic->discovery->start();
+  }
   supervisor.run(agents, jobs);
   report.finished(state);
 
@@ -290,9 +343,19 @@ int launch(const Options& given, ReportRecorder& report) {
     return kExitUsage;
   }
   Options options = given;
+  if (options.elastic()) {
+    std::string error_line;
+    int exit_code = 0;
+    std::optional<elastic::ElasticStart> elastic = elastic::prepare_elastic(options, &error_line, &exit_code);
+    if (!elastic) {
+      report.failed(exit_code == kExitUsage ? "usage_error" : "preflight_failed", error_line);
+      return exit_code;
+    }
+    return launch_planned(options, nullptr, report, &*elastic);
+  }
   if (srun.mode) options.hosts = srun.mode->allocation.host_option();
   const SrunMode* srun_mode = srun.mode ? &*srun.mode : nullptr;
-  return launch_planned(options, srun_mode, report);
+  return launch_planned(options, srun_mode, report, nullptr);
 }
 
 }  // namespace trainrun::cli

@@ -113,6 +113,25 @@ void build(CLI::App& app, Options& o) {
 
   add_remote_options(app, o.remote);
 
+  const char* elastic = "Elastic (survive failures, grow with new hosts)";
+  app.add_option("--min-np", o.min_np, "Fewest ranks the job may go on with (default -np); enables elastic mode")
+      ->check(CLI::Range(1, 1 << 20))->group(elastic);
+  app.add_option("--max-np", o.max_np, "Most ranks the job may grow to (default -np); enables elastic mode")
+      ->check(CLI::Range(1, 1 << 20))->group(elastic);
+  app.add_option("--host-discovery-script", o.discovery_script,
+                 "Program printing the usable hosts as 'host:slots' lines, run every second "
+                 "(instead of -H); enables elastic mode")
+      ->type_name("PATH")->group(elastic);
+  app.add_option("--reset-limit,--max-restarts", o.reset_limit,
+                 "Membership changes after which the job gives up (default: no limit)")
+      ->check(CLI::Range(0, 1 << 20))->group(elastic);
+  add_float(app, "--elastic-timeout", o.elastic_timeout_s,
+            "Seconds to wait for --min-np slots before giving up (default 600)", 0.001, 1e9)
+      ->group(elastic);
+  add_float(app, "--blacklist-cooldown", o.blacklist_cooldown_s,
+            "Seconds before a failed host is used again; 0: never (default)", 0.0, 1e9)
+      ->group(elastic);
+
   const char* engine = "Engine (async named collectives)";
   add_float(app, "--fusion-threshold-mb", o.fusion_threshold_mb,
             "Fuse small allreduces into buffers up to this many MiB; 0: no fusion (default 64)", 0.0, 1e6)

@@ -26,6 +26,14 @@ struct Options {
   int start_timeout_s = 30;
   double timeout_s = 0;                // 0: no limit
   double grace_s = 5.0;
+  // Elastic (cli/elastic): on when --min-np, --max-np or a discovery script is given.
+  int min_np = 0;                      // 0: -np
+  int max_np = 0;                      // 0: -np
+  std::string discovery_script;
+  int reset_limit = -1;                // -1: no limit
+  double elastic_timeout_s = 600;
+  double blacklist_cooldown_s = 0;     // 0: a failed host is not used again
+  bool elastic() const { return min_np > 0 || max_np > 0 || !discovery_script.empty(); }
   // Engine (lib/engine): forwarded to every rank as TRAINRUN_* variables;
   // negative or empty: not set, the library's default applies.
   double fusion_threshold_mb = -1;

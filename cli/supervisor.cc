@@ -67,6 +67,39 @@ void Supervisor::send_all(FrameType type, const std::string& payload) {
   }
 }
 
+Supervisor::Peer* Supervisor::find_peer(const std::string& host) {
+  for (Peer& peer : peers_) {
+    if (peer.link->host() == host && !peer.eof && !peer.closed) return &peer;
+  }
+  return nullptr;
+}
+
+void Supervisor::add_agent(std::unique_ptr<AgentLink> agent, const JobSpec& job) {
+  std::string frames;
+  append_job_frames(frames, job);
+  new_agents_.emplace_back(std::move(agent), std::move(frames));
+}
+
+// Between turns of the loop, never while it walks peers_.
+void Supervisor::take_new_agents() {
+  for (auto& [link, frames] : new_agents_) {
+    peers_.push_back(Peer{link.get(), {}, std::move(frames), false, false});
+    agents_->push_back(std::move(link));
+  }
+  new_agents_.clear();
+}
+
+bool Supervisor::add_ranks(const std::string& host, const JobSpec& more) {
+  Peer* peer = find_peer(host);
+  if (!peer) return false;
+  append_frame(peer->outbound, FrameType::AddRanks, 0, 0, encode_job(more));
+  return true;
+}
+
+void Supervisor::stop_host(const std::string& host) {
+  if (Peer* peer = find_peer(host)) append_frame(peer->outbound, FrameType::Terminate, 0, 0, "");
+}
+
 void Supervisor::apply(JobState::Action action) {
   if (action == JobState::Action::Teardown) {
     send_all(FrameType::Terminate, "");
@@ -96,7 +129,9 @@ void Supervisor::on_frame(Peer& peer, const Frame& frame) {
     case FrameType::Exited: {
       const int rank = static_cast<int>(frame.rank);
       if (options_.events) options_.events->exited(rank, frame.payload);
-      const JobState::Action action = state_.exited(rank, std::atoi(frame.payload.c_str()));
+      const int status = std::atoi(frame.payload.c_str());
+      if (control_ && rank < state_.size() && control_->absorb_exit(rank, status)) return state_.retired(rank, status);
+      const JobState::Action action = state_.exited(rank, status);
       if (action == JobState::Action::Teardown) {
         output_.note("trainrun: " + state_.describe(rank) + "; stopping the job");
       } else if (options_.verbose) {
@@ -109,7 +144,7 @@ void Supervisor::on_frame(Peer& peer, const Frame& frame) {
       return stacks_frame(peer, frame);
     case FrameType::Fatal:
       output_.note("trainrun: agent on " + peer.link->host() + ": " + frame.payload);
-      return apply(state_.host_lost("the agent on " + peer.link->host() + " failed: " + frame.payload));
+      return lose_host(peer, "the agent on " + peer.link->host() + " failed: " + frame.payload);
     default:
       return;
   }
@@ -136,6 +171,15 @@ void Supervisor::on_readable(Peer& peer) {
   const auto why = peer.link->failure();
   const std::string reason = why ? *why : "lost connection to " + peer.link->host();
   output_.note("trainrun: " + reason);
+  lose_host(peer, reason);
+}
+
+void Supervisor::lose_host(Peer& peer, const std::string& reason) {
+  if (control_ && control_->absorb_host_lost(peer.link->host(), reason)) {
+    state_.abandon(peer.link->host());
+    if (!peer.closed) peer.link->close_write(), peer.closed = true;  // the agent, if alive, ends its ranks
+    return;
+  }
   state_.abandon(peer.link->host());
   apply(state_.host_lost(reason));
 }
@@ -203,6 +247,7 @@ void Supervisor::check_start_timeout() {
 
 void Supervisor::run(std::vector<std::unique_ptr<AgentLink>>& agents, const std::vector<JobSpec>& jobs) {
   started_ = Clock::now();
+  agents_ = &agents;
   for (std::size_t i = 0; i < agents.size(); ++i) {
     peers_.push_back(Peer{agents[i].get(), {}, {}, false, false});
     append_job_frames(peers_.back().outbound, jobs[i]);
@@ -222,7 +267,11 @@ void Supervisor::run(std::vector<std::unique_ptr<AgentLink>>& agents, const std:
                             : std::nullopt;
   while (true) {
     const auto now = Clock::now();
-    if (state_.all_exited()) {
+    if (control_) {
+      control_->tick();
+      take_new_agents();
+    }
+    if (state_.all_exited() && (!control_ || control_->idle() || state_.tearing_down())) {
       // Every rank is done: let each agent clean up its host and go.
       for (Peer& peer : peers_) {
         if (!peer.closed && peer.outbound.empty()) {

@@ -36,6 +36,23 @@ struct SupervisorOptions {
   RankEvents* events = nullptr;  // the JSON report's ranks (cli/report), or none
 };
 
+// An elastic job's driver (cli/elastic): it decides what a rank's failure
+// or a lost host means, and grows the job. Called from the supervisor's
+// thread only.
+class ElasticControl {
+ public:
+  virtual ~ElasticControl() = default;
+  // True when the job goes on without this rank (it is recorded as retired).
+  virtual bool absorb_exit(int rank, int raw_status) = 0;
+  // True when the job goes on without the host's ranks.
+  virtual bool absorb_host_lost(const std::string& host, const std::string& reason) = 0;
+  // Every turn of the loop (at most ~50 ms apart).
+  virtual void tick() = 0;
+  // False while the job may still grow (waiting for hosts): the supervisor
+  // does not end it even when every rank has exited.
+  virtual bool idle() const = 0;
+};
+
 // Blocks the signals the supervisor takes synchronously (call first, before
 // threads or children exist); returns the previous mask.
 sigset_t block_job_signals();
@@ -49,15 +66,30 @@ class Supervisor {
   // Stack dumps of every rank (SIGQUIT, --timeout, stalls); none without.
   void attach_stacks(report::StackDumps& stacks) { stacks_ = &stacks; }
 
-  // agents[i] runs jobs[i]. Returns when the job is over.
+  // An elastic job's driver; none: a failure ends the job.
+  void attach_control(ElasticControl& control) { control_ = &control; }
+
+  // agents[i] runs jobs[i]. Returns when the job is over; agents added
+  // while it ran (add_agent) are appended to `agents`.
   void run(std::vector<std::unique_ptr<AgentLink>>& agents, const std::vector<JobSpec>& jobs);
+
+  // For the elastic driver: a new host's agent and its job (taken in at the
+  // next turn of the loop); more ranks for a host's running agent; SIGTERM
+  // to every rank of a host; a line of trainrun's own; a decision.
+  void add_agent(std::unique_ptr<AgentLink> agent, const JobSpec& job);
+  bool add_ranks(const std::string& host, const JobSpec& more);
+  void stop_host(const std::string& host);
+  void note(const std::string& line) { output_.note(line); }
+  void apply(JobState::Action action);
 
  private:
   struct Peer;
   using Clock = std::chrono::steady_clock;
 
   void send_all(FrameType type, const std::string& payload);
-  void apply(JobState::Action action);
+  Peer* find_peer(const std::string& host);
+  void take_new_agents();
+  void lose_host(Peer& peer, const std::string& reason);
   void on_frame(Peer& peer, const Frame& frame);
   void on_readable(Peer& peer);
   void on_signal();
@@ -73,7 +105,10 @@ class Supervisor {
   OutputRouter& output_;
   const rendezvous::KvTable* rendezvous_;
   report::StackDumps* stacks_ = nullptr;
+  ElasticControl* control_ = nullptr;
   std::vector<Peer> peers_;
+  std::vector<std::unique_ptr<AgentLink>>* agents_ = nullptr;
+  std::vector<std::pair<std::unique_ptr<AgentLink>, std::string>> new_agents_;  // link, its Job frames
   int signal_fd_ = -1;
   bool stdin_open_ = false;
   std::size_t stdin_peer_ = 0;  // the agent of options_.stdin_rank

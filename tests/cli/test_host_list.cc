@@ -181,3 +181,16 @@ TEST_CASE("hostfile: Open MPI's keys, a BOM, and limits") {
   CHECK(parse_hostfile(std::string(4096, '#') + "\nh1\n", "f").error == "");
   CHECK(parse_hostfile("# none", "a\nb").error == "a\\nb: no hosts");
 }
+
+TEST_CASE("host_option_text writes hosts that parse_host_option reads back") {
+  const HostListResult r = parse_host_option("h1:2,root@h2,[fe80::1]:3,10.0.0.5:4");
+  REQUIRE(r.ok());
+  const std::string text = host_option_text(r.hosts);
+  CHECK(text == "h1:2,root@h2:1,[fe80::1]:3,10.0.0.5:4");
+  const HostListResult back = parse_host_option(text);
+  REQUIRE(back.ok());
+  REQUIRE(back.hosts.size() == 4);
+  CHECK(back.hosts[1].user == "root");
+  CHECK(back.hosts[2].host == "fe80::1");
+  CHECK(back.hosts[2].slots == 3);
+}

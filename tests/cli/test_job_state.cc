@@ -84,3 +84,35 @@ TEST_CASE("timeout: 124; start timeout and lost hosts: 125, naming ranks and hos
   CHECK(lost.exit_code() == kExitLaunch);
   CHECK(lost.summary() == "trainrun: lost connection to h2");
 }
+
+TEST_CASE("elastic: retired workers are no failure; added workers are tracked; a give-up names its reason") {
+  JobState s = four();
+  s.name_ranks_workers();
+  s.retired(2, signal_status(SIGKILL));
+  CHECK(s.describe(2) == "worker 2 (host h2, pid 102) was killed by SIGKILL (out of memory? check dmesg on h2)");
+  CHECK(s.add_rank("h3") == 4);
+  CHECK(s.size() == 5);
+  s.started(4, 104);
+  CHECK(s.running_on("h3") == 1);
+  for (int r : {0, 1, 3, 4}) CHECK(s.exited(r, exit_status(0)) == Action::None);
+  CHECK(s.all_exited());
+  CHECK(s.exit_code() == 0);
+  CHECK(s.summary() == "");
+}
+
+TEST_CASE("elastic give-up: with a failed worker its status, without one exit 125") {
+  JobState limit = four();
+  limit.name_ranks_workers();
+  limit.retired(1, exit_status(9));
+  CHECK(limit.elastic_failure("elastic: reset limit 0 (--reset-limit) exceeded: worker 1 failed", 1) ==
+        Action::Teardown);
+  CHECK(limit.exit_code() == 9);
+  CHECK(limit.summary() == "trainrun: elastic: reset limit 0 (--reset-limit) exceeded: worker 1 failed");
+  CHECK(limit.outcome() == "rank_failed");
+
+  JobState slots = four();
+  CHECK(slots.elastic_failure("elastic: 1 slot(s) available, 2 required (--min-np)", std::nullopt) == Action::Teardown);
+  CHECK(slots.exit_code() == kExitLaunch);
+  CHECK(slots.summary() == "trainrun: elastic: 1 slot(s) available, 2 required (--min-np)");
+  CHECK(slots.elastic_failure("again", std::nullopt) == Action::None);
+}

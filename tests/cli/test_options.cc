@@ -103,3 +103,21 @@ TEST_CASE("an empty -H or --hostfile is a usage error, not 'no hosts given'") {
   CHECK(parse({"-H", "", "p"}).exit_code == 2);
   CHECK(parse({"--hostfile", "", "p"}).exit_code == 2);
 }
+
+TEST_CASE("elastic flags: Horovod's and torchrun's names, elastic mode only when asked") {
+  CHECK_FALSE(parse({"-np", "2", "p"}).options.elastic());
+  const ParseResult r = parse({"-np", "4", "--min-np", "2", "--max-np", "8", "--reset-limit", "3",
+                               "--elastic-timeout", "30", "--blacklist-cooldown", "5.5", "p"});
+  REQUIRE(r.exit_code == -1);
+  CHECK(r.options.elastic());
+  CHECK(r.options.min_np == 2);
+  CHECK(r.options.max_np == 8);
+  CHECK(r.options.reset_limit == 3);
+  CHECK(r.options.elastic_timeout_s == 30);
+  CHECK(r.options.blacklist_cooldown_s == 5.5);
+  CHECK(parse({"--max-restarts", "2", "--host-discovery-script", "./d.sh", "p"}).options.reset_limit == 2);
+  CHECK(parse({"--host-discovery-script", "./d.sh", "p"}).options.elastic());
+  CHECK(parse({"--min-np", "0", "p"}).exit_code == 2);
+  CHECK(parse({"--elastic-timeout", "nan", "p"}).exit_code == 2);
+  CHECK(parse({"--blacklist-cooldown", "-1", "p"}).exit_code == 2);
+}
