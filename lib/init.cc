@@ -1,13 +1,19 @@
 // The process-wide default communicator behind trainrun::init(): the one
-// mutable global DESIGN §5 allows. Guarded by a mutex.
+// mutable global DESIGN §5 allows, with what belongs to it (an elastic
+// job's generation watcher). Guarded by a mutex.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 
 #include "backends/registry.h"
+#include "lib/elastic/generation_join.h"
+#include "lib/elastic/generation_watcher.h"
+#include "lib/elastic/membership.h"
 #include "lib/rendezvous_client.h"
 #include "lib/world.h"
+#include "rendezvous/elastic_protocol.h"
 #include "rendezvous/protocol.h"
 #include "trainrun/communicator.h"
 #include "trainrun/error.h"
@@ -15,20 +21,60 @@
 namespace trainrun {
 namespace {
 
+namespace ep = elastic_protocol;
+
 std::mutex g_mutex;
 std::unique_ptr<Communicator> g_communicator;
-int g_generation = 0;
+// Declared after the communicator: destroyed first, since it aborts its backend.
+std::unique_ptr<detail::GenerationWatcher> g_watcher;
+int g_generation = 0;       // communicators made (non-elastic backend scopes)
+int g_joined = -1;          // elastic: the generation last joined
+detail::Membership g_membership;
 
-// Tells the launcher this rank is alive, reached the rendezvous and uses
-// `backend` (rank.{r} = "host pid backend").
-std::shared_ptr<rendezvous::Store> connect_rendezvous(const detail::World& world, const std::string& backend) {
+std::shared_ptr<rendezvous::Store> connect_store(const detail::World& world) {
   if (!world.has_rendezvous()) return nullptr;
   rendezvous::HttpStore::Options options;
   options.connect_deadline = world.start_timeout;
-  std::shared_ptr<rendezvous::Store> store = detail::connect_rendezvous_store(world, options);
-  store->set(protocol::kScopeJob, std::string(protocol::kKeyRankPrefix) + std::to_string(world.rank),
-             world.hostname + " " + std::to_string(::getpid()) + " " + backend);
-  return store;
+  return detail::connect_rendezvous_store(world, options);
+}
+
+// Tells the launcher this process is alive, reached the rendezvous and uses
+// `backend`: job/rank.{r} = "host pid backend". An elastic job's launcher
+// tracks workers, whose rank changes, so there the key is the worker id.
+void record_start(rendezvous::Store& store, const detail::World& world, const std::string& backend) {
+  const int key = world.elastic ? world.worker_id : world.rank;
+  store.set(protocol::kScopeJob, std::string(protocol::kKeyRankPrefix) + std::to_string(key),
+            world.hostname + " " + std::to_string(::getpid()) + " " + backend);
+}
+
+// Announces the worker (once per process), then waits for a generation that
+// lists it, newer than any it joined before; `world` takes its slot there.
+ep::Assignment join_elastic(rendezvous::Store& store, detail::World& world, const std::string& backend) {
+  if (backend == "mpi") {
+    throw Error(Error::Code::InvalidArgument, "elastic jobs need the gloo or nccl backend: MPI cannot change its world");
+  }
+  if (g_joined < 0) {
+    store.set(ep::kScope, ep::ready_key(world.worker_id), world.hostname + " " + std::to_string(::getpid()));
+  }
+  ep::Assignment assignment = detail::join_generation(store, world, g_joined + 1);
+  g_joined = world.generation;
+  // A new generation forms when its older members reach their next commit:
+  // the backend's rendezvous may wait as long as an invitation.
+  world.start_timeout = std::max(world.start_timeout, world.elastic_timeout);
+  return assignment;
+}
+
+std::unique_ptr<detail::GenerationWatcher> start_watcher(const detail::World& world, ep::Assignment joined,
+                                                         detail::Backend& backend) {
+  rendezvous::HttpStore::Options options;
+  options.connect_deadline = detail::GenerationWatcher::kRetry;
+  return std::make_unique<detail::GenerationWatcher>(detail::connect_rendezvous_store(world, options),
+                                                     std::move(joined), backend);
+}
+
+std::string who(const detail::World& world) {
+  return (world.elastic ? "worker " + std::to_string(world.worker_id) : "rank " + std::to_string(world.rank)) +
+         " (" + world.hostname + ")";
 }
 
 }  // namespace
@@ -37,21 +83,32 @@ Communicator& init() {
   std::lock_guard lock(g_mutex);
   if (g_communicator) return *g_communicator;
   auto world = std::make_unique<detail::World>(detail::world_from_env(&std::getenv));
+  const std::string whom = who(*world);
   try {
     const std::string name = detail::choose_backend(*world);
-    auto store = connect_rendezvous(*world, name);
-    auto backend = detail::create_backend(name, detail::BackendContext{*world, store, g_generation});
+    auto store = connect_store(*world);
+    if (world->elastic && !store) {
+      throw Error(Error::Code::InvalidArgument, "an elastic worker needs the launcher's rendezvous");
+    }
+    std::optional<ep::Assignment> joined;
+    if (world->elastic) joined = join_elastic(*store, *world, name);
+    if (store) record_start(*store, *world, name);
+    const int scope = world->elastic ? world->generation : g_generation;
+    auto backend = detail::create_backend(name, detail::BackendContext{*world, store, scope});
     ++g_generation;
+    const detail::World made = *world;
+    g_membership = {made.elastic, made.worker_id, made.generation, made.generation};
     g_communicator = std::make_unique<Communicator>(std::move(world), std::move(backend));
+    if (joined) g_watcher = start_watcher(made, *std::move(joined), g_communicator->backend());
   } catch (const Error& e) {
-    throw Error(e.code(), "rank " + std::to_string(world->rank) + " (" + world->hostname +
-                              "): init: " + e.what());
+    throw Error(e.code(), whom + ": init: " + e.what());
   }
   return *g_communicator;
 }
 
 void shutdown() {
   std::lock_guard lock(g_mutex);
+  g_watcher.reset();
   g_communicator.reset();
 }
 
@@ -60,4 +117,24 @@ bool is_initialized() {
   return g_communicator != nullptr;
 }
 
+namespace detail {
+
+Membership membership() {
+  std::lock_guard lock(g_mutex);
+  Membership m = g_communicator ? g_membership : Membership{};
+  if (g_watcher) m.newest_generation = g_watcher->newest_generation();
+  return m;
+}
+
+int last_joined_generation() {
+  std::lock_guard lock(g_mutex);
+  return g_joined;
+}
+
+void abort_current_backend() noexcept {
+  std::lock_guard lock(g_mutex);
+  if (g_communicator) g_communicator->backend().abort();
+}
+
+}  // namespace detail
 }  // namespace trainrun

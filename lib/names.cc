@@ -38,6 +38,7 @@ const char* to_string(Error::Code code) {
     case Error::Code::Mismatch: return "mismatch";
     case Error::Code::Unsupported: return "unsupported";
     case Error::Code::Internal: return "internal error";
+    case Error::Code::MembershipChanged: return "membership changed";
   }
   return "?";
 }

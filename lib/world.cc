@@ -70,6 +70,20 @@ void check_rank(const char* rank_name, int rank, const char* size_name, int size
 
 constexpr long long kMaxRanks = 1 << 24;
 
+// Only under TRAINRUN_ELASTIC=1: a worker without its id could not tell
+// which slot of a generation is its own.
+void read_elastic(const EnvLookup& env, World& w) {
+  w.elastic = env_int(env, p::kEnvElastic, 0, 1).value_or(0) == 1;
+  if (!w.elastic) return;
+  const auto worker = env_int(env, p::kEnvWorkerId, 0, kMaxRanks);
+  if (!worker) {
+    throw Error(Error::Code::InvalidArgument, std::string(p::kEnvWorkerId) + " is not set but " +
+                                                  p::kEnvElastic + "=1: start the job with trainrun");
+  }
+  w.worker_id = static_cast<int>(*worker);
+  if (auto s = env_int(env, p::kEnvElasticTimeout, 1, 30 * 86400)) w.elastic_timeout = std::chrono::seconds(*s);
+}
+
 void read_trainrun(const EnvLookup& env, World& w) {
   w.source = World::Source::Trainrun;
   w.size = require_int(env, p::kEnvSize, 1, kMaxRanks);
@@ -83,6 +97,7 @@ void read_trainrun(const EnvLookup& env, World& w) {
   check_rank(p::kEnvCrossRank, w.cross_rank, p::kEnvCrossSize, w.cross_size);
   const std::string host = read_string(env, p::kEnvHostname);
   if (!host.empty()) w.hostname = host;
+  read_elastic(env, w);
 
   w.rendezvous_addr = read_string(env, p::kEnvRendezvousAddr);
   if (w.rendezvous_addr.empty()) {

@@ -49,6 +49,15 @@ struct World {
   bool cuda_visible_devices_set = false;
   std::chrono::milliseconds nccl_timeout{600'000};
 
+  // Elastic jobs (rendezvous/elastic_protocol.h): TRAINRUN_ELASTIC=1, this
+  // process's stable TRAINRUN_WORKER_ID, how long it waits for a generation
+  // that includes it (TRAINRUN_ELASTIC_TIMEOUT), and the generation it
+  // joined (init sets it; rank..cross_size then come from that generation).
+  bool elastic = false;
+  int worker_id = -1;
+  std::chrono::milliseconds elastic_timeout{600'000};
+  int generation = 0;
+
   bool has_rendezvous() const { return !rendezvous_addr.empty(); }
 };
 

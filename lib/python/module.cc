@@ -24,7 +24,7 @@ struct CodeClass {
   PyObject* builtin;       // a second base, so `except ValueError` works too
 };
 
-constexpr std::size_t kCodes = 7;
+constexpr std::size_t kCodes = 8;
 // Owned references, created once per interpreter.
 std::array<PyObject*, kCodes> code_classes{};
 
@@ -35,7 +35,8 @@ std::array<CodeClass, kCodes> code_table() {
            {Error::Code::Backend, "Backend", "BackendError", nullptr},
            {Error::Code::Mismatch, "Mismatch", "MismatchError", nullptr},
            {Error::Code::Unsupported, "Unsupported", "UnsupportedError", nullptr},
-           {Error::Code::Internal, "Internal", "InternalError", nullptr}}};
+           {Error::Code::Internal, "Internal", "InternalError", nullptr},
+           {Error::Code::MembershipChanged, "MembershipChanged", "MembershipChangedError", nullptr}}};
 }
 
 void register_errors(py::module_& m) {

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <map>
 #include <string>
 
@@ -184,4 +185,38 @@ TEST_CASE("cross rank follows Horovod: hosts that have a slot at this local rank
   CHECK(cross_rank_and_size(slots, 2, 1) == std::pair<int, int>{2, 3});
   CHECK(cross_rank_and_size(slots, 2, 3) == std::pair<int, int>{1, 2});
   CHECK(cross_rank_and_size(slots, 0, 3) == std::pair<int, int>{0, 2});
+}
+
+TEST_CASE("elastic workers read their id and timeout only under TRAINRUN_ELASTIC=1") {
+  FakeEnv env = trainrun_env();
+  env.vars["TRAINRUN_WORKER_ID"] = "7";
+  World w = world_from_env(env.lookup());
+  CHECK_FALSE(w.elastic);
+  CHECK(w.worker_id == -1);
+  CHECK(w.elastic_timeout == std::chrono::seconds(600));
+
+  env.vars["TRAINRUN_ELASTIC"] = "1";
+  env.vars["TRAINRUN_ELASTIC_TIMEOUT"] = "45";
+  w = world_from_env(env.lookup());
+  CHECK(w.elastic);
+  CHECK(w.worker_id == 7);
+  CHECK(w.elastic_timeout == std::chrono::seconds(45));
+  CHECK(w.generation == 0);
+  CHECK(w.rank == 3);  // the generation it was first planned into, until init joins one
+
+  env.vars.erase("TRAINRUN_ELASTIC_TIMEOUT");
+  CHECK(world_from_env(env.lookup()).elastic_timeout == std::chrono::seconds(600));
+}
+
+TEST_CASE("an elastic worker without a valid id is refused, naming the variable") {
+  FakeEnv env = trainrun_env();
+  env.vars["TRAINRUN_ELASTIC"] = "1";
+  CHECK(error_of(env) == "TRAINRUN_WORKER_ID is not set but TRAINRUN_ELASTIC=1: start the job with trainrun");
+  env.vars["TRAINRUN_WORKER_ID"] = "-2";
+  CHECK(error_of(env).find("TRAINRUN_WORKER_ID='-2' is out of range") == 0);
+  env.vars["TRAINRUN_WORKER_ID"] = "2";
+  env.vars["TRAINRUN_ELASTIC_TIMEOUT"] = "soon";
+  CHECK(error_of(env) == "TRAINRUN_ELASTIC_TIMEOUT='soon' is not an integer");
+  env.vars["TRAINRUN_ELASTIC"] = "yes";
+  CHECK(error_of(env) == "TRAINRUN_ELASTIC='yes' is not an integer");
 }

@@ -10,7 +10,9 @@ namespace trainrun {
 
 class Error : public std::runtime_error {
  public:
-  enum class Code { InvalidArgument, Timeout, Io, Backend, Mismatch, Unsupported, Internal };
+  // MembershipChanged: an elastic job's membership changed under this rank
+  // (trainrun::elastic::HostsUpdated); elastic::run re-forms the world.
+  enum class Code { InvalidArgument, Timeout, Io, Backend, Mismatch, Unsupported, Internal, MembershipChanged };
 
   Error(Code code, const std::string& message) : std::runtime_error(message), code_(code) {}
   Code code() const noexcept { return code_; }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "trainrun/communicator.h"
+#include "trainrun/elastic.h"
 #include "trainrun/engine.h"
 #include "trainrun/error.h"
 #include "trainrun/half.h"

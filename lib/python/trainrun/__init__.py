@@ -12,6 +12,7 @@ from trainrun._core import (  # noqa: F401
     InternalError,
     InvalidArgumentError,
     IoError,
+    MembershipChangedError,
     MismatchError,
     TimeoutError,
     TrainrunError,

@@ -1,0 +1,64 @@
+#include "lib/elastic/generation_watcher.h"
+
+#include <string>
+
+#include "trainrun/error.h"
+
+namespace trainrun::detail {
+
+namespace ep = elastic_protocol;
+
+bool removes_member(const ep::Assignment& joined, const ep::Assignment& next) {
+  for (const ep::Slot& slot : joined.slots) {
+    if (!next.find(slot.worker)) return true;
+  }
+  return false;
+}
+
+GenerationWatcher::GenerationWatcher(std::unique_ptr<rendezvous::Store> store, ep::Assignment joined,
+                                     Backend& backend)
+    : store_(std::move(store)), joined_(std::move(joined)), backend_(backend), newest_(joined_.generation),
+      thread_([this] { watch(); }) {}
+
+GenerationWatcher::~GenerationWatcher() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+bool GenerationWatcher::sleep_unless_stopped(std::chrono::milliseconds pause) {
+  std::unique_lock lock(mutex_);
+  return !wake_.wait_for(lock, pause, [&] { return stop_.load(); });
+}
+
+// Short waits, so that a stop is noticed within kPoll; a store error (the
+// launcher busy or restarting) is no reason to give up watching.
+void GenerationWatcher::watch() noexcept {
+  const std::string key = ep::assignment_key(joined_.generation + 1);
+  while (!stop_.load()) {
+    try {
+      on_next(store_->get(ep::kScope, key, kPoll));
+      return;
+    } catch (const Error& e) {
+      if (e.code() == Error::Code::Timeout) continue;
+    } catch (...) {
+    }
+    if (!sleep_unless_stopped(kRetry)) return;
+  }
+}
+
+// A malformed assignment still means the membership changed: commit() then
+// makes every rank re-form, and init reports the malformed text.
+void GenerationWatcher::on_next(const std::string& text) {
+  newest_ = joined_.generation + 1;
+  const std::optional<ep::Assignment> next = ep::decode_assignment(text);
+  if (!next || removes_member(joined_, *next)) {
+    member_lost_ = true;
+    backend_.abort();
+  }
+}
+
+}  // namespace trainrun::detail

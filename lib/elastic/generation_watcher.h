@@ -1,0 +1,66 @@
+// GenerationWatcher: one per elastic communicator. A thread of its own,
+// with its own rendezvous connection (HttpStore is not thread-safe), waits
+// for the launcher to publish the generation after the one this process
+// joined. When it appears the watcher records it (State::commit reads it and
+// all ranks agree to re-form), and when that generation drops a member of
+// ours (a rank died, a host was lost) it aborts the backend so that ranks
+// blocked in a collective with the missing member fail at once instead of
+// waiting out the collective timeout. Then its thread ends.
+// Thread-safe: newest_generation() from any thread. Owned next to the
+// communicator and destroyed (joined) before it: the backend must outlive it.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "backends/backend.h"
+#include "lib/world.h"
+#include "rendezvous/elastic_protocol.h"
+#include "rendezvous/store.h"
+
+namespace trainrun::detail {
+
+class GenerationWatcher {
+ public:
+  // `joined` is the assignment of world.generation; `backend` is aborted
+  // (Backend::abort is noexcept and callable from any thread) when the next
+  // generation removes one of its members.
+  GenerationWatcher(std::unique_ptr<rendezvous::Store> store, elastic_protocol::Assignment joined,
+                    Backend& backend);
+  ~GenerationWatcher();  // stops and joins within one poll (<= kPoll)
+  GenerationWatcher(const GenerationWatcher&) = delete;
+  GenerationWatcher& operator=(const GenerationWatcher&) = delete;
+
+  // The newest generation seen: the joined one until the next appears.
+  int newest_generation() const { return newest_.load(); }
+  // Whether the next generation removed a member of the joined one.
+  bool member_lost() const { return member_lost_.load(); }
+
+  // The longest a single store wait lasts: bounds how long destruction takes.
+  static constexpr std::chrono::milliseconds kPoll{100};
+  // The pause after a store error (launcher restarting, connection lost).
+  static constexpr std::chrono::milliseconds kRetry{200};
+
+ private:
+  void watch() noexcept;
+  void on_next(const std::string& text);
+  bool sleep_unless_stopped(std::chrono::milliseconds pause);
+
+  std::unique_ptr<rendezvous::Store> store_;  // the thread's alone
+  const elastic_protocol::Assignment joined_;
+  Backend& backend_;
+  std::atomic<int> newest_;
+  std::atomic<bool> member_lost_{false};
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::thread thread_;  // last: starts once the members above exist
+};
+
+// Whether some worker of `joined` has no slot in `next`.
+bool removes_member(const elastic_protocol::Assignment& joined, const elastic_protocol::Assignment& next);
+
+}  // namespace trainrun::detail

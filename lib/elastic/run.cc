@@ -1,0 +1,84 @@
+// elastic::run and its helpers (trainrun/elastic.h): the recovery loop.
+// The only place the library prints on its own: one line per re-form,
+// which is what a user (and the launcher's tests) read to follow the job.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "lib/elastic/membership.h"
+#include "rendezvous/protocol.h"
+#include "trainrun/communicator.h"
+#include "trainrun/elastic.h"
+
+namespace trainrun::elastic {
+namespace {
+
+// What a lost member looks like from the survivors: their collectives fail.
+bool recoverable(Error::Code code) {
+  return code == Error::Code::Io || code == Error::Code::Timeout || code == Error::Code::Backend ||
+         code == Error::Code::MembershipChanged;
+}
+
+// Leaves the broken world (aborting the backend first, so that shutdown
+// does not wait for peers that are gone) and joins the next generation that
+// lists this worker. A generation that fails to form (superseded by a newer
+// one while its members met) is skipped for the next.
+void reform(const std::string& cause) {
+  for (;;) {
+    const int before = detail::last_joined_generation();
+    detail::abort_current_backend();
+    shutdown();
+    try {
+      init();
+      return;
+    } catch (const Error& e) {
+      if (detail::last_joined_generation() > before && recoverable(e.code())) continue;
+      throw Error(e.code(), std::string(e.what()) + " (while re-forming after: " + cause + ")");
+    }
+  }
+}
+
+void announce() {
+  const detail::Membership m = detail::membership();
+  Communicator& comm = init();
+  std::fprintf(stderr, "trainrun: worker %d: joined generation %d as rank %d of %d\n", m.worker_id, m.generation,
+               comm.rank(), comm.size());
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+void run(State& state, const std::function<void()>& fn) {
+  init();
+  if (!enabled()) {
+    state.sync();
+    fn();
+    return;
+  }
+  for (bool reformed = false;; reformed = true) {
+    std::string cause;
+    try {
+      state.sync();
+      if (reformed) state.reset();
+      fn();
+      return;
+    } catch (const HostsUpdated& e) {
+      cause = e.what();
+    } catch (const Error& e) {
+      if (!recoverable(e.code())) throw;
+      state.restore();
+      cause = e.what();
+    }
+    reform(cause);
+    announce();
+  }
+}
+
+bool enabled() {
+  const char* value = std::getenv(protocol::kEnvElastic);
+  return value && std::strcmp(value, "1") == 0;
+}
+
+int generation() { return detail::membership().generation; }
+
+}  // namespace trainrun::elastic

@@ -1,0 +1,195 @@
+// elastic_program: the worker the launcher's elastic tests run. Its output
+// is a contract those tests parse; keep every line's format exactly:
+//   worker W pid P                          each process, at start
+//   step S size N gen G t_ms T              rank 0, after each completed step
+//                                           (T: system_clock ms since the epoch)
+//   worker W: exiting with code C at step S before a scripted exit
+//   worker W: wrong result at step S        then exit 3
+//   worker W: done at step S size N         each rank at the end, then exit 0
+// Options:
+//   --steps N            steps to complete (default 10)
+//   --mb M               MiB of floats allreduced per step (default 64)
+//   --commit-every K     State::commit() every K steps (default 1)
+//   --sleep-ms X         sleep per step (default 0)
+//   --exit-at S:W:C      worker W exits with C on reaching step S, in the
+//                        generation where the job first reached S (repeatable)
+//   --fail-on-host H:C   a worker whose TRAINRUN_HOSTNAME is H exits with C
+//                        at its first step
+// Each step allreduces (Sum) a buffer filled with step+1 and checks every
+// element is (step+1) * size; the State holds the step and a checksum (the
+// sum of completed step numbers) that must be N(N+1)/2 at the end (exit 4).
+#include <trainrun/trainrun.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+struct ExitAt {
+  std::int64_t step;
+  int worker;
+  int code;
+};
+
+struct Options {
+  std::int64_t steps = 10;
+  std::size_t mb = 64;
+  std::int64_t commit_every = 1;
+  int sleep_ms = 0;
+  std::vector<ExitAt> exits;
+  std::string fail_host;
+  int fail_code = 0;
+};
+
+[[noreturn]] void usage(const std::string& why) {
+  std::fprintf(stderr, "elastic_program: %s\n", why.c_str());
+  std::exit(2);
+}
+
+long long number(const std::string& text) {
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0') usage("not a number: '" + text + "'");
+  return v;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc) usage(flag + " needs a value");
+    const std::string value = argv[++i];
+    if (flag == "--steps") o.steps = number(value);
+    else if (flag == "--mb") o.mb = static_cast<std::size_t>(number(value));
+    else if (flag == "--commit-every") o.commit_every = std::max(1LL, number(value));
+    else if (flag == "--sleep-ms") o.sleep_ms = static_cast<int>(number(value));
+    else if (flag == "--exit-at") {
+      const auto a = value.find(':'), b = value.rfind(':');
+      if (a == std::string::npos || a == b) usage("--exit-at takes STEP:WORKER:CODE");
+      o.exits.push_back({number(value.substr(0, a)), static_cast<int>(number(value.substr(a + 1, b - a - 1))),
+                         static_cast<int>(number(value.substr(b + 1)))});
+    } else if (flag == "--fail-on-host") {
+      const auto a = value.rfind(':');
+      if (a == std::string::npos) usage("--fail-on-host takes NAME:CODE");
+      o.fail_host = value.substr(0, a);
+      o.fail_code = static_cast<int>(number(value.substr(a + 1)));
+    } else {
+      usage("unknown option " + flag);
+    }
+  }
+  return o;
+}
+
+int worker_id() {
+  for (const char* name : {"TRAINRUN_WORKER_ID", "TRAINRUN_RANK"}) {
+    if (const char* v = std::getenv(name)) return std::atoi(v);
+  }
+  return 0;
+}
+
+[[noreturn]] void exit_now(int worker, int code, std::int64_t step) {
+  std::printf("worker %d: exiting with code %d at step %lld\n", worker, code, static_cast<long long>(step));
+  std::fflush(stdout);
+  std::_Exit(code);  // like a crash: no shutdown handshake with the peers
+}
+
+long long now_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+class Worker {
+ public:
+  Worker(Options options, int id) : o_(std::move(options)), id_(id), buffer_(o_.mb * 1024 * 1024 / sizeof(float)) {
+    const char* host = std::getenv("TRAINRUN_HOSTNAME");
+    host_ = host ? host : "";
+    state_.add_value("step", step_);
+    state_.add_value("checksum", checksum_);
+  }
+
+  int main() {
+    trainrun::elastic::run(state_, [&] { train(); });
+    trainrun::Communicator& comm = trainrun::init();
+    if (checksum_ != step_ * (step_ + 1) / 2) {
+      std::printf("worker %d: wrong checksum %lld at step %lld\n", id_, static_cast<long long>(checksum_),
+                  static_cast<long long>(step_));
+      return 4;
+    }
+    std::printf("worker %d: done at step %lld size %d\n", id_, static_cast<long long>(step_), comm.size());
+    std::fflush(stdout);
+    trainrun::shutdown();
+    return 0;
+  }
+
+ private:
+  // Scripted failures; a step's trigger belongs to the generation in which
+  // this process first reached that step, so a replayed step does not fire.
+  void maybe_exit() {
+    if (!o_.fail_host.empty() && host_ == o_.fail_host) exit_now(id_, o_.fail_code, step_);
+    const int generation = trainrun::elastic::generation();
+    const auto first = first_reached_.emplace(step_, generation).first->second;
+    for (const ExitAt& e : o_.exits) {
+      if (e.step == step_ && e.worker == id_ && first == generation) exit_now(id_, e.code, step_);
+    }
+  }
+
+  void train() {
+    trainrun::Communicator& comm = trainrun::init();
+    while (step_ < o_.steps) {
+      maybe_exit();
+      const float value = static_cast<float>(step_ + 1);
+      std::fill(buffer_.begin(), buffer_.end(), value);
+      comm.allreduce(buffer_.data(), buffer_.data(), buffer_.size(), trainrun::DataType::Float32,
+                     trainrun::ReduceOp::Sum);
+      const float want = value * static_cast<float>(comm.size());
+      for (float got : buffer_) {
+        if (got != want) {
+          std::printf("worker %d: wrong result at step %lld\n", id_, static_cast<long long>(step_));
+          std::fflush(stdout);
+          std::_Exit(3);
+        }
+      }
+      ++step_;
+      checksum_ += step_;
+      if (comm.rank() == 0) {
+        std::printf("step %lld size %d gen %d t_ms %lld\n", static_cast<long long>(step_), comm.size(),
+                    trainrun::elastic::generation(), now_ms());
+        std::fflush(stdout);
+      }
+      if (o_.sleep_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o_.sleep_ms));
+      if (step_ % o_.commit_every == 0) state_.commit();
+    }
+  }
+
+  const Options o_;
+  const int id_;
+  std::string host_;
+  std::vector<float> buffer_;
+  std::int64_t step_ = 0;
+  std::int64_t checksum_ = 0;
+  trainrun::elastic::State state_;
+  std::map<std::int64_t, int> first_reached_;  // step -> generation (this process only)
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options = parse(argc, argv);
+  const int id = worker_id();
+  std::printf("worker %d pid %d\n", id, static_cast<int>(::getpid()));
+  std::fflush(stdout);
+  try {
+    return Worker(std::move(options), id).main();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "worker %d: %s\n", id, e.what());
+    return 1;
+  }
+}
