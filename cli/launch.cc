@@ -336,14 +336,8 @@ int launch_planned(const Options& options, const SrunMode* srun, ReportRecorder&
 }  // namespace
 
 int launch(const Options& given, ReportRecorder& report) {
-  const SrunDecision srun = srun_decision(given);
-  if (!srun.error.empty()) {
-    std::cerr << "trainrun: error: " << srun.error << "\n";
-    report.failed("usage_error", "trainrun: error: " + srun.error);
-    return kExitUsage;
-  }
   Options options = given;
-  if (options.elastic()) {
+  if (options.elastic()) {  // local and SSH agents only (elastic_start.h)
     std::string error_line;
     int exit_code = 0;
     std::optional<elastic::ElasticStart> elastic = elastic::prepare_elastic(options, &error_line, &exit_code);
@@ -352,6 +346,12 @@ int launch(const Options& given, ReportRecorder& report) {
       return exit_code;
     }
     return launch_planned(options, nullptr, report, &*elastic);
+  }
+  const SrunDecision srun = srun_decision(given);
+  if (!srun.error.empty()) {
+    std::cerr << "trainrun: error: " << srun.error << "\n";
+    report.failed("usage_error", "trainrun: error: " + srun.error);
+    return kExitUsage;
   }
   if (srun.mode) options.hosts = srun.mode->allocation.host_option();
   const SrunMode* srun_mode = srun.mode ? &*srun.mode : nullptr;

@@ -56,7 +56,9 @@ int main(int argc, char** argv) {
                         std::vector<std::string>(argv, argv + argc));
   int status = kExitLaunch;
   try {
-    status = options.launcher == "mpirun" ? run_mpirun(options, report) : launch(options, report);
+    // Elastic jobs need trainrun's agents: launch() says so for mpirun too.
+    const bool mpirun = options.launcher == "mpirun" && !options.elastic();
+    status = mpirun ? run_mpirun(options, report) : launch(options, report);
   } catch (const trainrun::Error& e) {
     std::cerr << "trainrun: error: " << e.what() << "\n";
     report.failed("launch_failed", std::string("trainrun: error: ") + e.what());

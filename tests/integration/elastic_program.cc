@@ -13,7 +13,8 @@
 //   --sleep-ms X         sleep per step (default 0)
 //   --exit-at S:W:C      worker W exits with C on reaching step S, in the
 //                        generation where the job first reached S (repeatable)
-//   --fail-on-host H:C   a worker whose TRAINRUN_HOSTNAME is H exits with C
+//   --fail-on-host H:C[:FILE]  a worker whose TRAINRUN_HOSTNAME is H exits with C
+//                        at its first step (while FILE exists, when given)
 //                        at its first step
 // Each step allreduces (Sum) a buffer filled with step+1 and checks every
 // element is (step+1) * size; the State holds the step and a checksum (the
@@ -47,6 +48,7 @@ struct Options {
   std::vector<ExitAt> exits;
   std::string fail_host;
   int fail_code = 0;
+  std::string fail_while;  // a file: the host fails only while it exists
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -77,10 +79,11 @@ Options parse(int argc, char** argv) {
       o.exits.push_back({number(value.substr(0, a)), static_cast<int>(number(value.substr(a + 1, b - a - 1))),
                          static_cast<int>(number(value.substr(b + 1)))});
     } else if (flag == "--fail-on-host") {
-      const auto a = value.rfind(':');
-      if (a == std::string::npos) usage("--fail-on-host takes NAME:CODE");
+      const auto a = value.find(':'), b = value.find(':', a + 1);
+      if (a == std::string::npos) usage("--fail-on-host takes NAME:CODE[:FILE]");
       o.fail_host = value.substr(0, a);
-      o.fail_code = static_cast<int>(number(value.substr(a + 1)));
+      o.fail_code = static_cast<int>(number(value.substr(a + 1, b == std::string::npos ? b : b - a - 1)));
+      if (b != std::string::npos) o.fail_while = value.substr(b + 1);
     } else {
       usage("unknown option " + flag);
     }
@@ -133,7 +136,8 @@ class Worker {
   // Scripted failures; a step's trigger belongs to the generation in which
   // this process first reached that step, so a replayed step does not fire.
   void maybe_exit() {
-    if (!o_.fail_host.empty() && host_ == o_.fail_host) exit_now(id_, o_.fail_code, step_);
+    const bool failing = o_.fail_while.empty() || ::access(o_.fail_while.c_str(), F_OK) == 0;
+    if (!o_.fail_host.empty() && host_ == o_.fail_host && failing) exit_now(id_, o_.fail_code, step_);
     const int generation = trainrun::elastic::generation();
     const auto first = first_reached_.emplace(step_, generation).first->second;
     for (const ExitAt& e : o_.exits) {

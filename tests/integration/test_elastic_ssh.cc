@@ -1,0 +1,123 @@
+// Elastic jobs across real SSH hosts (network namespaces with sshd,
+// tests/integration/ssh_hosts.h), driven by a real discovery script:
+// the world grows from 2 to 4 ranks when the script starts listing a new
+// host, and a host whose ranks keep failing is blacklisted, then retried
+// after --blacklist-cooldown. Nothing is left on any host afterwards.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "tests/integration/elastic_steps.h"
+#include "tests/integration/ssh_hosts.h"
+#include "tests/integration/trainrun_runner.h"
+
+using namespace trainrun::test;
+using std::chrono::seconds;
+
+namespace {
+
+SshHosts* g_hosts = nullptr;
+
+std::string elastic_program() { return program_path("ELASTIC_PROGRAM"); }
+
+// A directory with a discovery script that prints the file `hosts`.
+struct Discovery {
+  std::string dir;
+  Discovery() {
+    char path[] = "/tmp/trainrun-elastic-ssh-XXXXXX";
+    REQUIRE(::mkdtemp(path));
+    dir = path;
+    std::ofstream(script()) << "#!/bin/sh\nexec cat " << dir << "/hosts\n";
+    ::chmod(script().c_str(), 0755);
+  }
+  ~Discovery() {
+    for (const char* name : {"/hosts", "/hosts.new", "/discover.sh", "/fail"}) ::unlink((dir + name).c_str());
+    ::rmdir(dir.c_str());
+  }
+  std::string script() const { return dir + "/discover.sh"; }
+  // Atomically, so the script never prints half a list.
+  void list(const std::string& hosts) const {
+    std::ofstream(dir + "/hosts.new") << hosts;
+    std::rename((dir + "/hosts.new").c_str(), (dir + "/hosts").c_str());
+  }
+};
+
+Child start_job(std::vector<std::string> args, std::string* tag) {
+  ProcessOptions options;
+  options.env.push_back(unique_tag());
+  options.timeout = std::chrono::minutes(5);
+  *tag = options.env.back();
+  args.insert(args.begin(), {trainrun_bin(), "-x", *tag});
+  return Child(g_hosts->client_argv(args), options);
+}
+
+bool nothing_left_anywhere(const std::string& tag) {
+  return nothing_left(tag, seconds(5)) && g_hosts->nothing_on_hosts(seconds(5));
+}
+
+}  // namespace
+
+TEST_CASE("scale-up: the discovery script lists a new host and the world grows from 2 to 4 ranks") {
+  Discovery discovery;
+  discovery.list("h1:2\n");
+  std::string tag;
+  Child job = start_job({"--host-discovery-script", discovery.script(), "--min-np", "2", "--max-np", "4",
+                         elastic_program(), "--steps", "60", "--mb", "1", "--sleep-ms", "100"},
+                        &tag);
+  REQUIRE(job.wait_for_output("] step 3 size 2", seconds(120)));
+  discovery.list("h1:2\nh2:2\n");
+  const ProcessResult r = job.wait();
+  CHECK_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(contains(r.err, "trainrun: elastic: starting 2 worker(s) on h2"));
+  CHECK(contains(r.err, "trainrun: elastic: 2 new worker(s) on h2; generation 1: 4 rank(s) on 2 host(s)"));
+  const std::vector<ElasticStep> steps = elastic_steps(r.out);
+  REQUIRE(!steps.empty());
+  CHECK(steps.front().size == 2);
+  CHECK(steps.back().size == 4);
+  CHECK(steps.back().step == 60);
+  for (std::size_t i = 1; i < steps.size(); ++i) CHECK(steps[i].step == steps[i - 1].step + 1);
+  CHECK(count(r.out, "done at step 60 size 4") == 4);
+  CHECK(!contains(r.out, "wrong result"));
+  CHECK(nothing_left_anywhere(tag));
+}
+
+TEST_CASE("a host whose ranks keep failing is blacklisted, then retried after --blacklist-cooldown") {
+  Discovery discovery;
+  discovery.list("h1:2\nh2:2\n");
+  std::ofstream(discovery.dir + "/fail") << "h2 fails while this file exists\n";
+  std::string tag;
+  Child job = start_job({"--host-discovery-script", discovery.script(), "--min-np", "2", "--max-np", "4",
+                         "--blacklist-cooldown", "3", elastic_program(), "--steps", "80", "--mb", "1",
+                         "--sleep-ms", "100", "--fail-on-host", "h2:5:" + discovery.dir + "/fail"},
+                        &tag);
+  REQUIRE(job.wait_for_output("trainrun: elastic: blacklisted h2", seconds(120)));
+  ::unlink((discovery.dir + "/fail").c_str());
+  const ProcessResult r = job.wait();
+  CHECK_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(contains(r.err, "exited with code 5"));
+  CHECK(contains(r.err, "trainrun: elastic: blacklisted h2 (2 failures; retried in 3 s)"));
+  CHECK(contains(r.err, "2 rank(s) on 1 host(s)"));
+  CHECK(contains(r.err, "trainrun: elastic: host h2 may be used again (--blacklist-cooldown over)"));
+  CHECK(contains(r.err, "trainrun: elastic: starting 2 worker(s) on h2"));
+  const std::vector<ElasticStep> steps = elastic_steps(r.out);
+  REQUIRE(!steps.empty());
+  CHECK(steps.back().size == 4);
+  CHECK(steps.back().step == 80);
+  CHECK(count(r.out, "done at step 80 size 4") == 4);
+  CHECK(nothing_left_anywhere(tag));
+}
+
+int main(int argc, char** argv) {
+  const std::unique_ptr<SshHosts> fixture = SshHosts::make_or_say_why();
+  if (!fixture) return 77;
+  g_hosts = fixture.get();
+  doctest::Context context(argc, argv);
+  return context.run();
+}
