@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "lib/elastic/forming_store.h"
 #include "lib/elastic/generation_join.h"
 #include "lib/elastic/generation_watcher.h"
 #include "tests/lib/memory_store.h"
@@ -144,4 +145,33 @@ TEST_CASE("the watcher stops within one poll when nothing is published") {
   const auto took = std::chrono::steady_clock::now() - start;
   CHECK(took < std::chrono::milliseconds(20) + 2 * trainrun::detail::GenerationWatcher::kPoll);
   CHECK(backend.aborts.load() == 0);
+}
+
+TEST_CASE("a backend's rendezvous wait ends as soon as a newer generation is published") {
+  auto store = std::make_shared<MemoryStore>();
+  trainrun::detail::FormingStore forming(store, 3, std::chrono::milliseconds(20));
+  store->set("gloo.3", "present", "x");
+  CHECK(forming.get("gloo.3", "present", std::chrono::milliseconds(100)) == "x");
+  // Nothing newer: the wait runs its whole course and says so.
+  try {
+    forming.get("gloo.3", "absent", std::chrono::milliseconds(60));
+    FAIL("got a value");
+  } catch (const Error& e) {
+    CHECK(e.code() == Error::Code::Timeout);
+    CHECK(std::string(e.what()).find("(0.06 s in all)") != std::string::npos);
+  }
+  std::thread later([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    publish(*store, assignment(4, {0}));
+  });
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    forming.get("gloo.3", "absent", std::chrono::seconds(10));
+    FAIL("got a value");
+  } catch (const Error& e) {
+    CHECK(e.code() == Error::Code::MembershipChanged);
+    CHECK(std::string(e.what()) == "elastic generation 4 was published while generation 3 formed");
+  }
+  later.join();
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
 }
