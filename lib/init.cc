@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "backends/registry.h"
+#include "lib/elastic/forming_store.h"
 #include "lib/elastic/generation_join.h"
 #include "lib/elastic/generation_watcher.h"
 #include "lib/elastic/membership.h"
@@ -91,7 +92,10 @@ Communicator& init() {
       throw Error(Error::Code::InvalidArgument, "an elastic worker needs the launcher's rendezvous");
     }
     std::optional<ep::Assignment> joined;
-    if (world->elastic) joined = join_elastic(*store, *world, name);
+    if (world->elastic) {
+      joined = join_elastic(*store, *world, name);
+      store = std::make_shared<detail::FormingStore>(std::move(store), world->generation);
+    }
     if (store) record_start(*store, *world, name);
     const int scope = world->elastic ? world->generation : g_generation;
     auto backend = detail::create_backend(name, detail::BackendContext{*world, store, scope});

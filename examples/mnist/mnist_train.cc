@@ -11,6 +11,10 @@
 // none|fp16|bf16, --backward-passes K, --check-identical (after every step,
 // fail unless every rank holds the same parameters), --no-progress,
 // --threads T (LibTorch threads per rank; default: cores / local ranks).
+// --elastic: train under trainrun::elastic::run (trainrun --min-np/--max-np,
+// see trainrun(1)): ranks may die or join; the model, optimizer, epoch and
+// position in the epoch are committed every --commit-every N batches (20)
+// and training resumes from the last commit with the new number of ranks.
 #include <torch/torch.h>
 #include <trainrun/torch.h>
 #include <trainrun/trainrun.h>
@@ -40,6 +44,8 @@ struct Config {
   bool check_identical = false;
   bool progress = true;
   int threads = 0;
+  bool elastic = false;
+  int commit_every = 20;
 };
 
 using mnist::Net;
@@ -52,6 +58,8 @@ bool parse(int argc, char** argv, Config& c) {
     if (a == "--resume") c.resume = true;
     else if (a == "--check-identical") c.check_identical = true;
     else if (a == "--no-progress") c.progress = false;
+    else if (a == "--elastic") c.elastic = true;
+    else if (a == "--commit-every" && (v = value())) c.commit_every = std::atoi(v);
     else if (a == "--data" && (v = value())) c.data = v;
     else if (a == "--checkpoint" && (v = value())) c.checkpoint = v;
     else if (a == "--epochs" && (v = value())) c.epochs = std::atoi(v);
@@ -72,8 +80,12 @@ bool parse(int argc, char** argv, Config& c) {
       return false;
     }
   }
-  if (c.epochs < 1 || c.batch_size < 1 || c.backward_passes < 1 || c.lr <= 0) {
-    std::fprintf(stderr, "mnist_train: --epochs, --batch-size, --backward-passes and --lr must be positive\n");
+  if (c.elastic && (c.backward_passes != 1 || c.resume)) {
+    std::fprintf(stderr, "mnist_train: --elastic keeps its state in memory: no --resume or --backward-passes\n");
+    return false;
+  }
+  if (c.epochs < 1 || c.batch_size < 1 || c.backward_passes < 1 || c.lr <= 0 || c.commit_every < 1) {
+    std::fprintf(stderr, "mnist_train: --epochs, --batch-size, --backward-passes, --commit-every and --lr must be positive\n");
     return false;
   }
   return true;
@@ -137,12 +149,16 @@ int load_checkpoint(Net& net, torch::optim::Optimizer& optimizer, const std::str
   return static_cast<int>(epoch.item<std::int64_t>());
 }
 
-int train(const Config& c) {
-  trainrun::Communicator& comm = trainrun::init();
-  const int rank = comm.rank(), size = comm.size();
+void set_threads(const Config& c, const trainrun::Communicator& comm) {
   const int threads = c.threads > 0 ? c.threads
                                     : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / comm.local_size());
   torch::set_num_threads(threads);
+}
+
+int train(const Config& c) {
+  trainrun::Communicator& comm = trainrun::init();
+  const int rank = comm.rank(), size = comm.size();
+  set_threads(c, comm);
 
   const mnist::Split split = mnist::load(c.data);
   const auto [train_x, train_y] = tensors(split.train);
@@ -231,13 +247,93 @@ int train(const Config& c) {
   return 0;
 }
 
+// What an elastic run keeps across re-forms besides the model and optimizer:
+// the epoch, and the digits the whole job trained on in it (so that a new
+// number of ranks resumes at the same point of the epoch, as batches of its
+// own size).
+struct Progress {
+  std::int32_t epoch = 0;
+  std::int64_t processed = 0;
+};
+
+// One generation's share of an elastic run, from the committed progress on.
+// Runs again after every re-form, with the new size.
+void train_generation(const Config& c, const mnist::Split& split, Net& net, torch::optim::SGD& sgd,
+                      Progress& progress, trainrun::elastic::State& state, double& accuracy) {
+  trainrun::Communicator& comm = trainrun::init();
+  const int rank = comm.rank(), size = comm.size();
+  set_threads(c, comm);
+  // The program's choice, as in the plain run: the learning rate scales with
+  // the number of ranks. The restored optimizer state carries the rate of the
+  // size it was committed with, so it is set again for this one.
+  for (auto& group : sgd.param_groups()) {
+    static_cast<torch::optim::SGDOptions&>(group.options()).lr(c.lr * size);
+  }
+  // Built per generation: the old one's allreduces belonged to the old world.
+  trainrun::torch::DistributedOptimizer optimizer(sgd, net.named_parameters(),
+                                                  {trainrun::ReduceOp::Average, c.compression, 1});
+  trainrun::DistributedSampler sampler(split.train.size(), rank, size, true, c.seed);
+  const std::int64_t global_batch = static_cast<std::int64_t>(c.batch_size) * size;
+  const std::int64_t steps = static_cast<std::int64_t>(sampler.size()) / c.batch_size;
+  const auto [train_x, train_y] = tensors(split.train);
+  const auto [test_x, test_y] = tensors(split.held_out);
+  if (rank == 0) {
+    std::printf("elastic: generation %d, %d ranks, resuming at epoch %d batch %lld\n", trainrun::elastic::generation(),
+                size, progress.epoch + 1, static_cast<long long>(progress.processed / global_batch));
+    std::fflush(stdout);
+  }
+  while (progress.epoch < c.epochs) {
+    sampler.set_epoch(static_cast<std::uint64_t>(progress.epoch));
+    const std::vector<std::size_t> mine = sampler.indices();
+    const auto order = torch::tensor(std::vector<std::int64_t>(mine.begin(), mine.end()));
+    for (std::int64_t step = progress.processed / global_batch; step < steps; ++step) {
+      optimizer.zero_grad();
+      const auto batch = order.slice(0, step * c.batch_size, (step + 1) * c.batch_size);
+      torch::nn::functional::cross_entropy(net.forward(train_x.index_select(0, batch)), train_y.index_select(0, batch))
+          .backward();
+      optimizer.step();
+      progress.processed = (step + 1) * global_batch;
+      if ((step + 1) % c.commit_every == 0) state.commit();
+    }
+    accuracy = evaluate(net, test_x, test_y, rank, size);
+    if (rank == 0) {
+      std::printf("epoch %d/%d: held-out accuracy %.2f%% on %d rank(s)\n", progress.epoch + 1, c.epochs,
+                  100 * accuracy, size);
+      std::fflush(stdout);
+    }
+    ++progress.epoch;
+    progress.processed = 0;
+    state.commit();
+  }
+}
+
+int train_elastic(const Config& c) {
+  const mnist::Split split = mnist::load(c.data);
+  torch::manual_seed(c.seed);  // State::sync makes rank 0's parameters win anyway
+  Net net;
+  torch::optim::SGD sgd(net.parameters(), torch::optim::SGDOptions(c.lr).momentum(c.momentum));
+  Progress progress;
+  trainrun::elastic::State state;
+  trainrun::torch::add_module(state, "model", net);
+  trainrun::torch::add_optimizer(state, "optimizer", sgd);
+  state.add_value("progress", progress);
+  double accuracy = 0;
+  trainrun::elastic::run(state, [&] { train_generation(c, split, net, sgd, progress, state, accuracy); });
+  if (trainrun::init().rank() == 0) {
+    std::printf("mnist: held-out accuracy %.2f%% after %d epoch(s); elastic, generation %d\n", 100 * accuracy,
+                c.epochs, trainrun::elastic::generation());
+  }
+  trainrun::shutdown();
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Config config;
   if (!parse(argc, argv, config)) return 2;
   try {
-    return train(config);
+    return config.elastic ? train_elastic(config) : train(config);
   } catch (const trainrun::Error& e) {
     std::fprintf(stderr, "mnist_train: %s\n", e.what());
     return 1;

@@ -19,23 +19,29 @@ bool recoverable(Error::Code code) {
          code == Error::Code::MembershipChanged;
 }
 
-// Leaves the broken world (aborting the backend first, so that shutdown
-// does not wait for peers that are gone) and joins the next generation that
-// lists this worker. A generation that fails to form (superseded by a newer
-// one while its members met) is skipped for the next.
-void reform(const std::string& cause) {
+// init(), for as many generations as it takes: one that fails to form
+// (superseded by a newer one while its members met: FormingStore) is
+// skipped for the next. `cause`, when not empty, is why the world re-forms.
+void join_world(const std::string& cause) {
   for (;;) {
     const int before = detail::last_joined_generation();
-    detail::abort_current_backend();
-    shutdown();
     try {
       init();
       return;
     } catch (const Error& e) {
       if (detail::last_joined_generation() > before && recoverable(e.code())) continue;
+      if (cause.empty()) throw;
       throw Error(e.code(), std::string(e.what()) + " (while re-forming after: " + cause + ")");
     }
   }
+}
+
+// Leaves the broken world, aborting the backend first so that shutdown does
+// not wait for peers that are gone, and joins the next generation.
+void reform(const std::string& cause) {
+  detail::abort_current_backend();
+  shutdown();
+  join_world(cause);
 }
 
 void announce() {
@@ -49,12 +55,13 @@ void announce() {
 }  // namespace
 
 void run(State& state, const std::function<void()>& fn) {
-  init();
   if (!enabled()) {
+    init();
     state.sync();
     fn();
     return;
   }
+  join_world("");
   for (bool reformed = false;; reformed = true) {
     std::string cause;
     try {

@@ -89,8 +89,14 @@ struct DistributedOptimizer::Impl {
     for (Gradient& g : gradients) {
       if (!g.handle) submit(g);  // no gradient this step, or fewer passes than declared
     }
-    for (Gradient& g : gradients) {
-      trainrun::synchronize(*g.handle);
+    for (std::size_t i = 0; i < gradients.size(); ++i) {
+      Gradient& g = gradients[i];
+      try {
+        trainrun::synchronize(*g.handle);
+      } catch (const Error&) {
+        drain(i + 1);
+        throw;
+      }
       g.handle.reset();
       g.passes = 0;
       if (options.compression != Compression::None) {
@@ -100,6 +106,24 @@ struct DistributedOptimizer::Impl {
     }
     wait_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     synchronized = true;
+  }
+
+  // After a failed allreduce (typically the engine stopped: a peer is gone),
+  // waits out the others and forgets every handle, so that the optimizer can
+  // be destroyed, or step again, after trainrun::shutdown() and init(): a
+  // handle of the old engine must never reach the new one.
+  void drain(std::size_t from) noexcept {
+    for (std::size_t i = 0; i < gradients.size(); ++i) {
+      Gradient& g = gradients[i];
+      if (i >= from && g.handle) {
+        try {
+          trainrun::synchronize(*g.handle);
+        } catch (...) {
+        }
+      }
+      g.handle.reset();
+      g.passes = 0;
+    }
   }
 };
 

@@ -5,8 +5,10 @@
 
 #include <atomic>
 #include <thread>
+#include <vector>
 
 #include "backends/backend.h"
+#include "lib/elastic/forming_store.h"
 #include "lib/elastic/generation_join.h"
 #include "lib/elastic/generation_watcher.h"
 #include "tests/lib/memory_store.h"
@@ -42,6 +44,11 @@ World worker(int id, std::chrono::milliseconds timeout = std::chrono::millisecon
   return w;
 }
 
+// rank, size, local_rank, local_size, cross_rank, cross_size, generation.
+std::vector<int> place(const World& w) {
+  return {w.rank, w.size, w.local_rank, w.local_size, w.cross_rank, w.cross_size, w.generation};
+}
+
 struct AbortCounter final : trainrun::detail::Backend {
   std::atomic<int> aborts{0};
   std::string name() const override { return "fake"; }
@@ -67,12 +74,7 @@ TEST_CASE("a worker takes its slot in the newest generation that lists it") {
   World w = worker(2);
   const ep::Assignment a = trainrun::detail::join_generation(store, w, 0);
   CHECK(a.generation == 1);
-  CHECK(w.generation == 1);
-  CHECK(w.rank == 0);
-  CHECK(w.size == 2);
-  CHECK(w.local_rank == 0);
-  CHECK(w.local_size == 2);
-  CHECK(w.cross_size == 1);
+  CHECK(place(w) == std::vector<int>{0, 2, 0, 2, 0, 1, 1});
 }
 
 TEST_CASE("a worker skips generations that leave it out and waits for the next") {
@@ -85,10 +87,7 @@ TEST_CASE("a worker skips generations that leave it out and waits for the next")
   });
   trainrun::detail::join_generation(store, w, 0);
   later.join();
-  CHECK(w.generation == 4);
-  CHECK(w.rank == 2);
-  CHECK(w.size == 3);
-  CHECK(w.cross_rank == 1);
+  CHECK(place(w) == std::vector<int>{2, 3, 0, 2, 1, 2, 4});
 }
 
 TEST_CASE("after a re-form a worker never joins a generation it already left") {
@@ -146,4 +145,33 @@ TEST_CASE("the watcher stops within one poll when nothing is published") {
   const auto took = std::chrono::steady_clock::now() - start;
   CHECK(took < std::chrono::milliseconds(20) + 2 * trainrun::detail::GenerationWatcher::kPoll);
   CHECK(backend.aborts.load() == 0);
+}
+
+TEST_CASE("a backend's rendezvous wait ends as soon as a newer generation is published") {
+  auto store = std::make_shared<MemoryStore>();
+  trainrun::detail::FormingStore forming(store, 3, std::chrono::milliseconds(20));
+  store->set("gloo.3", "present", "x");
+  CHECK(forming.get("gloo.3", "present", std::chrono::milliseconds(100)) == "x");
+  // Nothing newer: the wait runs its whole course and says so.
+  try {
+    forming.get("gloo.3", "absent", std::chrono::milliseconds(60));
+    FAIL("got a value");
+  } catch (const Error& e) {
+    CHECK(e.code() == Error::Code::Timeout);
+    CHECK(std::string(e.what()).find("(0.06 s in all)") != std::string::npos);
+  }
+  std::thread later([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    publish(*store, assignment(4, {0}));
+  });
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    forming.get("gloo.3", "absent", std::chrono::seconds(10));
+    FAIL("got a value");
+  } catch (const Error& e) {
+    CHECK(e.code() == Error::Code::MembershipChanged);
+    CHECK(std::string(e.what()) == "elastic generation 4 was published while generation 3 formed");
+  }
+  later.join();
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
 }

@@ -174,6 +174,69 @@ TEST_CASE("broadcast_optimizer_state copies momentum and step counts from the ro
   CHECK(identical_everywhere(m, "after-state"));
 }
 
+// Momentum buffers of SGD, summed as bits: equal exactly when identical.
+std::int64_t momentum_bits(torch::optim::SGD& sgd, Small& m) {
+  std::int64_t sum = 0;
+  for (const auto& p : m.parameters()) {
+    auto it = sgd.state().find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+    if (it == sgd.state().end()) continue;
+    auto& s = static_cast<torch::optim::SGDParamState&>(*it->second);
+    sum += s.momentum_buffer().view(torch::kInt32).to(torch::kLong).sum().item<std::int64_t>();
+  }
+  return sum;
+}
+
+std::int64_t parameter_bits(Small& m) {
+  std::int64_t sum = 0;
+  for (const auto& p : m.parameters()) sum += p.detach().view(torch::kInt32).to(torch::kLong).mul(131).sum().item<std::int64_t>();
+  return sum;
+}
+
+void train_step(tt::DistributedOptimizer& opt, Small& m, int step) {
+  opt.zero_grad();
+  loss_of(m, batch(step)).backward();
+  opt.step();
+}
+
+TEST_CASE("an elastic State restores the module and optimizer state of its last commit") {
+  Small m;
+  torch::optim::SGD sgd(m.parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  trainrun::elastic::State state;
+  tt::add_module(state, "model", m);
+  tt::add_optimizer(state, "optimizer", sgd);
+  state.sync();  // rank 0's initial parameters everywhere
+  CHECK(identical_everywhere(m, "elastic-sync"));
+  tt::DistributedOptimizer opt(sgd, m.named_parameters());
+  train_step(opt, m, 1);
+  state.commit();
+  const std::int64_t params = parameter_bits(m), momentum = momentum_bits(sgd, m);
+  train_step(opt, m, 2);
+  CHECK(parameter_bits(m) != params);
+  state.restore();
+  CHECK(parameter_bits(m) == params);
+  CHECK(momentum_bits(sgd, m) == momentum);
+  train_step(opt, m, 3);  // the optimizer still drives the restored parameters
+  CHECK(parameter_bits(m) != params);
+  CHECK(identical_everywhere(m, "elastic-after"));
+}
+
+TEST_CASE("a DistributedOptimizer whose allreduces failed can go, and a new one work after init") {
+  Small m;
+  tt::broadcast_parameters(m.named_parameters(), 0);
+  torch::optim::SGD sgd(m.parameters(), 0.1);
+  {
+    tt::DistributedOptimizer opt(sgd, m.named_parameters());
+    opt.zero_grad();
+    loss_of(m, batch(1)).backward();  // allreduces in flight
+    trainrun::shutdown();             // ... when the engine goes (as in an elastic re-form)
+    CHECK_THROWS_AS(opt.step(), trainrun::Error);
+    g_comm = &trainrun::init();
+  }
+  tt::DistributedOptimizer opt(sgd, m.named_parameters());
+  train_step(opt, m, 2);
+  CHECK(identical_everywhere(m, "after-reinit"));
+}
+
 TEST_CASE("misuse is an error, not a hang or a wrong result") {
   Small m;
   tt::broadcast_parameters(m.named_parameters(), 0);

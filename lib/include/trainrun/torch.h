@@ -18,6 +18,7 @@
 // link with `pkg-config --libs trainrun-torch`.
 #pragma once
 
+#include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 #include <torch/ordered_dict.h>
 #include <torch/types.h>
@@ -27,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "trainrun/elastic.h"
 #include "trainrun/sampler.h"
 #include "trainrun/types.h"
 
@@ -89,5 +91,15 @@ void broadcast_optimizer_state(::torch::optim::Optimizer& optimizer, int root);
 // the same on every rank and not in flight.
 ::torch::Tensor allreduce(const ::torch::Tensor& tensor, const std::string& name,
                           ReduceOp op = ReduceOp::Average);
+
+// Elastic training (<trainrun/elastic.h>): the module's parameters and
+// buffers, or the optimizer's state (momentum, step counts, learning rates),
+// as a part of `state`, saved with LibTorch's serialization. Loading copies
+// into the existing tensors: optimizers built on the module stay valid.
+// Build the DistributedOptimizer inside the function elastic::run calls, so
+// that each generation gets a fresh one; the learning rate restored with
+// the optimizer is the committed one (rescale it for the new size after).
+void add_module(elastic::State& state, std::string name, ::torch::nn::Module& module);
+void add_optimizer(elastic::State& state, std::string name, ::torch::optim::Optimizer& optimizer);
 
 }  // namespace trainrun::torch
