@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,6 +58,10 @@ struct BackendContext {
   World& world;
   std::shared_ptr<rendezvous::Store> store;
   int generation = 0;  // how many communicators this process made before
+  // Elastic jobs: called now and then while the backend waits for its peers
+  // at start (outside the store, whose waits check it themselves); throws
+  // Error(MembershipChanged) once a newer generation makes this one moot.
+  std::function<void()> forming_check;
 };
 
 }  // namespace trainrun::detail

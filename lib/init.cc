@@ -92,13 +92,17 @@ Communicator& init() {
       throw Error(Error::Code::InvalidArgument, "an elastic worker needs the launcher's rendezvous");
     }
     std::optional<ep::Assignment> joined;
+    std::function<void()> forming_check;
     if (world->elastic) {
       joined = join_elastic(*store, *world, name);
-      store = std::make_shared<detail::FormingStore>(std::move(store), world->generation);
+      auto forming = std::make_shared<detail::FormingStore>(std::move(store), world->generation);
+      forming_check = [forming] { forming->fail_if_superseded(); };
+      store = std::move(forming);
     }
     if (store) record_start(*store, *world, name);
     const int scope = world->elastic ? world->generation : g_generation;
-    auto backend = detail::create_backend(name, detail::BackendContext{*world, store, scope});
+    auto backend =
+        detail::create_backend(name, detail::BackendContext{*world, store, scope, std::move(forming_check)});
     ++g_generation;
     const detail::World made = *world;
     g_membership = {made.elastic, made.worker_id, made.generation, made.generation};

@@ -76,7 +76,7 @@ class GlooBackend final : public Backend {
       store_->set(scope_, "mesh." + std::to_string(rank_), mesh_->listen(address_));
       const auto addresses = store_->get_range(scope_, "mesh.", 0, static_cast<std::uint64_t>(size_),
                                                context.world.start_timeout);
-      mesh_->connect(addresses, context.world.start_timeout);
+      mesh_->connect(addresses, context.world.start_timeout, context.forming_check);
       peer_addresses_ = addresses;
     });
     mesh_->set_wait_warning(context.world.wait_warning,

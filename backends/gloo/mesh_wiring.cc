@@ -215,13 +215,15 @@ void MeshWiring::fail_timeout() const {
                                         " before the start timeout");
 }
 
-std::vector<int> MeshWiring::run(Clock::time_point deadline) {
+std::vector<int> MeshWiring::run(Clock::time_point deadline, const std::function<void()>& check) {
   for (int peer = 0; peer < rank_; ++peer) start_outgoing(peer, deadline);
   std::vector<pollfd> pfds;
+  auto checked = Clock::now();
   while (!complete()) {
     const auto now = Clock::now();
     if (now >= deadline) fail_timeout();
-    auto wake = deadline;
+    if (check && now - checked >= kCheckInterval) check(), checked = now;
+    auto wake = check ? std::min(deadline, now + kCheckInterval) : deadline;
     for (Connection& c : pending_) {
       if (c.outgoing) continue;
       if (c.expires <= now) drop(c, "no answer within " + std::to_string(handshake_timeout_.count()) + " ms");

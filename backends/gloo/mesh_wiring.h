@@ -36,7 +36,10 @@ class MeshWiring {
              Log log = nullptr, std::chrono::milliseconds handshake_timeout = kHandshakeTimeout);
   // Returns one connected, authenticated, non-blocking fd per rank (-1 for
   // this rank). Throws Error(Timeout) naming the missing ranks at `deadline`.
-  std::vector<int> run(Clock::time_point deadline);
+  // `check`, when given, runs every kCheckInterval while peers are awaited;
+  // what it throws ends the wiring.
+  std::vector<int> run(Clock::time_point deadline, const std::function<void()>& check = nullptr);
+  static constexpr std::chrono::milliseconds kCheckInterval{200};
   ~MeshWiring();
 
  private:

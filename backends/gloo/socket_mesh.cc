@@ -89,7 +89,8 @@ std::string SocketMesh::peer_name(int peer) const {
   return "rank " + std::to_string(names_.empty() ? peer : names_[peer]) + " (" + addresses_[peer] + ")";
 }
 
-void SocketMesh::connect(const std::vector<std::string>& published, std::chrono::milliseconds timeout) {
+void SocketMesh::connect(const std::vector<std::string>& published, std::chrono::milliseconds timeout,
+                         const std::function<void()>& check) {
   std::vector<MeshWiring::Peer> peers;
   for (int peer = 0; peer < size_; ++peer) {
     auto [host, port] = split_address(published[peer]);
@@ -97,7 +98,7 @@ void SocketMesh::connect(const std::vector<std::string>& published, std::chrono:
     peers.push_back({std::move(host), std::move(port), peer_name(peer)});
   }
   set_nonblocking(listener_);
-  fds_ = MeshWiring(rank_, secret_, listener_, std::move(peers)).run(Clock::now() + timeout);
+  fds_ = MeshWiring(rank_, secret_, listener_, std::move(peers)).run(Clock::now() + timeout, check);
   ::close(listener_);
   listener_ = -1;
 }

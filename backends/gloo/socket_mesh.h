@@ -32,7 +32,10 @@ class SocketMesh {
   std::string listen(const std::string& address);
   // Connects to every peer, given every rank's published string by rank.
   // Lower ranks accept, higher ranks connect and answer a challenge.
-  void connect(const std::vector<std::string>& published, std::chrono::milliseconds timeout);
+  // `check` (may be empty) runs now and then while peers are awaited and may
+  // throw to give up (BackendContext::forming_check).
+  void connect(const std::vector<std::string>& published, std::chrono::milliseconds timeout,
+               const std::function<void()>& check = nullptr);
 
   int rank() const { return rank_; }
   int size() const { return size_; }

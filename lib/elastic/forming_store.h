@@ -26,11 +26,13 @@ class FormingStore : public rendezvous::Store {
   std::vector<std::string> get_range(std::string_view scope, std::string_view prefix, std::uint64_t first,
                                      std::uint64_t count, std::chrono::milliseconds timeout) override;
   std::int64_t add(std::string_view scope, std::string_view key, std::int64_t delta) override;
+  // Throws Error(MembershipChanged) when the next generation is published
+  // (for the backend's waits outside the store: BackendContext::forming_check).
+  void fail_if_superseded();
 
  private:
   template <typename Wait>
   auto sliced(std::chrono::milliseconds timeout, Wait&& wait) -> decltype(wait(timeout));
-  void fail_if_superseded();
 
   const std::shared_ptr<rendezvous::Store> inner_;
   const int generation_;

@@ -75,7 +75,7 @@ TEST_CASE("TRAINRUN_BACKEND overrides the default everywhere") {
 TEST_CASE("an unavailable backend is a clear error naming what is built") {
   trainrun::detail::World world = world_of({});
   try {
-    trainrun::detail::create_backend("tcp", {world, nullptr, 0});
+    trainrun::detail::create_backend("tcp", {world, nullptr, 0, {}});
     FAIL("no error");
   } catch (const trainrun::Error& e) {
     CHECK(e.code() == trainrun::Error::Code::InvalidArgument);

@@ -124,7 +124,7 @@ TEST_CASE("many ranks without NCCL are summed up, not listed") {
 TEST_CASE("host buffers through the registry's routed backend, aliased input included") {
   World world;
   world.hostname = "h1";
-  auto backend = create_backend("gloo", BackendContext{world, nullptr, 0});
+  auto backend = create_backend("gloo", BackendContext{world, nullptr, 0, {}});
   CHECK(backend->name() == "gloo");
 
   std::vector<std::int32_t> in = {1, 2, 3}, out(3, 0);
@@ -143,7 +143,7 @@ TEST_CASE("host buffers through the registry's routed backend, aliased input inc
 TEST_CASE("an unknown backend is named with the ones this build has") {
   World world;
   try {
-    create_backend("nccx", BackendContext{world, nullptr, 0});
+    create_backend("nccx", BackendContext{world, nullptr, 0, {}});
     FAIL("accepted");
   } catch (const Error& e) {
     CHECK(e.code() == Error::Code::InvalidArgument);

@@ -40,8 +40,8 @@ int main(int argc, char** argv) {
   const int calls = argc > 1 ? std::atoi(argv[1]) : 200000;
   World world;
   world.hostname = "bench";
-  auto bare = make_gloo_backend(BackendContext{world, nullptr, 0});
-  auto routed = create_backend("gloo", BackendContext{world, nullptr, 0});
+  auto bare = make_gloo_backend(BackendContext{world, nullptr, 0, {}});
+  auto routed = create_backend("gloo", BackendContext{world, nullptr, 0, {}});
   std::vector<double> bare_ns, routed_ns;
   for (int round = 0; round < 9; ++round) {
     bare_ns.push_back(ns_per_call(*bare, calls));

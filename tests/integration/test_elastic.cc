@@ -164,3 +164,27 @@ TEST_CASE("elastic flags: bad combinations are usage errors (exit 2)") {
     CHECK_MESSAGE(contains(help.out, flag), flag);
   }
 }
+
+TEST_CASE("a second rank killed while the survivors re-form: they leave that generation for the next at once") {
+  ProcessOptions options;
+  options.env.push_back(unique_tag());
+  const std::string tag = options.env.back();
+  Child job({trainrun_bin(), "--local", "-np", "4", "--min-np", "1", elastic_program(), "--steps", "12", "--mb", "16",
+             "--exit-at", "3:1:7"},
+            options);
+  // Printed when generation 1 is published: the survivors are meeting in it.
+  REQUIRE(job.wait_for_output("exited with code 7; generation 1", seconds(120)));
+  const pid_t pid = worker_pid(tag, 2);
+  REQUIRE(pid > 0);
+  ::kill(pid, SIGKILL);
+  const ProcessResult r = job.wait();
+  CHECK_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(contains(r.err, "trainrun: elastic: worker 2 (host "));
+  CHECK(contains(r.err, "generation 2: 2 rank(s) on 1 host(s)"));
+  const std::vector<ElasticStep> steps = elastic_steps(r.out);
+  check_continuous(steps, 12);
+  CHECK(steps.back().size == 2);
+  CHECK(count(r.out, "done at step 12 size 2") == 2);
+  CHECK(r.seconds < 60);
+  CHECK(nothing_left(tag));
+}

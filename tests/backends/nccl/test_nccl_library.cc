@@ -87,7 +87,7 @@ TEST_CASE("--backend nccl in a single process without a rendezvous: NCCL, or why
   world.hostname = "h1";
   world.backend = "nccl";
   try {
-    auto backend = create_backend("nccl", BackendContext{world, nullptr, 0});
+    auto backend = create_backend("nccl", BackendContext{world, nullptr, 0, {}});
     CHECK(backend->name() == "nccl");
     CHECK_MESSAGE(contains(describe_nccl(), ", CUDA driver "), "NCCL started where check-build says it cannot");
   } catch (const Error& e) {
