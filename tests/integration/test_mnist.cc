@@ -5,6 +5,9 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <signal.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <regex>
 #include <string>
@@ -81,6 +84,40 @@ TEST_CASE("rank 0 saves a checkpoint that --resume loads and broadcasts") {
   CHECK(contains(second.result.out, "[0] epoch 2/2: "));
   CHECK_FALSE(contains(second.result.out, "[0] epoch 1/2: "));
   CHECK(second.accuracy > first.accuracy - 1.0);
+}
+
+TEST_CASE("--elastic: a rank killed mid-epoch, the survivors finish from the last commit in the same accuracy range") {
+  ProcessOptions options;
+  options.env.push_back(unique_tag());
+  options.timeout = std::chrono::minutes(5);
+  const std::string tag = options.env.back();
+  Child job({trainrun_bin(), "--local", "-np", "3", "--min-np", "2", program_path("MNIST_TRAIN"), "--data", g_data,
+             "--no-progress", "--elastic", "--epochs", "3", "--commit-every", "10"},
+            options);
+  REQUIRE(job.wait_for_output("[0] epoch 1/3: held-out accuracy", std::chrono::minutes(3)));
+  ::usleep(400'000);  // into epoch 2 (an epoch takes about 1.3 s here; later is fine too)
+  pid_t victim = -1;
+  const auto tagged = processes_with_env(tag);
+  for (pid_t pid : processes_with_env("TRAINRUN_WORKER_ID=2")) {
+    if (std::find(tagged.begin(), tagged.end(), pid) != tagged.end()) victim = pid;
+  }
+  REQUIRE(victim > 0);
+  ::kill(victim, SIGKILL);
+  const ProcessResult r = job.wait();
+  CAPTURE(r.out);
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(contains(r.err, "trainrun: elastic: worker 2 (host "));
+  CHECK(contains(r.err, "generation 1: 2 rank(s) on 1 host(s)"));
+  CHECK(contains(r.out, "[0] elastic: generation 1, 2 ranks, resuming at epoch "));
+  // Each epoch ends once: the survivors went on from the commit, not from the start.
+  for (const char* epoch : {"] epoch 1/3: held-out", "] epoch 2/3: held-out", "] epoch 3/3: held-out"}) {
+    CHECK_MESSAGE(count(r.out, epoch) == 1, epoch);
+  }
+  std::smatch m;
+  REQUIRE(std::regex_search(r.out, m, std::regex(R"(held-out accuracy ([0-9.]+)% after 3 epoch\(s\); elastic, generation 1)")));
+  CHECK(std::stod(m[1]) >= 95.0);
+  CHECK(nothing_left(tag));
 }
 
 int main(int argc, char** argv) {
