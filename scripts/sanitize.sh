@@ -3,8 +3,8 @@
 #   asan  build-asan, gcc -Db_sanitize=address,undefined: the unit tests,
 #         the rendezvous server and its load test, conformance-gloo-np2, the
 #         engine tests and the launcher integration tests (launcher, output,
-#         strangers, bad_input)
-#   tsan  build-tsan, gcc -Db_sanitize=thread: unit-engine, engine-gloo-np2
+#         strangers, bad_input) and the elastic jobs (elastic)
+#   tsan  build-tsan, gcc -Db_sanitize=thread: unit-engine, engine-gloo-np2, elastic
 # Builds only what those tests run. Results: <dir>/meson-logs/testlog.json.
 #   scripts/sanitize.sh [asan] [tsan]        (both when none is named)
 # Reports stop the test at the first finding (halt_on_error); suppressions
@@ -26,12 +26,12 @@ declare -A targets=(
   [asan]="trainrun tests/test-unit-rendezvous tests/test-unit-lib tests/test-unit-engine tests/test-unit-cli
           tests/test-rendezvous-server tests/rendezvous-load-test tests/conformance tests/engine_multirank
           tests/engine_program tests/test-engine-jobs tests/rank_program tests/test-launcher tests/test-output
-          tests/test-unit-mesh tests/test-strangers tests/test-bad_input"
-  [tsan]="trainrun tests/test-unit-engine tests/engine_multirank")
+          tests/test-unit-mesh tests/test-strangers tests/test-bad_input tests/elastic_program tests/test-elastic"
+  [tsan]="trainrun tests/test-unit-engine tests/engine_multirank tests/elastic_program tests/test-elastic")
 declare -A tests=(
   [asan]="unit-rendezvous unit-lib unit-engine unit-cli rendezvous-server rendezvous-load-1024
-          conformance-gloo-np2 engine-gloo-np2 engine-jobs launcher output unit-mesh strangers bad_input"
-  [tsan]="unit-engine engine-gloo-np2")
+          conformance-gloo-np2 engine-gloo-np2 engine-jobs launcher output unit-mesh strangers bad_input elastic"
+  [tsan]="unit-engine engine-gloo-np2 elastic")
 
 status=0
 for phase in "${phases[@]}"; do

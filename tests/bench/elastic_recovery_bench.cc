@@ -33,14 +33,6 @@ struct Sample {
   long long step_ms = -1;  // median step before the kill
 };
 
-pid_t worker_pid(const std::string& tag, int worker) {
-  const auto tagged = processes_with_env(tag);
-  for (pid_t pid : processes_with_env("TRAINRUN_WORKER_ID=" + std::to_string(worker))) {
-    if (std::find(tagged.begin(), tagged.end(), pid) != tagged.end()) return pid;
-  }
-  return -1;
-}
-
 // One job: kill `victim` after step 3; the recovery it shows.
 Sample one_kill(const std::function<std::vector<std::string>(const std::string& tag)>& argv, int victim) {
   ProcessOptions options;

@@ -1,13 +1,29 @@
 // What tests and the recovery benchmark read from tests/integration/
 // elastic_program's output: rank 0's "step S size N gen G t_ms T" lines
-// (tagged "[W] " by trainrun with the worker id).
+// (tagged "[W] " by trainrun with the worker id); and how they find the
+// process of one worker to kill.
 #pragma once
 
+#include <sys/types.h>
+
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "tests/integration/process_runner.h"
+
 namespace trainrun::test {
+
+// The pid of worker `worker` (TRAINRUN_WORKER_ID) of the job whose
+// processes carry `tag`, or -1.
+inline pid_t worker_pid(const std::string& tag, int worker) {
+  const auto tagged = processes_with_env(tag);
+  for (pid_t pid : processes_with_env("TRAINRUN_WORKER_ID=" + std::to_string(worker))) {
+    if (std::find(tagged.begin(), tagged.end(), pid) != tagged.end()) return pid;
+  }
+  return -1;
+}
 
 struct ElasticStep {
   long long step = 0;

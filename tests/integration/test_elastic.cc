@@ -34,15 +34,6 @@ void check_continuous(const std::vector<ElasticStep>& steps, long long last) {
   CHECK(steps.back().step == last);
 }
 
-// The pid of worker `worker` of the job tagged `tag`.
-pid_t worker_pid(const std::string& tag, int worker) {
-  const auto tagged = processes_with_env(tag);
-  for (pid_t pid : processes_with_env("TRAINRUN_WORKER_ID=" + std::to_string(worker))) {
-    if (std::find(tagged.begin(), tagged.end(), pid) != tagged.end()) return pid;
-  }
-  return -1;
-}
-
 // A 4-rank job of 64 MiB allreduces; worker `victim` is killed with
 // SIGKILL once step 3 is done. Returns trainrun's result.
 ProcessResult kill_one_of_four(int victim, std::string* tag) {

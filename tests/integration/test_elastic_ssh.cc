@@ -16,6 +16,7 @@
 
 #include "tests/integration/elastic_steps.h"
 #include "tests/integration/ssh_hosts.h"
+#include "tests/integration/ssh_test_main.h"
 #include "tests/integration/trainrun_runner.h"
 
 using namespace trainrun::test;
@@ -114,10 +115,4 @@ TEST_CASE("a host whose ranks keep failing is blacklisted, then retried after --
   CHECK(nothing_left_anywhere(tag));
 }
 
-int main(int argc, char** argv) {
-  const std::unique_ptr<SshHosts> fixture = SshHosts::make_or_say_why();
-  if (!fixture) return 77;
-  g_hosts = fixture.get();
-  doctest::Context context(argc, argv);
-  return context.run();
-}
+int main(int argc, char** argv) { return run_with_ssh_hosts(argc, argv, g_hosts); }

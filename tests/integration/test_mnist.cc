@@ -12,6 +12,7 @@
 #include <regex>
 #include <string>
 
+#include "tests/integration/elastic_steps.h"
 #include "tests/integration/trainrun_runner.h"
 
 using namespace trainrun::test;
@@ -96,11 +97,7 @@ TEST_CASE("--elastic: a rank killed mid-epoch, the survivors finish from the las
             options);
   REQUIRE(job.wait_for_output("[0] epoch 1/3: held-out accuracy", std::chrono::minutes(3)));
   ::usleep(400'000);  // into epoch 2 (an epoch takes about 1.3 s here; later is fine too)
-  pid_t victim = -1;
-  const auto tagged = processes_with_env(tag);
-  for (pid_t pid : processes_with_env("TRAINRUN_WORKER_ID=2")) {
-    if (std::find(tagged.begin(), tagged.end(), pid) != tagged.end()) victim = pid;
-  }
+  const pid_t victim = worker_pid(tag, 2);
   REQUIRE(victim > 0);
   ::kill(victim, SIGKILL);
   const ProcessResult r = job.wait();

@@ -19,6 +19,7 @@
 
 #include "tests/integration/report_check.h"
 #include "tests/integration/ssh_hosts.h"
+#include "tests/integration/ssh_test_main.h"
 #include "tests/integration/trainrun_runner.h"
 
 using namespace trainrun::test;
@@ -529,10 +530,4 @@ TEST_CASE("--network and --network-interface choose the job's network, or say wh
   CHECK(nothing_left_anywhere(tag));
 }
 
-int main(int argc, char** argv) {
-  const std::unique_ptr<SshHosts> fixture = SshHosts::make_or_say_why();
-  if (!fixture) return 77;
-  g_hosts = fixture.get();
-  doctest::Context context(argc, argv);
-  return context.run();
-}
+int main(int argc, char** argv) { return run_with_ssh_hosts(argc, argv, g_hosts); }

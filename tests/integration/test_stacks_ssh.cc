@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "tests/integration/ssh_hosts.h"
+#include "tests/integration/ssh_test_main.h"
 #include "tests/integration/trainrun_runner.h"
 
 using namespace trainrun::test;
@@ -47,9 +48,5 @@ int main(int argc, char** argv) {
     std::cout << "SKIP: no /usr/bin/eu-stack (Debian/Ubuntu: apt-get install elfutils)\n";
     return 77;
   }
-  const std::unique_ptr<SshHosts> fixture = SshHosts::make_or_say_why();
-  if (!fixture) return 77;
-  g_hosts = fixture.get();
-  doctest::Context context(argc, argv);
-  return context.run();
+  return run_with_ssh_hosts(argc, argv, g_hosts);
 }
