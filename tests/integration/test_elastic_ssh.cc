@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -113,6 +114,45 @@ TEST_CASE("a host whose ranks keep failing is blacklisted, then retried after --
   CHECK(steps.back().step == 80);
   CHECK(count(r.out, "done at step 80 size 4") == 4);
   CHECK(nothing_left_anywhere(tag));
+}
+
+// A 2 x 2 job over -H h1:2,hN:2 that loses host N mid-job to `fault`: the
+// job goes on with h1's 2 ranks from their last commit and exits 0.
+ProcessResult lose_host_mid_job(int n, const std::function<void()>& fault, std::string* tag) {
+  const std::string host = "h" + std::to_string(n);
+  Child job = start_job({"-H", "h1:2," + host + ":2", "--min-np", "2", elastic_program(), "--steps", "60", "--mb", "1",
+                         "--sleep-ms", "100"},
+                        tag);
+  REQUIRE(job.wait_for_output("] step 5 size 4", seconds(120)));
+  fault();
+  const ProcessResult r = job.wait();
+  CHECK_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(contains(r.err, "trainrun: lost connection to " + host));
+  CHECK(contains(r.err, "; generation 1: 2 rank(s) on 1 host(s)"));
+  const std::vector<ElasticStep> steps = elastic_steps(r.out);
+  REQUIRE(!steps.empty());
+  for (std::size_t i = 1; i < steps.size(); ++i) CHECK(steps[i].step <= steps[i - 1].step + 1);
+  CHECK(steps.back().size == 2);
+  CHECK(count(r.out, "done at step 60 size 2") == 2);
+  CHECK(!contains(r.out, "wrong result"));
+  return r;
+}
+
+TEST_CASE("a lost host (its sshd killed): the job goes on with the other host's ranks") {
+  std::string tag;
+  lose_host_mid_job(3, [] { g_hosts->kill_sshd(3); }, &tag);
+  CHECK(nothing_left_anywhere(tag));
+  g_hosts->restore(3);
+}
+
+TEST_CASE("an unplugged host (no FIN): the survivors blocked in its collective are released and go on") {
+  std::string tag;
+  const ProcessResult r = lose_host_mid_job(4, [] { g_hosts->unplug(4); }, &tag);
+  CHECK(contains(r.err, "trainrun: lost connection to h4 (no answer for 10 s)"));
+  // h4's agent hears no Ping for 20 s, then ends its ranks.
+  CHECK(nothing_left(tag, seconds(20 + 5 + 3)));
+  CHECK(g_hosts->nothing_on_hosts(seconds(3), "trainrun"));
+  g_hosts->restore(4);
 }
 
 int main(int argc, char** argv) { return run_with_ssh_hosts(argc, argv, g_hosts); }
