@@ -44,18 +44,20 @@ OutputRouter::OutputRouter(Options options) : options_(std::move(options)) {
       make_directory(options_.directory.substr(0, i));
     }
   }
+  for (int rank = 0; rank < options_.size; ++rank) open_files(rank);
+}
+
+void OutputRouter::open_files(int rank) {
   const int width = std::max<int>(2, static_cast<int>(std::to_string(options_.size - 1).size()));
-  for (int rank = 0; rank < options_.size; ++rank) {
-    std::string number = std::to_string(rank);
-    number.insert(0, static_cast<std::size_t>(width) - number.size(), '0');
-    const std::string folder = options_.directory + "/rank." + number;
-    make_directory(folder);
-    for (int stream : {1, 2}) {
-      const std::string file = folder + (stream == 1 ? "/stdout" : "/stderr");
-      const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (fd < 0) throw Error(Error::Code::Io, "--output-filename: cannot create " + file + ": " + std::strerror(errno));
-      files_[{rank, stream}] = fd;
-    }
+  std::string number = std::to_string(rank);
+  if (number.size() < static_cast<std::size_t>(width)) number.insert(0, width - number.size(), '0');
+  const std::string folder = options_.directory + "/rank." + number;
+  make_directory(folder);
+  for (int stream : {1, 2}) {
+    const std::string file = folder + (stream == 1 ? "/stdout" : "/stderr");
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) throw Error(Error::Code::Io, "--output-filename: cannot create " + file + ": " + std::strerror(errno));
+    files_[{rank, stream}] = fd;
   }
 }
 
@@ -65,7 +67,16 @@ OutputRouter::~OutputRouter() {
 
 int OutputRouter::file_for(int rank, int stream) {
   auto it = files_.find({rank, stream});
-  return it == files_.end() ? -1 : it->second;
+  if (it != files_.end()) return it->second;
+  // An elastic job's workers started later get their files on first output.
+  if (options_.directory.empty() || rank < options_.size || !late_.insert(rank).second) return -1;
+  try {
+    open_files(rank);
+  } catch (const Error& e) {
+    note(std::string("trainrun: ") + e.what());
+    return -1;
+  }
+  return file_for(rank, stream);
 }
 
 void OutputRouter::add(int rank, int stream, std::string_view bytes, Clock::time_point now) {

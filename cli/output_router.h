@@ -53,10 +53,12 @@ class OutputRouter {
  private:
   void to_console(int rank, int stream, std::string_view piece, bool continues);
   int file_for(int rank, int stream);
+  void open_files(int rank);  // DIR/rank.NN/{stdout,stderr}
 
   Options options_;
   std::map<std::pair<int, int>, LineAssembler> assemblers_;
   std::map<std::pair<int, int>, int> files_;
+  std::set<int> late_;  // ranks beyond options_.size whose files were tried
   std::array<std::string, 2> queue_;
   // The console line left open (no newline yet) by a (rank, stream), if any.
   std::array<std::pair<int, bool>, 2> open_line_{{{-1, false}, {-1, false}}};

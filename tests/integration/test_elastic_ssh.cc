@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -39,10 +40,7 @@ struct Discovery {
     std::ofstream(script()) << "#!/bin/sh\nexec cat " << dir << "/hosts\n";
     ::chmod(script().c_str(), 0755);
   }
-  ~Discovery() {
-    for (const char* name : {"/hosts", "/hosts.new", "/discover.sh", "/fail"}) ::unlink((dir + name).c_str());
-    ::rmdir(dir.c_str());
-  }
+  ~Discovery() { std::filesystem::remove_all(dir); }
   std::string script() const { return dir + "/discover.sh"; }
   // Atomically, so the script never prints half a list.
   void list(const std::string& hosts) const {
@@ -71,7 +69,8 @@ TEST_CASE("scale-up: the discovery script lists a new host and the world grows f
   discovery.list("h1:2\n");
   std::string tag;
   Child job = start_job({"--host-discovery-script", discovery.script(), "--min-np", "2", "--max-np", "4",
-                         elastic_program(), "--steps", "60", "--mb", "1", "--sleep-ms", "100"},
+                         "--output-filename", discovery.dir + "/out", elastic_program(), "--steps", "60", "--mb", "1",
+                         "--sleep-ms", "100"},
                         &tag);
   REQUIRE(job.wait_for_output("] step 3 size 2", seconds(120)));
   discovery.list("h1:2\nh2:2\n");
@@ -87,6 +86,8 @@ TEST_CASE("scale-up: the discovery script lists a new host and the world grows f
   for (std::size_t i = 1; i < steps.size(); ++i) CHECK(steps[i].step == steps[i - 1].step + 1);
   CHECK(count(r.out, "done at step 60 size 4") == 4);
   CHECK(!contains(r.out, "wrong result"));
+  // The workers that joined later have their files too.
+  CHECK(contains(read_file(discovery.dir + "/out/rank.03/stdout"), "worker 3: done at step 60 size 4"));
   CHECK(nothing_left_anywhere(tag));
 }
 
