@@ -37,7 +37,7 @@ std::vector<std::string> reserved_names(const Request& r) {
 }  // namespace
 
 Engine::Engine(const World& world, Backend& backend, EngineOptions options)
-    : rank_(world.rank), size_(world.size), hostname_(world.hostname), backend_(backend),
+    : rank_(world.rank), size_(world.size), hostname_(world.hostname), elastic_(world.elastic), backend_(backend),
       options_(std::move(options)), coordinator_(size_), cache_(options_.cache_capacity),
       stall_(options_.stall_warning, options_.stall_shutdown),
       stragglers_(world, backend, options_.straggler_warning_pct, options_.straggler_window),
@@ -241,7 +241,9 @@ bool Engine::cycle() {
   execute(responses);
   hurry_ = !status.all_waiting() || !responses.empty();
   if (status.any_shutdown()) {
-    stop(Error(Error::Code::InvalidArgument,
+    // In an elastic job a rank that shuts down leaves it (an error exit, say):
+    // the others re-form without it rather than fail.
+    stop(Error(elastic_ ? Error::Code::MembershipChanged : Error::Code::InvalidArgument,
                "the engine was shut down (trainrun::shutdown() was called on some rank)"));
     return false;
   }

@@ -99,6 +99,7 @@ class Engine {
   const int rank_;
   const int size_;
   const std::string hostname_;
+  const bool elastic_;
   Backend& backend_;
   const EngineOptions options_;
 

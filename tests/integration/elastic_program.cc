@@ -11,8 +11,12 @@
 //   --mb M               MiB of floats allreduced per step (default 64)
 //   --commit-every K     State::commit() every K steps (default 1)
 //   --sleep-ms X         sleep per step (default 0)
+//   --ops core|engine    the step's allreduce as a core call (default) or a
+//                        named engine op (allreduce_async + synchronize)
 //   --exit-at S:W:C      worker W exits with C on reaching step S, in the
 //                        generation where the job first reached S (repeatable)
+//   --shutdown-at S:W:C  the same, but through trainrun::shutdown() and exit(),
+//                        as a program that returns an error from main does
 //   --fail-on-host H:C[:FILE]  a worker whose TRAINRUN_HOSTNAME is H exits with C
 //                        at its first step (while FILE exists, when given)
 //                        at its first step
@@ -38,6 +42,7 @@ struct ExitAt {
   std::int64_t step;
   int worker;
   int code;
+  bool shutdown = false;  // leave through trainrun::shutdown(), which the peers see
 };
 
 struct Options {
@@ -45,6 +50,7 @@ struct Options {
   std::size_t mb = 64;
   std::int64_t commit_every = 1;
   int sleep_ms = 0;
+  bool engine_ops = false;
   std::vector<ExitAt> exits;
   std::string fail_host;
   int fail_code = 0;
@@ -73,11 +79,12 @@ Options parse(int argc, char** argv) {
     else if (flag == "--mb") o.mb = static_cast<std::size_t>(number(value));
     else if (flag == "--commit-every") o.commit_every = std::max(1LL, number(value));
     else if (flag == "--sleep-ms") o.sleep_ms = static_cast<int>(number(value));
-    else if (flag == "--exit-at") {
+    else if (flag == "--ops" && (value == "core" || value == "engine")) o.engine_ops = value == "engine";
+    else if (flag == "--exit-at" || flag == "--shutdown-at") {
       const auto a = value.find(':'), b = value.rfind(':');
-      if (a == std::string::npos || a == b) usage("--exit-at takes STEP:WORKER:CODE");
+      if (a == std::string::npos || a == b) usage(flag + " takes STEP:WORKER:CODE");
       o.exits.push_back({number(value.substr(0, a)), static_cast<int>(number(value.substr(a + 1, b - a - 1))),
-                         static_cast<int>(number(value.substr(b + 1)))});
+                         static_cast<int>(number(value.substr(b + 1))), flag == "--shutdown-at"});
     } else if (flag == "--fail-on-host") {
       const auto a = value.find(':'), b = value.find(':', a + 1);
       if (a == std::string::npos) usage("--fail-on-host takes NAME:CODE[:FILE]");
@@ -98,9 +105,13 @@ int worker_id() {
   return 0;
 }
 
-[[noreturn]] void exit_now(int worker, int code, std::int64_t step) {
+[[noreturn]] void exit_now(int worker, int code, std::int64_t step, bool shutdown = false) {
   std::printf("worker %d: exiting with code %d at step %lld\n", worker, code, static_cast<long long>(step));
   std::fflush(stdout);
+  if (shutdown) {
+    trainrun::shutdown();
+    std::exit(code);
+  }
   std::_Exit(code);  // like a crash: no shutdown handshake with the peers
 }
 
@@ -141,7 +152,7 @@ class Worker {
     const int generation = trainrun::elastic::generation();
     const auto first = first_reached_.emplace(step_, generation).first->second;
     for (const ExitAt& e : o_.exits) {
-      if (e.step == step_ && e.worker == id_ && first == generation) exit_now(id_, e.code, step_);
+      if (e.step == step_ && e.worker == id_ && first == generation) exit_now(id_, e.code, step_, e.shutdown);
     }
   }
 
@@ -151,8 +162,14 @@ class Worker {
       maybe_exit();
       const float value = static_cast<float>(step_ + 1);
       std::fill(buffer_.begin(), buffer_.end(), value);
-      comm.allreduce(buffer_.data(), buffer_.data(), buffer_.size(), trainrun::DataType::Float32,
-                     trainrun::ReduceOp::Sum);
+      if (o_.engine_ops) {
+        const trainrun::Tensor t{buffer_.data(), trainrun::DataType::Float32,
+                                 {static_cast<std::int64_t>(buffer_.size())}};
+        trainrun::synchronize(trainrun::allreduce_async("step", t, trainrun::ReduceOp::Sum));
+      } else {
+        comm.allreduce(buffer_.data(), buffer_.data(), buffer_.size(), trainrun::DataType::Float32,
+                       trainrun::ReduceOp::Sum);
+      }
       const float want = value * static_cast<float>(comm.size());
       for (float got : buffer_) {
         if (got != want) {

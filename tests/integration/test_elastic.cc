@@ -98,6 +98,21 @@ TEST_CASE("a rank exiting with an error: the job goes on without it and exits 0"
   CHECK(nothing_left(tag));
 }
 
+// The peers of a rank that shuts down learn it through the engine's
+// negotiation, before its sockets close: that must re-form them too.
+TEST_CASE("a rank leaving through shutdown() with an error: its peers' engine ops re-form instead of failing") {
+  std::string tag;
+  const ProcessResult r = run_trainrun({"--local", "-np", "3", "--min-np", "1", elastic_program(), "--steps", "8",
+                                        "--mb", "1", "--ops", "engine", "--shutdown-at", "4:1:7"},
+                                       &tag);
+  CHECK_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(contains(r.err, "exited with code 7; generation 1: 2 rank(s) on 1 host(s)"));
+  CHECK(!contains(r.err, "the engine was shut down"));
+  check_continuous(elastic_steps(r.out), 8);
+  CHECK(count(r.out, "done at step 8 size 2") == 2);
+  CHECK(nothing_left(tag));
+}
+
 TEST_CASE("fewer ranks than --min-np for longer than --elastic-timeout: exit 125 naming required and available") {
   std::string tag;
   const ProcessResult r = run_trainrun({"--local", "-np", "2", "--min-np", "2", "--elastic-timeout", "2",
