@@ -5,6 +5,7 @@ change is its import line.
 
     trainrun --local -np 2 /usr/bin/python3 examples/pytorch/mnist.py
     /usr/bin/python3 examples/pytorch/mnist.py --runner -2     # trainrun.Runner(np=-2)
+    trainrun --local -np 3 --min-np 1 /usr/bin/python3 examples/pytorch/mnist.py --elastic
 
 Needs data/mnist/mnist.bin (scripts/setup.sh fetches the digits, scripts/build.sh
 converts them) and PYTHONPATH=<build>/lib/python from a build tree. Rank 0
@@ -74,42 +75,96 @@ def evaluate(model, held_out):
     return metric_average(loss / seen, 'avg_loss'), metric_average(correct / seen, 'avg_accuracy')
 
 
+def run_epoch(model, optimizer, loader, after_step=None):
+    model.train()
+    for i, (x, y) in enumerate(loader):
+        optimizer.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+        if after_step:
+            after_step(i)
+
+
+def end_epoch(args, epoch, model, optimizer, held_out, images_per_s):
+    """Held-out metrics over all ranks; rank 0 prints them and checkpoints."""
+    loss, accuracy = evaluate(model, held_out)
+    if hvd.rank() == 0:
+        print(f'epoch {epoch}/{args.epochs}: held-out loss {loss:.4f}, accuracy {100 * accuracy:.2f}%, '
+              f'{images_per_s:.0f} images/s', flush=True)
+        if args.checkpoint:
+            torch.save({'epoch': epoch, 'model': model.state_dict(), 'optimizer': optimizer.state_dict()},
+                       args.checkpoint)
+    return loss, accuracy
+
+
+def train_fixed(args, model, optimizer, train_set, held_out):
+    sampler = DistributedSampler(train_set, num_replicas=hvd.size(), rank=hvd.rank(), seed=args.seed)
+    loader = DataLoader(train_set, batch_size=args.batch_size, sampler=sampler)
+    loss, accuracy = float('nan'), 0.0
+    for epoch in range(1, args.epochs + 1):
+        sampler.set_epoch(epoch)
+        start = time.perf_counter()
+        run_epoch(model, optimizer, loader)
+        images = len(sampler) * hvd.size() / (time.perf_counter() - start)
+        loss, accuracy = end_epoch(args, epoch, model, optimizer, held_out, images)
+    return loss, accuracy
+
+
+def train_elastic(args, model, optimizer, train_set, held_out):
+    """Horovod's elastic workflow: the state is committed every --commit-every
+    batches and at each epoch's end; a lost rank costs the batches since."""
+    sampler = hvd.elastic.ElasticSampler(train_set, seed=args.seed)
+    state = hvd.elastic.TorchState(model=model, optimizer=optimizer, sampler=sampler, epoch=1,
+                                   loss=float('nan'), accuracy=0.0)
+
+    def rescale_lr():
+        for group in optimizer.param_groups:
+            group['lr'] = args.lr * hvd.size()
+        if hvd.rank() == 0:
+            print(f'elastic: generation {hvd.elastic.generation()}, {hvd.size()} ranks, resuming at epoch '
+                  f'{state.epoch} with {len(state.sampler) * hvd.size()} digits left', flush=True)
+    state.register_reset_callbacks([rescale_lr])
+
+    def after_step(i):
+        state.sampler.record_batch(i, args.batch_size)
+        if (i + 1) % args.commit_every == 0:
+            state.commit()
+
+    @hvd.elastic.run
+    def train(state):
+        while state.epoch <= args.epochs:
+            images = len(state.sampler) * hvd.size()
+            start = time.perf_counter()
+            run_epoch(model, optimizer, DataLoader(train_set, batch_size=args.batch_size, sampler=state.sampler),
+                      after_step)
+            images /= time.perf_counter() - start
+            state.loss, state.accuracy = end_epoch(args, state.epoch, model, optimizer, held_out, images)
+            state.epoch += 1
+            state.sampler.set_epoch(state.epoch)
+            state.commit()
+    train(state)
+    return state.loss, state.accuracy
+
+
 def train(args):
     """The whole job on one rank; returns rank 0's final metrics."""
     hvd.init()
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
     train_set, held_out = load_digits(args.data)
-    sampler = DistributedSampler(train_set, num_replicas=hvd.size(), rank=hvd.rank(), seed=args.seed)
-    loader = DataLoader(train_set, batch_size=args.batch_size, sampler=sampler)
-
     model = Net()
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * hvd.size(), momentum=args.momentum)
-    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
-    hvd.broadcast_optimizer_state(optimizer, root_rank=0)
+    if not args.elastic:  # elastic: the TorchState's sync does it
+        hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+        hvd.broadcast_optimizer_state(optimizer, root_rank=0)
     compression = hvd.Compression.fp16 if args.fp16_allreduce else hvd.Compression.none
     optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(),
                                          compression=compression, op=hvd.Average)
     if hvd.rank() == 0:
         print(f'mnist.py: {hvd.size()} rank(s), {len(train_set)} training digits, {len(held_out)} held out; '
               f'batch {args.batch_size} per rank, lr {args.lr * hvd.size():g}', flush=True)
-    loss, accuracy = float('nan'), 0.0
-    for epoch in range(1, args.epochs + 1):
-        model.train()
-        sampler.set_epoch(epoch)
-        start = time.perf_counter()
-        for x, y in loader:
-            optimizer.zero_grad()
-            F.cross_entropy(model(x), y).backward()
-            optimizer.step()
-        images = len(sampler) * hvd.size() / (time.perf_counter() - start)
-        loss, accuracy = evaluate(model, held_out)
-        if hvd.rank() == 0:
-            print(f'epoch {epoch}/{args.epochs}: held-out loss {loss:.4f}, accuracy {100 * accuracy:.2f}%, '
-                  f'{images:.0f} images/s', flush=True)
-            if args.checkpoint:
-                torch.save({'epoch': epoch, 'model': model.state_dict(), 'optimizer': optimizer.state_dict()},
-                           args.checkpoint)
+    run = train_elastic if args.elastic else train_fixed
+    loss, accuracy = run(args, model, optimizer, train_set, held_out)
     if hvd.rank() == 0:
         print(f'accuracy {accuracy:.4f}', flush=True)
     return {'loss': loss, 'accuracy': accuracy}
@@ -127,6 +182,9 @@ def parse_args(argv=None):
     p.add_argument('--threads', type=int, default=1, help='torch threads per rank')
     p.add_argument('--fp16-allreduce', action='store_true', help='fp16 compression of gradients')
     p.add_argument('--checkpoint', default='', help='rank 0 saves model and optimizer here after each epoch')
+    p.add_argument('--elastic', action='store_true',
+                   help='train through hvd.elastic.run (launch with trainrun --min-np/--max-np)')
+    p.add_argument('--commit-every', type=int, default=20, metavar='N', help='--elastic: commit every N batches')
     p.add_argument('--runner', type=int, default=0, metavar='NP',
                    help='start the job itself through trainrun.Runner(np=NP) (NP < 0: on this machine)')
     return p.parse_args(argv)

@@ -6,9 +6,11 @@ HorovodRunner-style launcher.
 
 Errors of the core are trainrun.TrainrunError (a RuntimeError) or one of its
 subclasses per code (MismatchError, TimeoutError, ...), with .code set.
+Elastic jobs: trainrun.elastic (and trainrun.torch.elastic, as hvd.elastic).
 """
 from trainrun._core import (  # noqa: F401
     BackendError,
+    HostsUpdatedInterrupt,
     InternalError,
     InvalidArgumentError,
     IoError,

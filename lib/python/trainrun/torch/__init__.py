@@ -1,6 +1,7 @@
 """`import trainrun.torch as hvd`: Horovod's horovod.torch API on trainrun's
 C++ engine (fusion, mismatch errors, stall warnings, timeline)."""
 from trainrun._core import TrainrunError  # noqa: F401
+from trainrun.torch import elastic  # noqa: F401  (hvd.elastic.run, TorchState, ElasticSampler)
 from trainrun.torch.backends import (  # noqa: F401
     cuda_built,
     gloo_built,

@@ -12,7 +12,7 @@ import itertools
 
 import torch
 
-from trainrun import _core
+from trainrun import _core, elastic
 
 Average = _core.ReduceOp.Average
 Sum = _core.ReduceOp.Sum
@@ -59,6 +59,16 @@ def shutdown():
     """Stops the engine and the communicator; init() may be called again."""
     _pending.clear()
     _core.shutdown()
+
+
+def _forget_engine():
+    """After an elastic re-form: the old engine's handles are gone, and op
+    names count from 0 again as they do in workers that join now."""
+    _pending.clear()
+    _counters.clear()
+
+
+elastic._on_reform(_forget_engine)
 
 
 def is_homogeneous():

@@ -6,15 +6,28 @@ has produced it, so communication overlaps the rest of backward; step()
 waits for all of them, then steps the wrapped optimizer. As in Horovod,
 gradients accumulated over backward_passes_per_step passes are summed (use a
 mean loss scaled by 1/k for their mean), and a one-rank world skips the
-allreduces.
+allreduces (unless the job is elastic: its size may grow). After an elastic
+re-form, an optimizer forgets the handles of the lost world.
 """
 import warnings
+import weakref
 from contextlib import contextmanager
 
 import torch
 
+from trainrun import _core, elastic
 from trainrun.torch import mpi_ops
 from trainrun.torch.compression import Compression
+
+_optimizers = weakref.WeakSet()
+
+
+def _forget_handles():
+    for optimizer in list(_optimizers):
+        optimizer._forget_handles()
+
+
+elastic._on_reform(_forget_handles)
 
 
 class _DistributedOptimizer(torch.optim.Optimizer):
@@ -51,8 +64,14 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._requires_update = set()
         self._synchronized = False
         self._should_synchronize = True
-        if mpi_ops.size() > 1:
+        if mpi_ops.size() > 1 or _core.elastic_enabled():
             self._register_hooks()
+        _optimizers.add(self)
+
+    def _forget_handles(self):
+        self._handles.clear()
+        self._allreduce_delay = {p: self.backward_passes_per_step for p in self._allreduce_delay}
+        self._synchronized = False
 
     def _register_hooks(self):
         for group in self.param_groups:
