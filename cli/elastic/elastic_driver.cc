@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "cli/host_list.h"
+#include "cli/plan/host_list.h"
 #include "lib/decimal.h"
 #include "rendezvous/kv_table.h"
 

@@ -25,14 +25,14 @@
 #include <string>
 #include <vector>
 
-#include "cli/agent_link.h"
-#include "cli/agent_protocol.h"
+#include "cli/agent/agent_link.h"
+#include "cli/agent/agent_protocol.h"
 #include "cli/elastic/blacklist.h"
 #include "cli/elastic/host_discovery.h"
 #include "cli/elastic/membership.h"
-#include "cli/job_state.h"
-#include "cli/rank_plan.h"
-#include "cli/supervisor.h"
+#include "cli/job/job_state.h"
+#include "cli/plan/rank_plan.h"
+#include "cli/job/supervisor.h"
 
 namespace trainrun::rendezvous {
 class KvTable;

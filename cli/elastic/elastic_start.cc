@@ -3,10 +3,10 @@
 #include <iostream>
 #include <thread>
 
-#include "cli/host_list.h"
-#include "cli/job_plan.h"
-#include "cli/job_state.h"
-#include "cli/local_host.h"
+#include "cli/plan/host_list.h"
+#include "cli/plan/job_plan.h"
+#include "cli/job/job_state.h"
+#include "cli/plan/local_host.h"
 #include "lib/decimal.h"
 
 namespace trainrun::cli::elastic {

@@ -13,7 +13,7 @@
 
 #include "cli/elastic/elastic_driver.h"
 #include "cli/elastic/host_discovery.h"
-#include "cli/options.h"
+#include "cli/plan/options.h"
 
 namespace trainrun::cli::elastic {
 

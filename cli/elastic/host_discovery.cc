@@ -14,11 +14,11 @@
 #include <cstring>
 #include <utility>
 
-#include "cli/child_process.h"
-#include "cli/host_list.h"
-#include "cli/job_state.h"
-#include "cli/printable.h"
-#include "cli/process_tree.h"
+#include "cli/agent/child_process.h"
+#include "cli/plan/host_list.h"
+#include "cli/job/job_state.h"
+#include "cli/plan/printable.h"
+#include "cli/agent/process_tree.h"
 
 extern char** environ;
 

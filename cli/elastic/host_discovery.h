@@ -1,5 +1,5 @@
 // Elastic host discovery: a user's script that prints the hosts available
-// now, in exactly a hostfile's format (cli/host_list.h), run once at start
+// now, in exactly a hostfile's format (cli/plan/host_list.h), run once at start
 // and then polled, so that the elastic driver sees hosts come and go.
 // run_discovery_script() is one run (I/O only: fork/exec, no shell, no
 // signal-handling changes); HostDiscovery polls it from a thread of its own
@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "cli/rank_plan.h"
+#include "cli/plan/rank_plan.h"
 
 namespace trainrun::cli::elastic {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "cli/rank_plan.h"
+#include "cli/plan/rank_plan.h"
 
 namespace trainrun::cli::elastic {
 

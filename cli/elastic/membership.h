@@ -1,7 +1,7 @@
 // Which rank each worker of an elastic job gets in a generation: hosts in
 // the order the job first saw them, workers within a host by worker id, so
 // survivors keep their relative order and ranks stay dense. Local and cross
-// ranks as for any job (cli/rank_plan.h). Pure.
+// ranks as for any job (cli/plan/rank_plan.h). Pure.
 #pragma once
 
 #include <string>

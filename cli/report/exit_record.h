@@ -1,5 +1,5 @@
 // What an agent tells the launcher when a rank ends (the Exited frame's
-// payload, cli/agent_protocol.h): the raw wait status, then the rank's
+// payload, cli/agent/agent_protocol.h): the raw wait status, then the rank's
 // resource use from wait4: "STATUS MAXRSS_KB USER_US SYSTEM_US". The
 // launcher reads the status with atoi as before, so either side may be
 // older; usage fields are absent when the agent did not send them. Pure.

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <iostream>
 
-#include "cli/host_list.h"
+#include "cli/plan/host_list.h"
 #include "rendezvous/kv_table.h"
 #include "rendezvous/protocol.h"
 #include "trainrun/version.h"

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/job_plan.h"
-#include "cli/job_state.h"
+#include "cli/plan/job_plan.h"
+#include "cli/job/job_state.h"
 #include "cli/report/job_report.h"
 #include "cli/report/rank_events.h"
 

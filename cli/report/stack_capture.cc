@@ -10,9 +10,9 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "cli/child_process.h"
-#include "cli/process_tree.h"
-#include "cli/program_path.h"
+#include "cli/agent/child_process.h"
+#include "cli/agent/process_tree.h"
+#include "cli/plan/program_path.h"
 
 namespace trainrun::cli::report {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <charconv>
 
-#include "cli/printable.h"
+#include "cli/plan/printable.h"
 #include "lib/world.h"
 #include "trainrun/error.h"
 

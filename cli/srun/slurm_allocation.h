@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cli/rank_plan.h"
+#include "cli/plan/rank_plan.h"
 
 namespace trainrun::cli {
 

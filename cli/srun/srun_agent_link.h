@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "cli/piped_agent_link.h"
+#include "cli/agent/piped_agent_link.h"
 
 namespace trainrun::cli {
 

@@ -4,7 +4,7 @@
 // to the same bytes.
 #include <stdexcept>
 
-#include "cli/agent_protocol.h"
+#include "cli/agent/agent_protocol.h"
 #include "tests/fuzz/fuzz_input.h"
 
 using namespace trainrun::cli;

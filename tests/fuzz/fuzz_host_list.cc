@@ -1,5 +1,5 @@
 // -H and --hostfile text: every accepted host is one the launcher can use.
-#include "cli/host_list.h"
+#include "cli/plan/host_list.h"
 #include "tests/fuzz/fuzz_input.h"
 
 using namespace trainrun::cli;

@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-#include "cli/program_path.h"
+#include "cli/plan/program_path.h"
 #include "tests/integration/process_runner.h"
 
 using namespace trainrun::test;

@@ -4,7 +4,7 @@
 
 #include <map>
 
-#include "cli/options.h"
+#include "cli/plan/options.h"
 #include "cli/srun/srun_mode.h"
 
 using namespace trainrun::cli;

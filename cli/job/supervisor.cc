@@ -1,0 +1,375 @@
+#include "cli/job/supervisor.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+
+#include "cli/report/stack_dumps.h"
+#include "lib/decimal.h"
+#include "rendezvous/kv_table.h"
+#include "rendezvous/protocol.h"
+
+namespace trainrun::cli {
+namespace {
+
+// Past this much unsent data to an agent, trainrun stops reading its stdin.
+constexpr std::size_t kPeerOutboundLimit = 1u << 20;
+
+sigset_t job_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT}) sigaddset(&set, sig);
+  return set;
+}
+
+// Reading a terminal from the background would stop trainrun (SIGTTIN).
+bool stdin_usable() {
+  if (!::isatty(0)) return true;
+  return ::tcgetpgrp(0) == ::getpgrp();
+}
+
+}  // namespace
+
+struct Supervisor::Peer {
+  AgentLink* link;
+  FrameReader reader;
+  std::string outbound;
+  bool eof = false;
+  bool closed = false;   // we sent EOF (job over on our side)
+};
+
+sigset_t block_job_signals() {
+  ::signal(SIGPIPE, SIG_IGN);
+  sigset_t set = job_signals(), previous;
+  ::sigprocmask(SIG_BLOCK, &set, &previous);
+  return previous;
+}
+
+Supervisor::Supervisor(SupervisorOptions options, JobState& state, OutputRouter& output,
+                       const rendezvous::KvTable* rendezvous)
+    : options_(options), state_(state), output_(output), rendezvous_(rendezvous) {
+  const sigset_t set = job_signals();
+  signal_fd_ = ::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+Supervisor::~Supervisor() {
+  if (signal_fd_ >= 0) ::close(signal_fd_);
+}
+
+void Supervisor::send_all(FrameType type, const std::string& payload) {
+  for (Peer& peer : peers_) {
+    if (!peer.eof && !peer.closed) append_frame(peer.outbound, type, 0, 0, payload);
+  }
+}
+
+Supervisor::Peer* Supervisor::find_peer(const std::string& host) {
+  for (Peer& peer : peers_) {
+    if (peer.link->host() == host && !peer.eof && !peer.closed) return &peer;
+  }
+  return nullptr;
+}
+
+void Supervisor::add_agent(std::unique_ptr<AgentLink> agent, const JobSpec& job) {
+  std::string frames;
+  append_job_frames(frames, job);
+  new_agents_.emplace_back(std::move(agent), std::move(frames));
+}
+
+// Between turns of the loop, never while it walks peers_.
+void Supervisor::take_new_agents() {
+  for (auto& [link, frames] : new_agents_) {
+    peers_.push_back(Peer{link.get(), {}, std::move(frames), false, false});
+    agents_->push_back(std::move(link));
+  }
+  new_agents_.clear();
+}
+
+bool Supervisor::add_ranks(const std::string& host, const JobSpec& more) {
+  Peer* peer = find_peer(host);
+  if (!peer) return false;
+  append_frame(peer->outbound, FrameType::AddRanks, 0, 0, encode_job(more));
+  return true;
+}
+
+void Supervisor::stop_host(const std::string& host) {
+  if (Peer* peer = find_peer(host)) append_frame(peer->outbound, FrameType::Terminate, 0, 0, "");
+}
+
+void Supervisor::apply(JobState::Action action) {
+  if (action == JobState::Action::Teardown) {
+    send_all(FrameType::Terminate, "");
+    // Agents SIGKILL at the end of the grace period; this is the backstop.
+    kill_at_ = Clock::now() + std::chrono::milliseconds(static_cast<long long>(options_.grace_s * 1000) + 2000);
+  } else if (action == JobState::Action::Kill) {
+    send_all(FrameType::Kill, "");
+    kill_at_ = Clock::now() + std::chrono::milliseconds(2000);
+  }
+}
+
+void Supervisor::on_frame(Peer& peer, const Frame& frame) {
+  switch (frame.type) {
+    case FrameType::Hello:
+      return;
+    case FrameType::Started:
+      if (options_.events) options_.events->started(static_cast<int>(frame.rank), std::atoi(frame.payload.c_str()));
+      return state_.started(static_cast<int>(frame.rank), std::atoi(frame.payload.c_str()));
+    case FrameType::Output:
+      output_.add(static_cast<int>(frame.rank), frame.stream, frame.payload, output_clock());
+      if (stacks_ && frame.stream == 2) {  // after the line that calls for a dump
+        if (auto reason = stacks_->stderr_bytes(static_cast<int>(frame.rank), frame.payload, Clock::now())) {
+          request_stacks(*reason);
+        }
+      }
+      return;
+    case FrameType::Exited: {
+      const int rank = static_cast<int>(frame.rank);
+      if (options_.events) options_.events->exited(rank, frame.payload);
+      const int status = std::atoi(frame.payload.c_str());
+      if (control_ && rank < state_.size() && control_->absorb_exit(rank, status)) return state_.retired(rank, status);
+      const JobState::Action action = state_.exited(rank, status);
+      if (action == JobState::Action::Teardown) {
+        output_.note("trainrun: " + state_.describe(rank) + "; stopping the job");
+      } else if (options_.verbose) {
+        output_.note("trainrun: " + state_.describe(rank));
+      }
+      return apply(action);
+    }
+    case FrameType::StackTrace:
+    case FrameType::StacksDone:
+      return stacks_frame(peer, frame);
+    case FrameType::Fatal:
+      output_.note("trainrun: agent on " + peer.link->host() + ": " + frame.payload);
+      return lose_host(peer, "the agent on " + peer.link->host() + " failed: " + frame.payload);
+    default:
+      return;
+  }
+}
+
+void Supervisor::on_readable(Peer& peer) {
+  char buffer[65536];
+  const ssize_t n = ::read(peer.link->read_fd(), buffer, sizeof buffer);
+  if (n > 0) {
+    peer.reader.feed(std::string_view(buffer, static_cast<std::size_t>(n)));
+    try {
+      while (auto frame = peer.reader.next()) on_frame(peer, *frame);
+    } catch (const std::exception& e) {
+      output_.note("trainrun: garbled data from the agent on " + peer.link->host() + ": " + e.what());
+      peer.eof = true;
+    }
+    return;
+  }
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  peer.eof = true;
+  if (stacks_) stacks_->host_done(peer.link->host(), "its agent went away");
+  if (state_.running_on(peer.link->host()) == 0) return;
+  // The agent is gone while its ranks were running: the host is lost.
+  const auto why = peer.link->failure();
+  const std::string reason = why ? *why : "lost connection to " + peer.link->host();
+  output_.note("trainrun: " + reason);
+  lose_host(peer, reason);
+}
+
+void Supervisor::lose_host(Peer& peer, const std::string& reason) {
+  if (control_ && control_->absorb_host_lost(peer.link->host(), reason)) {
+    state_.abandon(peer.link->host());
+    if (!peer.closed) peer.link->close_write(), peer.closed = true;  // the agent, if alive, ends its ranks
+    return;
+  }
+  state_.abandon(peer.link->host());
+  apply(state_.host_lost(reason));
+}
+
+void Supervisor::on_signal() {
+  signalfd_siginfo info;
+  while (::read(signal_fd_, &info, sizeof info) == sizeof info) {
+    const int sig = static_cast<int>(info.ssi_signo);
+    if (sig == SIGQUIT) {  // Ctrl-\: a look at every rank; the job goes on
+      request_stacks("SIGQUIT");
+      continue;
+    }
+    if (sig == SIGUSR1 || sig == SIGUSR2) {
+      send_all(FrameType::Signal, std::to_string(sig));
+      continue;
+    }
+    const JobState::Action action = state_.stop_signal(sig);
+    if (action == JobState::Action::Teardown) {
+      output_.note("trainrun: received " + signal_name(sig) + ", stopping the job (again to kill at once)");
+    } else if (action == JobState::Action::Kill) {
+      output_.note("trainrun: received " + signal_name(sig) + " again, killing the job");
+    }
+    apply(action);
+  }
+}
+
+void Supervisor::forward_stdin() {
+  Peer* target = &peers_[stdin_peer_];
+  char buffer[65536];
+  const ssize_t n = ::read(0, buffer, sizeof buffer);
+  if (n > 0) {
+    append_frame(target->outbound, FrameType::Stdin, static_cast<std::uint32_t>(options_.stdin_rank), 0,
+                 std::string_view(buffer, static_cast<std::size_t>(n)));
+  } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+    append_frame(target->outbound, FrameType::StdinEof, static_cast<std::uint32_t>(options_.stdin_rank), 0, "");
+    stdin_open_ = false;
+  }
+}
+
+std::vector<int> Supervisor::unregistered_ranks() const {
+  std::vector<int> missing;
+  bool any = false;
+  for (int rank = 0; rank < state_.size(); ++rank) {
+    const std::string key = std::string(protocol::kScopeJob) + "/" + std::string(protocol::kKeyRankPrefix) +
+                            std::to_string(rank);
+    if (rendezvous_->get(key)) {
+      any = true;
+    } else if (!state_.has_exited(rank)) {
+      missing.push_back(rank);
+    }
+  }
+  // A program that never calls trainrun::init() has no rendezvous to reach.
+  return any ? missing : std::vector<int>{};
+}
+
+void Supervisor::check_start_timeout() {
+  if (start_checked_ || !rendezvous_) return;
+  if (Clock::now() - started_ < std::chrono::seconds(options_.start_timeout_s)) return;
+  start_checked_ = true;
+  const std::vector<int> missing = unregistered_ranks();
+  const JobState::Action action = state_.start_timeout(missing, options_.start_timeout_s);
+  if (action == JobState::Action::Teardown) output_.note(state_.summary());
+  apply(action);
+}
+
+void Supervisor::run(std::vector<std::unique_ptr<AgentLink>>& agents, const std::vector<JobSpec>& jobs) {
+  started_ = Clock::now();
+  agents_ = &agents;
+  for (std::size_t i = 0; i < agents.size(); ++i) {
+    peers_.push_back(Peer{agents[i].get(), {}, {}, false, false});
+    append_job_frames(peers_.back().outbound, jobs[i]);
+  }
+  stdin_open_ = false;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    for (const RankSpec& rank : jobs[i].ranks) {
+      if (static_cast<int>(rank.rank) == options_.stdin_rank) {
+        stdin_peer_ = i;
+        stdin_open_ = stdin_usable();
+      }
+    }
+  }
+  const auto deadline = options_.timeout_s > 0
+                            ? std::optional(started_ + std::chrono::milliseconds(
+                                                           static_cast<long long>(options_.timeout_s * 1000)))
+                            : std::nullopt;
+  while (true) {
+    const auto now = Clock::now();
+    if (control_) {
+      control_->tick();
+      take_new_agents();
+    }
+    if (state_.all_exited() && (!control_ || control_->idle() || state_.tearing_down())) {
+      // Every rank is done: let each agent clean up its host and go.
+      for (Peer& peer : peers_) {
+        if (!peer.closed && peer.outbound.empty()) {
+          peer.link->close_write();
+          peer.closed = true;
+        }
+      }
+    }
+    bool all_eof = true;
+    for (const Peer& peer : peers_) all_eof = all_eof && peer.eof;
+    if (all_eof) break;
+
+    if (deadline && now >= *deadline && !state_.tearing_down()) {
+      request_stacks("--timeout " + detail::shortest_decimal(options_.timeout_s) + " s expired");  // before the Terminate: agents answer in order
+      apply(state_.timed_out(options_.timeout_s));
+    }
+    print_stacks_when_due(false);
+    check_start_timeout();
+    if (kill_at_ && now >= *kill_at_) {
+      send_all(FrameType::Kill, "");
+      kill_at_ = now + std::chrono::seconds(2);
+      // Agents that do not answer even a Kill are cut off.
+      for (Peer& peer : peers_) {
+        if (!peer.closed) peer.link->close_write(), peer.closed = true;
+      }
+    }
+    // Unfinished lines go out only while no output is in flight, so a line
+    // is never cut because trainrun itself was busy or back-pressured.
+    if (idle_) output_.flush_stale(output_clock());
+
+    std::vector<pollfd> fds;
+    fds.push_back({signal_fd_, POLLIN, 0});
+    const bool backlogged = output_.backlogged();
+    for (Peer& peer : peers_) {
+      if (!peer.eof && !backlogged) fds.push_back({peer.link->read_fd(), POLLIN, 0});
+      if (!peer.outbound.empty() && !peer.closed && peer.link->write_fd() >= 0) {
+        fds.push_back({peer.link->write_fd(), POLLOUT, 0});
+      }
+    }
+    if (stdin_open_ && peers_[stdin_peer_].outbound.size() < kPeerOutboundLimit) {
+      fds.push_back({0, POLLIN, 0});
+    }
+    for (int stream : {1, 2}) {
+      if (output_.wants_write(stream)) fds.push_back({output_.fd(stream), POLLOUT, 0});
+    }
+    const auto polled = Clock::now();
+    ::poll(fds.data(), fds.size(), 50);
+    if (backlogged) held_back_ += Clock::now() - polled;
+    idle_ = !backlogged;
+
+    for (const pollfd& p : fds) {
+      if (!p.revents) continue;
+      if (p.fd == signal_fd_) {
+        on_signal();
+      } else if (p.fd == 0 && (p.events & POLLIN)) {
+        forward_stdin();
+      } else if (p.fd == output_.fd(1) || p.fd == output_.fd(2)) {
+        output_.write_some(p.fd == output_.fd(1) ? 1 : 2);
+      } else {
+        for (Peer& peer : peers_) {
+          if (p.fd == peer.link->read_fd() && (p.events & POLLIN)) {
+            on_readable(peer);
+            idle_ = false;
+          }
+          if (p.fd == peer.link->write_fd() && (p.events & POLLOUT)) {
+            const ssize_t n = ::write(p.fd, peer.outbound.data(), peer.outbound.size());
+            if (n > 0) peer.outbound.erase(0, static_cast<std::size_t>(n));
+            else if (n < 0 && errno != EAGAIN && errno != EINTR) peer.outbound.clear();
+          }
+        }
+      }
+    }
+  }
+  print_stacks_when_due(true);
+  output_.finish();
+}
+
+void Supervisor::request_stacks(const std::string& reason) {
+  if (!stacks_) return;
+  std::vector<std::string> hosts;
+  for (const Peer& peer : peers_) {
+    if (!peer.eof && !peer.closed) hosts.push_back(peer.link->host());
+  }
+  if (!stacks_->begin(reason, hosts, Clock::now())) return;
+  output_.note("trainrun: " + reason + ": taking the stack of every rank");
+  send_all(FrameType::Stacks, "");
+}
+
+void Supervisor::stacks_frame(Peer& peer, const Frame& frame) {
+  if (!stacks_) return;
+  if (frame.type == FrameType::StackTrace) stacks_->add(static_cast<int>(frame.rank), frame.stream == 1, frame.payload);
+  else stacks_->host_done(peer.link->host(), frame.payload);
+}
+
+void Supervisor::print_stacks_when_due(bool now) {
+  if (stacks_ && (stacks_->due(Clock::now()) || (now && stacks_->in_progress()))) {
+    output_.note(stacks_->finish(Clock::now()));
+  }
+}
+
+}  // namespace trainrun::cli

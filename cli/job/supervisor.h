@@ -1,0 +1,126 @@
+// Supervisor: the launcher's event loop from the moment agents are started
+// until the last rank has exited and every agent is gone. It sends each
+// agent its job, routes rank output to the console and files, forwards
+// stdin to one rank and signals to all, watches --timeout and
+// --start-timeout, and turns what happens into JobState decisions
+// (teardown: Terminate frames, then Kill). Single-threaded; signals arrive
+// through a signalfd, so they must be blocked before any thread or agent
+// starts (see block_job_signals).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "cli/agent/agent_link.h"
+#include "cli/agent/agent_protocol.h"
+#include "cli/job/job_state.h"
+#include "cli/output/output_router.h"
+#include "cli/report/rank_events.h"
+
+namespace trainrun::rendezvous {
+class KvTable;
+}
+
+namespace trainrun::cli {
+namespace report {
+class StackDumps;
+}
+
+struct SupervisorOptions {
+  double grace_s = 5;
+  double timeout_s = 0;        // 0: none
+  int start_timeout_s = 30;
+  int stdin_rank = 0;          // -1: nobody reads trainrun's stdin
+  bool verbose = false;
+  RankEvents* events = nullptr;  // the JSON report's ranks (cli/report), or none
+};
+
+// An elastic job's driver (cli/elastic): it decides what a rank's failure
+// or a lost host means, and grows the job. Called from the supervisor's
+// thread only.
+class ElasticControl {
+ public:
+  virtual ~ElasticControl() = default;
+  // True when the job goes on without this rank (it is recorded as retired).
+  virtual bool absorb_exit(int rank, int raw_status) = 0;
+  // True when the job goes on without the host's ranks.
+  virtual bool absorb_host_lost(const std::string& host, const std::string& reason) = 0;
+  // Every turn of the loop (at most ~50 ms apart).
+  virtual void tick() = 0;
+  // False while the job may still grow (waiting for hosts): the supervisor
+  // does not end it even when every rank has exited.
+  virtual bool idle() const = 0;
+};
+
+// Blocks the signals the supervisor takes synchronously (call first, before
+// threads or children exist); returns the previous mask.
+sigset_t block_job_signals();
+
+class Supervisor {
+ public:
+  Supervisor(SupervisorOptions options, JobState& state, OutputRouter& output,
+             const rendezvous::KvTable* rendezvous);
+  ~Supervisor();
+
+  // Stack dumps of every rank (SIGQUIT, --timeout, stalls); none without.
+  void attach_stacks(report::StackDumps& stacks) { stacks_ = &stacks; }
+
+  // An elastic job's driver; none: a failure ends the job.
+  void attach_control(ElasticControl& control) { control_ = &control; }
+
+  // agents[i] runs jobs[i]. Returns when the job is over; agents added
+  // while it ran (add_agent) are appended to `agents`.
+  void run(std::vector<std::unique_ptr<AgentLink>>& agents, const std::vector<JobSpec>& jobs);
+
+  // For the elastic driver: a new host's agent and its job (taken in at the
+  // next turn of the loop); more ranks for a host's running agent; SIGTERM
+  // to every rank of a host; a line of trainrun's own; a decision.
+  void add_agent(std::unique_ptr<AgentLink> agent, const JobSpec& job);
+  bool add_ranks(const std::string& host, const JobSpec& more);
+  void stop_host(const std::string& host);
+  void note(const std::string& line) { output_.note(line); }
+  void apply(JobState::Action action);
+
+ private:
+  struct Peer;
+  using Clock = std::chrono::steady_clock;
+
+  void send_all(FrameType type, const std::string& payload);
+  Peer* find_peer(const std::string& host);
+  void take_new_agents();
+  void lose_host(Peer& peer, const std::string& reason);
+  void on_frame(Peer& peer, const Frame& frame);
+  void on_readable(Peer& peer);
+  void on_signal();
+  void forward_stdin();
+  void check_start_timeout();
+  std::vector<int> unregistered_ranks() const;
+  void request_stacks(const std::string& reason);
+  void stacks_frame(Peer& peer, const Frame& frame);
+  void print_stacks_when_due(bool now);
+
+  SupervisorOptions options_;
+  JobState& state_;
+  OutputRouter& output_;
+  const rendezvous::KvTable* rendezvous_;
+  report::StackDumps* stacks_ = nullptr;
+  ElasticControl* control_ = nullptr;
+  std::vector<Peer> peers_;
+  std::vector<std::unique_ptr<AgentLink>>* agents_ = nullptr;
+  std::vector<std::pair<std::unique_ptr<AgentLink>, std::string>> new_agents_;  // link, its Job frames
+  int signal_fd_ = -1;
+  bool stdin_open_ = false;
+  std::size_t stdin_peer_ = 0;  // the agent of options_.stdin_rank
+  Clock::time_point started_;
+  std::optional<Clock::time_point> kill_at_;
+  bool start_checked_ = false;
+  bool idle_ = true;  // the last poll round read no agent output
+  // Time spent not reading agents because the console was back-pressured:
+  // it does not count towards holding an unfinished line, whose rest may be
+  // waiting unread in the pipe.
+  Clock::duration held_back_{};
+  Clock::time_point output_clock() const { return Clock::now() - held_back_; }
+};
+
+}  // namespace trainrun::cli

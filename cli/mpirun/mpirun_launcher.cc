@@ -1,0 +1,159 @@
+#include "cli/mpirun/mpirun_launcher.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <optional>
+#include <thread>
+
+#include "cli/agent/child_process.h"
+#include "cli/plan/job_plan.h"
+#include "cli/job/job_state.h"
+#include "cli/plan/local_host.h"
+#include "cli/mpirun/mpirun_command.h"
+#include "cli/report/report_recorder.h"
+#include "cli/plan/shell_words.h"
+#include "cli/plan/program_path.h"
+#include "rendezvous/protocol.h"
+#include "trainrun/error.h"
+
+extern char** environ;
+
+namespace trainrun::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The job-level settings this trainrun hands to every rank: --backend, and
+// those of protocol::kJobEnv the user exported (remote ranks see only -x).
+MpirunJob describe_job(const Options& options, const JobPlan& plan, const std::string& mpirun) {
+  MpirunJob job;
+  job.mpirun = mpirun;
+  job.np = static_cast<int>(plan.ranks.size());
+  // Without -H/--hostfile every rank runs here (mpirun_command says localhost).
+  if (!options.hosts.empty() || !options.hostfile.empty()) job.hosts = plan.hosts;
+  job.job_env = plan.forwarded;  // -x NAME and NAME=VALUE, with the value trainrun sees
+  job.local_cpus = static_cast<int>(std::thread::hardware_concurrency());
+  if (!options.backend.empty()) job.job_env.emplace_back(protocol::kEnvBackend, options.backend);
+  for (const char* name : protocol::kJobEnv) {
+    if (std::getenv(name)) job.forward_env.emplace_back(name);
+  }
+  job.tag_output = options.tag_output;
+  job.mpi_args = options.mpi_args;
+  job.as_root = ::geteuid() == 0;
+  job.command = options.command;
+  return job;
+}
+
+// Waits for mpirun; the first INT/TERM/HUP sends it SIGTERM (it stops the
+// ranks), SIGKILL follows after the grace period or a second SIGINT.
+// `report` learns how it ended, with the line trainrun printed.
+int supervise(pid_t mpirun, const sigset_t& handled, double grace_s, ReportRecorder& report) {
+  std::optional<int> stop_signal;
+  std::optional<Clock::time_point> kill_at;
+  int status = 0;
+  while (true) {
+    timespec wait{0, 200'000'000};
+    const int sig = ::sigtimedwait(&handled, nullptr, &wait);
+    if (::waitpid(mpirun, &status, WNOHANG) == mpirun) break;  // every wake-up: SIGCHLDs merge
+    if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+      if (stop_signal && sig == SIGINT) {
+        ::kill(mpirun, SIGKILL);  // second Ctrl-C: no more grace
+      } else if (!stop_signal) {
+        stop_signal = sig;
+        const std::string line = "trainrun: received " + signal_name(sig) + ", stopping the job";
+        std::cerr << line << "\n";
+        report.failed("signal", line);
+        ::kill(mpirun, SIGTERM);
+        kill_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(grace_s));
+      }
+    } else if (sig == SIGUSR1 || sig == SIGUSR2) {
+      ::kill(mpirun, sig);  // mpirun forwards these to every rank
+    }
+    if (kill_at && Clock::now() >= *kill_at) {
+      ::kill(mpirun, SIGKILL);
+      kill_at.reset();
+    }
+  }
+  if (stop_signal) return 128 + *stop_signal;
+  const int code = shell_status(status);
+  std::string line;
+  if (WIFSIGNALED(status)) {
+    line = "trainrun: job failed: mpirun was killed by " + signal_name(WTERMSIG(status));
+  } else if (code != 0) {
+    line = "trainrun: job failed: mpirun exited with code " + std::to_string(code) + " (see its report above)";
+  }
+  if (!line.empty()) {
+    std::cerr << line << "\n";
+    report.failed("rank_failed", line);
+  }
+  return code;
+}
+
+}  // namespace
+
+int run_mpirun(const Options& options, ReportRecorder& report) {
+  report.set_launcher("mpirun");
+  if (options.backend == "gloo") {
+    std::cerr << "trainrun: error: --backend gloo needs trainrun's rendezvous, which ranks started by "
+                 "mpirun do not have; use --backend mpi (the default under mpirun)\n";
+    return 2;
+  }
+  const ProgramLookup mpirun = find_program("mpirun", std::getenv("PATH"));
+  if (!mpirun.path) {
+    std::cerr << "trainrun: error: --launcher mpirun: mpirun not found in PATH; install Open MPI "
+                 "(Debian/Ubuntu: apt-get install openmpi-bin)\n";
+    return 127;
+  }
+  const PlanResult planned = make_plan(options, this_host_name(), &std::getenv, read_text_file);
+  if (!planned.plan) {
+    std::cerr << "trainrun: error: " << planned.error << "\n";
+    return kExitUsage;
+  }
+  report.planned(*planned.plan, {});
+  report.ranks_unobserved("mpirun started the ranks: their pids, times, exit statuses, backends and the "
+                          "stragglers table are not known to trainrun");
+  bool all_local = true;
+  for (const HostSlots& host : planned.plan->hosts) all_local = all_local && is_local_host(host.host);
+  // Every rank runs here: a missing program is one clear error up front
+  // (on other hosts mpirun says so itself).
+  const ProgramLookup program = find_program(options.command.front(), std::getenv("PATH"));
+  if (all_local && !program.path) {
+    std::cerr << "trainrun: error: " << program.error << "\n";
+    return program.exit_code;
+  }
+  std::vector<std::string> argv;
+  try {
+    argv = mpirun_command(describe_job(options, *planned.plan, *mpirun.path));
+  } catch (const Error& e) {
+    std::cerr << "trainrun: error: " << e.what() << "\n";
+    return 2;
+  }
+  if (options.dry_run) {
+    std::cout << shell_join(argv) << "\n";
+    return 0;
+  }
+  if (options.verbose) std::cerr << "trainrun: running " << shell_join(argv) << "\n";
+
+  sigset_t handled, original;
+  sigemptyset(&handled);
+  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) sigaddset(&handled, sig);
+  ::sigprocmask(SIG_BLOCK, &handled, &original);
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) env.emplace_back(*e);
+  // mpirun stays in trainrun's process group: it forwards the terminal's
+  // stdin to rank 0, which a background group could not read.
+  const pid_t pid = spawn_child(*mpirun.path, argv, env, original, /*own_group=*/false);
+  if (pid < 0) std::cerr << "trainrun: error: cannot start mpirun: " << std::strerror(errno) << "\n";
+  const int code = pid > 0 ? supervise(pid, handled, options.grace_s, report) : 1;
+  ::sigprocmask(SIG_SETMASK, &original, nullptr);
+  return code;
+}
+
+}  // namespace trainrun::cli

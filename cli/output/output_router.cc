@@ -1,0 +1,163 @@
+#include "cli/output/output_router.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "trainrun/error.h"
+
+namespace trainrun::cli {
+namespace {
+
+// Writes at most this much after a POLLOUT: a pipe that polls writable has at
+// least PIPE_BUF free, so a write this size does not block.
+constexpr std::size_t kConsoleChunk = 4096;
+
+void make_directory(const std::string& path) {
+  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+    throw Error(Error::Code::Io, "--output-filename: cannot create " + path + ": " + std::strerror(errno));
+  }
+}
+
+bool write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+}  // namespace
+
+OutputRouter::OutputRouter(Options options) : options_(std::move(options)) {
+  if (options_.directory.empty()) return;
+  // mkdir -p for the directory itself, then one folder per rank.
+  std::string path;
+  for (std::size_t i = 0; i <= options_.directory.size(); ++i) {
+    if (i == options_.directory.size() || (options_.directory[i] == '/' && i > 0)) {
+      make_directory(options_.directory.substr(0, i));
+    }
+  }
+  for (int rank = 0; rank < options_.size; ++rank) open_files(rank);
+}
+
+void OutputRouter::open_files(int rank) {
+  const int width = std::max<int>(2, static_cast<int>(std::to_string(options_.size - 1).size()));
+  std::string number = std::to_string(rank);
+  if (number.size() < static_cast<std::size_t>(width)) number.insert(0, width - number.size(), '0');
+  const std::string folder = options_.directory + "/rank." + number;
+  make_directory(folder);
+  for (int stream : {1, 2}) {
+    const std::string file = folder + (stream == 1 ? "/stdout" : "/stderr");
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) throw Error(Error::Code::Io, "--output-filename: cannot create " + file + ": " + std::strerror(errno));
+    files_[{rank, stream}] = fd;
+  }
+}
+
+OutputRouter::~OutputRouter() {
+  for (auto& [key, fd] : files_) ::close(fd);
+}
+
+int OutputRouter::file_for(int rank, int stream) {
+  auto it = files_.find({rank, stream});
+  if (it != files_.end()) return it->second;
+  // An elastic job's workers started later get their files on first output.
+  if (options_.directory.empty() || rank < options_.size || !late_.insert(rank).second) return -1;
+  try {
+    open_files(rank);
+  } catch (const Error& e) {
+    note(std::string("trainrun: ") + e.what());
+    return -1;
+  }
+  return file_for(rank, stream);
+}
+
+void OutputRouter::add(int rank, int stream, std::string_view bytes, Clock::time_point now) {
+  if (stream != 1 && stream != 2) return;
+  if (const int fd = file_for(rank, stream); fd >= 0) write_all(fd, bytes);
+  if (!options_.console_ranks.empty() && !options_.console_ranks.count(rank)) return;
+  assemblers_[{rank, stream}].feed(bytes, now, [&](std::string_view piece, bool continues) {
+    to_console(rank, stream, piece, continues);
+  });
+}
+
+void OutputRouter::to_console(int rank, int stream, std::string_view piece, bool continues) {
+  std::string& queue = queue_[stream - 1];
+  auto& [open_rank, open] = open_line_[stream - 1];
+  // Someone else's line is open on this console: end it before ours.
+  if (open && open_rank != rank) queue.push_back('\n');
+  const bool same_line = open && open_rank == rank && continues;
+  if (options_.tag && !same_line) queue += "[" + std::to_string(rank) + "] ";
+  queue.append(piece);
+  open = !piece.empty() && piece.back() != '\n' && piece.back() != '\r';
+  open_rank = rank;
+}
+
+void OutputRouter::flush_stale(Clock::time_point now) {
+  for (auto& [key, assembler] : assemblers_) {
+    const auto [rank, stream] = key;
+    assembler.flush(now, kHold, [&, rank = rank, stream = stream](std::string_view piece, bool continues) {
+      to_console(rank, stream, piece, continues);
+    });
+  }
+}
+
+void OutputRouter::finish() {
+  flush_stale(Clock::now() + kHold);
+  for (int stream : {1, 2}) {
+    auto& [rank, open] = open_line_[stream - 1];
+    if (open) queue_[stream - 1].push_back('\n');
+    open = false;
+  }
+}
+
+void OutputRouter::note(const std::string& line) {
+  auto& [rank, open] = open_line_[1];
+  if (open) queue_[1].push_back('\n');
+  open = false;
+  queue_[1] += line + "\n";
+}
+
+bool OutputRouter::backlogged() const {
+  return queue_[0].size() > kConsoleLimit || queue_[1].size() > kConsoleLimit;
+}
+
+void OutputRouter::write_some(int stream) {
+  std::string& queue = queue_[stream - 1];
+  const int target = fd(stream);
+  while (!queue.empty()) {
+    const ssize_t n = ::write(target, queue.data(), std::min(queue.size(), kConsoleChunk));
+    if (n > 0) {
+      queue.erase(0, static_cast<std::size_t>(n));
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && errno != EAGAIN) {
+      queue.clear();  // the console is gone (closed pipe): drop, never block
+      return;
+    }
+    // Write more only while the console keeps taking it without waiting.
+    pollfd pfd{target, POLLOUT, 0};
+    if (::poll(&pfd, 1, 0) <= 0) return;
+  }
+}
+
+void OutputRouter::drain(std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  for (int stream : {1, 2}) {
+    while (wants_write(stream)) {
+      pollfd pfd{fd(stream), POLLOUT, 0};
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0 || ::poll(&pfd, 1, static_cast<int>(left)) <= 0) return;
+      write_some(stream);
+    }
+  }
+}
+
+}  // namespace trainrun::cli

@@ -1,0 +1,249 @@
+#include "cli/plan/job_plan.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+#include "cli/plan/host_list.h"
+#include "cli/plan/printable.h"
+#include "lib/decimal.h"
+#include "rendezvous/protocol.h"
+
+namespace trainrun::cli {
+namespace {
+
+bool parse_int(std::string_view text, int& value) {
+  const auto r = std::from_chars(text.data(), text.data() + text.size(), value);
+  return !text.empty() && r.ec == std::errc() && r.ptr == text.data() + text.size();
+}
+
+std::string hosts_text(const std::vector<HostSlots>& hosts) {
+  std::string out;
+  for (const auto& h : hosts) out += (out.empty() ? "" : ",") + display_name(h) + ":" + std::to_string(h.slots);
+  return out;
+}
+
+// The engine's and the transport's launcher flags, as the variables the
+// library reads (rendezvous/protocol.h); only those the user gave.
+void append_engine_settings(const Options& o, EnvList& env) {
+  namespace p = protocol;
+  if (o.fusion_threshold_mb >= 0) {
+    env.emplace_back(p::kEnvFusionThreshold,
+                     std::to_string(static_cast<long long>(o.fusion_threshold_mb * 1024 * 1024)));
+  }
+  if (o.cycle_time_ms >= 0) env.emplace_back(p::kEnvCycleTimeMs, detail::shortest_decimal(o.cycle_time_ms));
+  if (o.cache_capacity >= 0) env.emplace_back(p::kEnvCacheCapacity, std::to_string(o.cache_capacity));
+  if (!o.timeline.empty()) {
+    // Rank 0 may run in another directory (or on another host): make it absolute.
+    std::string path = o.timeline;
+    if (path.front() != '/') {
+      char cwd[4096];
+      if (::getcwd(cwd, sizeof cwd)) path = std::string(cwd) + "/" + path;
+    }
+    env.emplace_back(p::kEnvTimeline, path);
+  }
+  if (o.stall_warning_s >= 0) env.emplace_back(p::kEnvStallWarning, detail::shortest_decimal(o.stall_warning_s));
+  if (o.stall_shutdown_s >= 0) env.emplace_back(p::kEnvStallShutdown, detail::shortest_decimal(o.stall_shutdown_s));
+  if (o.straggler_warning_pct >= 0) {
+    env.emplace_back(p::kEnvStragglerWarning, detail::shortest_decimal(o.straggler_warning_pct));
+  }
+  if (!o.shm) env.emplace_back(p::kEnvShm, "0");
+}
+
+// Why -x may not give a rank `name`, or "": trainrun sets it itself, after
+// the forwarded variables, so a forwarded value would be silently replaced.
+std::string refused_variable(const std::string& name, const Options& o) {
+  namespace p = protocol;
+  for (const char* set : {p::kEnvRank, p::kEnvSize, p::kEnvLocalRank, p::kEnvLocalSize, p::kEnvCrossRank,
+                          p::kEnvCrossSize, p::kEnvHostname, p::kEnvRendezvousAddr, p::kEnvRendezvousPort,
+                          p::kEnvJobId, p::kEnvSecret, p::kEnvHorovodRank, p::kEnvHorovodSize,
+                          p::kEnvHorovodLocalRank, p::kEnvHorovodLocalSize, p::kEnvHorovodCrossRank,
+                          p::kEnvHorovodCrossSize, p::kEnvTorchRank, p::kEnvTorchWorldSize, p::kEnvTorchLocalRank,
+                          p::kEnvTorchLocalWorldSize, p::kEnvTorchMasterAddr, p::kEnvTorchMasterPort}) {
+    if (name == set) return "trainrun sets this variable for every rank; it cannot be forwarded";
+  }
+  // Job-wide settings (protocol::kJobEnv and the engine's) stay the user's
+  // to forward unless the option that sets them is given too. mpirun's
+  // ranks get TRAINRUN_START_TIMEOUT only from the user.
+  const struct {
+    const char* name;
+    const char* option;
+    bool given;
+  } by_option[] = {
+      {p::kEnvStartTimeout, "--start-timeout", o.launcher != "mpirun"},
+      {p::kEnvBackend, "--backend", !o.backend.empty()},
+      {p::kEnvNetwork, "--network", !o.remote.network.empty()},
+      {p::kEnvIface, "--network-interface", !o.remote.network_interface.empty()},
+      {p::kEnvFusionThreshold, "--fusion-threshold-mb", o.fusion_threshold_mb >= 0},
+      {p::kEnvCycleTimeMs, "--cycle-time-ms", o.cycle_time_ms >= 0},
+      {p::kEnvCacheCapacity, "--cache-capacity", o.cache_capacity >= 0},
+      {p::kEnvTimeline, "--timeline", !o.timeline.empty()},
+      {p::kEnvStallWarning, "--stall-warning", o.stall_warning_s >= 0},
+      {p::kEnvStallShutdown, "--stall-shutdown", o.stall_shutdown_s >= 0},
+      {p::kEnvStragglerWarning, "--straggler-warning", o.straggler_warning_pct >= 0},
+      {p::kEnvShm, "--no-shm", !o.shm},
+  };
+  for (const auto& v : by_option) {
+    if (v.given && name == v.name) {
+      return std::string("trainrun sets this variable for every rank from ") + v.option +
+             "; it cannot be forwarded (use " + v.option + ")";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string transport_choice(const Options& options, const JobPlan& plan, const GetEnv& getenv) {
+  if (plan.ranks.size() < 2 || options.backend == "mpi") return "";
+  const char* shm = getenv(protocol::kEnvShm);
+  const bool off = !options.shm || (shm && std::string(shm) == "0");
+  const std::string what = options.backend == "nccl" ? "host buffers (gloo)" : "collectives (gloo)";
+  if (off) {
+    return what + ": TCP mesh between every pair of ranks (" +
+           (options.shm ? std::string(protocol::kEnvShm) + "=0" : std::string("--no-shm")) + ")";
+  }
+  if (plan.hosts.size() == 1) {
+    return what + ": shared memory among the " + std::to_string(plan.ranks.size()) + " ranks on " +
+           display_name(plan.hosts[0]) + " (--no-shm: TCP mesh)";
+  }
+  std::vector<int> per_host(plan.hosts.size(), 0);
+  for (const RankSlot& slot : plan.ranks) ++per_host[slot.host_index];
+  for (int ranks : per_host) {
+    if (ranks != per_host[0] || ranks < 2) {
+      return what + ": TCP mesh between every pair of ranks (two-level needs the same number of ranks, 2 or more, "
+                    "on every host)";
+    }
+  }
+  return what + ": two-level for allreduces of 64 KiB and more (shared memory within each host, TCP mesh between "
+                "hosts, one stream per local rank); TCP mesh for the rest";
+}
+
+std::optional<std::string> read_text_file(const std::string& path, std::string* error) {
+  // O_NONBLOCK: a FIFO nobody writes to opens at once (and reads as empty)
+  // instead of blocking trainrun before it has said anything.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    *error = std::strerror(errno);
+    return std::nullopt;
+  }
+  auto fail = [&](std::string why) {
+    ::close(fd);
+    *error = std::move(why);
+    return std::nullopt;
+  };
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) return fail("is a directory");
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  // Never more than the limit in memory, whatever the file is (/dev/zero, a pipe).
+  std::string content;
+  char buffer[65536];
+  while (true) {
+    const std::size_t want = std::min(sizeof buffer, kMaxHostfileBytes + 1 - content.size());
+    const ssize_t n = ::read(fd, buffer, want);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(std::strerror(errno));
+    if (n == 0) break;
+    content.append(buffer, static_cast<std::size_t>(n));
+    if (content.size() > kMaxHostfileBytes) {
+      return fail("larger than " + std::to_string(kMaxHostfileBytes >> 20) + " MiB (the limit for a hostfile)");
+    }
+  }
+  ::close(fd);
+  return content;
+}
+
+std::optional<std::set<int>> parse_rank_list(const std::string& text, int size, std::string* error) {
+  std::set<int> ranks;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string_view item = std::string_view(text).substr(start, end - start);
+    const std::size_t dash = item.find('-');
+    int first = 0, last = 0;
+    const bool ok = dash == std::string_view::npos
+                        ? parse_int(item, first) && (last = first, true)
+                        : parse_int(item.substr(0, dash), first) && parse_int(item.substr(dash + 1), last);
+    if (!ok || first < 0 || last < first) {
+      *error = quoted(item) + " is not a rank or a range like 2-5";
+      return std::nullopt;
+    }
+    if (last >= size) {
+      *error = "rank " + std::to_string(last) + " is not below -np " + std::to_string(size);
+      return std::nullopt;
+    }
+    for (int r = first; r <= last; ++r) ranks.insert(r);
+    start = end + 1;
+  }
+  return ranks;
+}
+
+PlanResult make_plan(const Options& o, const std::string& local_host_name, const GetEnv& getenv,
+                     const ReadFile& read_file) {
+  PlanResult result;
+  auto fail = [&](std::string message) {
+    result.error = std::move(message);
+    return result;
+  };
+  if (!o.hosts.empty() && !o.hostfile.empty()) return fail("-H and --hostfile cannot be used together");
+  if (o.local && (!o.hosts.empty() || !o.hostfile.empty())) {
+    return fail("--local runs every rank here; it cannot be combined with -H or --hostfile");
+  }
+  JobPlan plan;
+  if (!o.hosts.empty()) {
+    HostListResult parsed = parse_host_option(o.hosts);
+    if (!parsed.ok()) return fail(parsed.error);
+    plan.hosts = parsed.hosts;
+  } else if (!o.hostfile.empty()) {
+    std::string why;
+    const auto content = read_file(o.hostfile, &why);
+    if (!content) return fail("--hostfile " + printable(o.hostfile, std::string::npos) + ": " + why);
+    HostListResult parsed = parse_hostfile(*content, o.hostfile);
+    if (!parsed.ok()) return fail(parsed.error);
+    plan.hosts = parsed.hosts;
+  } else {
+    if (o.np < 1) return fail("-np N is required (how many ranks to start)");
+    plan.hosts = {{local_host_name, o.np, ""}};
+  }
+  int slots = 0;
+  for (const auto& h : plan.hosts) slots += h.slots;
+  const int np = o.np > 0 ? o.np : slots;
+  if (np > slots) {
+    return fail("-np " + std::to_string(np) + " exceeds the " + std::to_string(slots) + " slot(s) of " +
+                hosts_text(plan.hosts));
+  }
+  plan.ranks = plan_ranks(plan.hosts, np);
+  // Hosts after the last one used get no rank: drop them.
+  plan.hosts.resize(static_cast<std::size_t>(plan.ranks.back().host_index + 1));
+
+  if (!o.rank_filter.empty()) {
+    std::string why;
+    auto ranks = parse_rank_list(o.rank_filter, np, &why);
+    if (!ranks) return fail("--rank-filter: " + why);
+    plan.console_ranks = std::move(*ranks);
+  }
+  for (const std::string& item : o.env_forward) {
+    const std::size_t eq = item.find('=');
+    const std::string name = item.substr(0, eq);
+    if (!is_env_name(name)) return fail("-x " + printable(item) + ": " + quoted(name) + " is not a variable name");
+    if (auto why = refused_variable(name, o); !why.empty()) return fail("-x " + name + ": " + why);
+    if (eq != std::string::npos) {
+      plan.forwarded.emplace_back(name, item.substr(eq + 1));
+    } else if (const char* value = getenv(name.c_str())) {
+      plan.forwarded.emplace_back(name, value);
+    } else {
+      return fail("-x " + name + ": " + name + " is not set in trainrun's environment (use -x " + name + "=VALUE)");
+    }
+  }
+  append_engine_settings(o, plan.forwarded);
+  result.plan = std::move(plan);
+  return result;
+}
+
+}  // namespace trainrun::cli

@@ -1,0 +1,238 @@
+#include "cli/plan/options.h"
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <iostream>
+
+#include "cli/plan/host_list.h"
+#include "cli/plan/printable.h"
+#include "trainrun/version.h"
+
+namespace trainrun::cli {
+namespace {
+
+constexpr std::size_t kMessageBytes = 512;  // of a CLI11 message, which may quote the value
+
+constexpr const char* kDescription =
+    "trainrun: start a distributed training job and supervise it.\n\n"
+    "  trainrun --local -np 4 ./train [args...]\n"
+    "  trainrun -np 8 -H localhost:8 ./train\n"
+    "  trainrun --launcher mpirun -np 4 ./train\n"
+    "  salloc -N 2 -n 8 trainrun ./train        inside Slurm: srun starts the agents\n"
+    "  trainrun doctor -H h1,h2 [./train]      check hosts without starting ranks\n"
+    "Options come before the program; everything from the program name on is\n"
+    "passed to the program untouched. man trainrun has every option and exit code.\n";
+
+// Every floating-point option: finite and within [min, max]. CLI::Range
+// alone lets nan through (every comparison with nan is false).
+CLI::Option* add_float(CLI::App& app, const char* name, double& value, const char* description, double min,
+                       double max) {
+  const CLI::Validator finite(
+      [](std::string& text) -> std::string {
+        double parsed = 0;
+        if (CLI::detail::lexical_cast(text, parsed) && !std::isfinite(parsed)) {
+          return "Value " + text + " is not a finite number";
+        }
+        return "";
+      },
+      "", "FINITE");
+  return app.add_option(name, value, description)->check(finite)->check(CLI::Range(min, max));
+}
+
+// Multi-host: SSH and network choices (cli/plan/remote_options.h).
+void add_remote_options(CLI::App& app, RemoteOptions& r) {
+  const char* group = "Multi-host";
+  app.add_option("-p,--ssh-port", r.ssh_port, "SSH port of every host (default: ~/.ssh/config, else 22)")
+      ->check(CLI::Range(1, 65535))->group(group);
+  app.add_option("-i,--ssh-identity-file", r.ssh_identity_file,
+                 "Private key to try first (then ssh-agent and ~/.ssh keys)")->group(group);
+  app.add_option("--ssh-connect-timeout", r.ssh_connect_timeout_s,
+                 "Seconds to connect to and log in to each host (default 10)")
+      ->check(CLI::Range(1, 3600))->group(group);
+  app.add_flag("--ssh-accept-new", r.ssh_accept_new,
+               "Add unknown host keys to known_hosts (a changed key is always refused)")->group(group);
+  app.add_option("--remote-trainrun", r.remote_trainrun,
+                 "trainrun on the other hosts (default: this binary's absolute path)")->group(group);
+  auto* network = app.add_option("--network", r.network,
+                                 "Network the job uses, e.g. 10.1.0.0/16 (default: the route to the hosts)")
+                      ->group(group);
+  app.add_option("--network-interface", r.network_interface,
+                 "Interface the job uses, the same name on every host")
+      ->excludes(network)->group(group);
+}
+
+void build(CLI::App& app, Options& o) {
+  app.description(kDescription);
+  app.prefix_command();  // everything from the program name on belongs to the program
+  app.set_version_flag("--version", std::string("trainrun ") + kVersion);
+  app.get_formatter()->column_width(34);
+
+  const char* job = "Job";
+  app.add_option("--np", o.np, "Number of ranks (also -np); default: every slot of -H/--hostfile")
+      ->check(CLI::Range(1, 1 << 20))->group(job);
+  app.add_flag("--local", o.local, "Run every rank on this machine (the default without -H)")->group(job);
+  app.add_option("-H,--hosts", o.hosts, "Hosts and slots: host[:slots],user@host[:slots],[ipv6]:slots")
+      ->group(job);
+  app.add_option("--hostfile", o.hostfile, "File of hosts, one per line: 'host slots=N' or 'host:N'")
+      ->group(job);
+  app.add_option("-x,--env", o.env_forward,
+                 "Forward NAME (or set NAME=VALUE) for every rank; repeatable")
+      ->allow_extra_args(false)->group(job);
+  app.add_option("--backend", o.backend, "Collective backend for the ranks: gloo, mpi or nccl")
+      ->check(CLI::IsMember({"gloo", "mpi", "nccl"}))->group(job);
+  app.add_flag_callback("--no-shm", [&o] { o.shm = false; },
+                        "Ranks on one host talk over TCP instead of shared memory (sets TRAINRUN_SHM=0)")
+      ->group(job);
+
+  const char* output = "Output";
+  app.add_option("--output-filename", o.output_dir,
+                 "Also write each rank's output to DIR/rank.NN/stdout and stderr")->group(output);
+  app.add_flag("--tag-output,!--no-tag-output", o.tag_output,
+               "Prefix each line with [rank] (on by default)")->group(output);
+  app.add_option("--rank-filter", o.rank_filter,
+                 "Only these ranks' output reaches the console, e.g. 0 or 0,2-3")->group(output);
+
+  const char* launchers = "Launch through Open MPI or Slurm";
+  app.add_option("--launcher", o.launcher,
+                 "How ranks start: local (local/SSH agents), mpirun, or srun (agents as Slurm steps; "
+                 "the default inside an allocation without -H/--hostfile/--local)")
+      ->check(CLI::IsMember({"local", "mpirun", "srun"}))->group(launchers);
+  app.add_flag_callback("--mpi", [&o] { o.launcher = "mpirun"; }, "Same as --launcher mpirun")
+      ->group(launchers);
+  app.add_option("--mpi-args", o.mpi_args, "Extra mpirun arguments, one string split like a shell would")
+      ->group(launchers);
+
+  const char* control = "Supervision";
+  app.add_option("--start-timeout", o.start_timeout_s,
+                 "Seconds every rank may take to reach the rendezvous (default 30)")
+      ->check(CLI::Range(1, 86400))->group(control);
+  add_float(app, "--timeout", o.timeout_s, "Stop the job after this many seconds (exit 124)", 0.001, 1e9)
+      ->group(control);
+  add_float(app, "--grace", o.grace_s, "Seconds between SIGTERM and SIGKILL on teardown (default 5)", 0.0, 3600.0)
+      ->group(control);
+
+  add_remote_options(app, o.remote);
+
+  const char* elastic = "Elastic (survive failures, grow with new hosts)";
+  app.add_option("--min-np", o.min_np, "Fewest ranks the job may go on with (default -np); enables elastic mode")
+      ->check(CLI::Range(1, 1 << 20))->group(elastic);
+  app.add_option("--max-np", o.max_np, "Most ranks the job may grow to (default -np); enables elastic mode")
+      ->check(CLI::Range(1, 1 << 20))->group(elastic);
+  app.add_option("--host-discovery-script", o.discovery_script,
+                 "Program printing the usable hosts as 'host:slots' lines, run every second "
+                 "(instead of -H); enables elastic mode")
+      ->type_name("PATH")->group(elastic);
+  app.add_option("--reset-limit,--max-restarts", o.reset_limit,
+                 "Membership changes after which the job gives up (default: no limit)")
+      ->check(CLI::Range(0, 1 << 20))->group(elastic);
+  add_float(app, "--elastic-timeout", o.elastic_timeout_s,
+            "Seconds to wait for --min-np slots before giving up (default 600)", 0.001, 1e9)
+      ->group(elastic);
+  add_float(app, "--blacklist-cooldown", o.blacklist_cooldown_s,
+            "Seconds before a failed host is used again; 0: never (default)", 0.0, 1e9)
+      ->group(elastic);
+
+  const char* engine = "Engine (async named collectives)";
+  add_float(app, "--fusion-threshold-mb", o.fusion_threshold_mb,
+            "Fuse small allreduces into buffers up to this many MiB; 0: no fusion (default 64)", 0.0, 1e6)
+      ->group(engine);
+  add_float(app, "--cycle-time-ms", o.cycle_time_ms, "Engine negotiation cycle while ops keep coming (default 1)",
+            0.01, 60000.0)
+      ->group(engine);
+  app.add_option("--cache-capacity", o.cache_capacity, "Engine response cache entries; 0: off (default 1024)")
+      ->check(CLI::Range(0, 1 << 20))->group(engine);
+  app.add_option("--timeline", o.timeline, "Write a Chrome-trace timeline of engine ops to FILE (rank 0)")
+      ->group(engine);
+  add_float(app, "--stall-warning", o.stall_warning_s,
+            "Warn about ops some ranks have not submitted after S seconds; 0: never (default 60)", 0.0, 1e9)
+      ->group(engine);
+  add_float(app, "--stall-shutdown", o.stall_shutdown_s,
+            "Fail stalled ops on every rank after S seconds; 0: never (default)", 0.0, 1e9)
+      ->group(engine);
+  add_float(app, "--straggler-warning", o.straggler_warning_pct,
+            "Warn when one rank submits last in more than PCT% of a window's engine cycles; 0: never (default)",
+            0.0, 100.0)
+      ->type_name("PCT")->group(engine);
+  app.add_flag("--stacks-on-stall", o.stacks_on_stall,
+               "Print every rank's stack at each stall warning too (always: SIGQUIT, --timeout, stall shutdown)")
+      ->group(engine);
+
+  const char* info = "Information";
+  app.add_flag("--verbose", o.verbose, "Print what trainrun decides and does")->group(info);
+  app.add_option("--report", o.report,
+                 "Write a JSON job report to FILE on every outcome (also TRAINRUN_REPORT; man trainrun)")
+      ->type_name("FILE")->group(info);
+  app.add_flag("--dry-run", o.dry_run, "Print the rank map and each rank's command, start nothing")
+      ->group(info);
+  app.add_flag("--check-build", o.check_build, "Print the built backends and their versions")
+      ->group(info);
+}
+
+bool takes_value(const std::string& token, void* ctx) {
+  auto* app = static_cast<CLI::App*>(ctx);
+  if (token.find('=') != std::string::npos) return false;
+  const CLI::Option* opt = app->get_option_no_throw(token);
+  return opt && opt->get_items_expected_min() > 0;
+}
+
+}  // namespace
+
+std::vector<std::string> rewrite_np(const std::vector<std::string>& args,
+                                    bool (*value_follows)(const std::string&, void*), void* ctx) {
+  std::vector<std::string> out = args;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    std::string& token = out[i];
+    if (token == "--" || token.empty() || token[0] != '-' || token == "-") break;
+    if (token == "-np" || token.rfind("-np=", 0) == 0) {
+      token.insert(0, "-");
+      if (token == "--np") ++i;
+      continue;
+    }
+    if (value_follows(token, ctx)) ++i;
+  }
+  return out;
+}
+
+ParseResult parse_options(int argc, const char* const* argv) {
+  ParseResult result;
+  CLI::App app("trainrun", "trainrun");
+  build(app, result.options);
+  std::vector<std::string> args(argv + 1, argv + argc);
+  args = rewrite_np(args, takes_value, &app);
+  std::reverse(args.begin(), args.end());  // CLI11 2.1 parses a reversed vector
+  try {
+    app.parse(args);
+  } catch (const CLI::CallForHelp& e) {
+    result.exit_code = app.exit(e);
+    return result;
+  } catch (const CLI::CallForVersion& e) {
+    result.exit_code = app.exit(e);
+    return result;
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "trainrun: error: " << printable(e.what(), kMessageBytes) << "\n"
+              << "Run 'trainrun --help' for usage.\n";
+    result.exit_code = 2;
+    return result;
+  }
+  // An empty -H or --hostfile is a mistake, not "no hosts given".
+  std::string empty;
+  if (app.count("--hosts") && result.options.hosts.empty()) empty = parse_host_option("").error;
+  if (app.count("--hostfile") && result.options.hostfile.empty()) empty = "--hostfile: empty file name";
+  if (!empty.empty()) {
+    std::cerr << "trainrun: error: " << empty << "\n";
+    result.exit_code = 2;
+    return result;
+  }
+  std::vector<std::string> command = app.remaining();
+  if (!command.empty() && command.front() == "--") command.erase(command.begin());
+  else if (!command.empty() && command.front().size() > 1 && command.front()[0] == '-') {
+    std::cerr << "trainrun: error: unknown option " << quoted(command.front()) << "\n"
+              << "Run 'trainrun --help' for usage.\n";
+    result.exit_code = 2;
+    return result;
+  }
+  result.options.command = std::move(command);
+  return result;
+}
+
+}  // namespace trainrun::cli

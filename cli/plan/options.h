@@ -1,0 +1,76 @@
+// trainrun's command line: what the user asked for, parsed by CLI11 (the
+// only translation unit that includes it; CLI11 costs ~15 s per TU).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cli/plan/remote_options.h"
+
+namespace trainrun::cli {
+
+struct Options {
+  // Job
+  int np = 0;                          // 0: every slot of the hosts given
+  bool local = false;
+  std::string hosts;                   // -H text
+  std::string hostfile;
+  std::vector<std::string> env_forward;  // -x NAME or NAME=VALUE, in order
+  std::string backend;
+  bool shm = true;                     // --no-shm: TRAINRUN_SHM=0 for every rank
+  // Output
+  std::string output_dir;
+  bool tag_output = true;
+  std::string rank_filter;
+  // Supervision
+  int start_timeout_s = 30;
+  double timeout_s = 0;                // 0: no limit
+  double grace_s = 5.0;
+  // Elastic (cli/elastic): on when --min-np, --max-np or a discovery script is given.
+  int min_np = 0;                      // 0: -np
+  int max_np = 0;                      // 0: -np
+  std::string discovery_script;
+  int reset_limit = -1;                // -1: no limit
+  double elastic_timeout_s = 600;
+  double blacklist_cooldown_s = 0;     // 0: a failed host is not used again
+  bool elastic() const { return min_np > 0 || max_np > 0 || !discovery_script.empty(); }
+  // Engine (lib/engine): forwarded to every rank as TRAINRUN_* variables;
+  // negative or empty: not set, the library's default applies.
+  double fusion_threshold_mb = -1;
+  double cycle_time_ms = -1;
+  int cache_capacity = -1;
+  std::string timeline;
+  double stall_warning_s = -1;
+  double stall_shutdown_s = -1;
+  double straggler_warning_pct = -1;
+  bool stacks_on_stall = false;        // every rank's stack at each stall warning (cli/report)
+  // Report (cli/report): the JSON job report's file; empty: TRAINRUN_REPORT, else none.
+  std::string report;
+  // Information
+  bool verbose = false;
+  bool dry_run = false;
+  // --launcher mpirun (alias --mpi): hand the job to Open MPI's mpirun;
+  // srun: agents as Slurm steps (cli/srun). Empty: srun inside a Slurm
+  // allocation when no hosts are given, else local/SSH agents.
+  std::string launcher;                // "" | "local" | "mpirun" | "srun"
+  std::string mpi_args;                // extra mpirun arguments, split like a shell would
+  bool check_build = false;
+  std::vector<std::string> command;    // program and its arguments, untouched
+  RemoteOptions remote;                // SSH and network (multi-host)
+};
+
+struct ParseResult {
+  Options options;
+  int exit_code = -1;  // >= 0: stop now with this status (help printed, or a usage error)
+};
+
+ParseResult parse_options(int argc, const char* const* argv);
+
+// mpirun spells it -np; CLI11 allows one-letter short names only. Rewrites
+// "-np" (and "-np=N") to "--np" in the option part of argv, never in the
+// user's command, using `takes_value(token)` to skip option values.
+std::vector<std::string> rewrite_np(const std::vector<std::string>& args,
+                                    bool (*takes_value)(const std::string& token, void* ctx),
+                                    void* ctx);
+
+}  // namespace trainrun::cli

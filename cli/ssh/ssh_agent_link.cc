@@ -1,0 +1,233 @@
+#include "cli/ssh/ssh_agent_link.h"
+
+#include <fcntl.h>
+#include <libssh/libssh.h>
+#include <libssh/server.h>  // ssh_send_keepalive, which clients may call too
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "cli/agent/agent_protocol.h"
+#include "rendezvous/net.h"
+#include "trainrun/error.h"
+
+namespace trainrun::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Per direction: past this much unsent data the pump stops reading the
+// source, so a slow side slows the other instead of growing memory.
+constexpr std::size_t kBufferLimit = 1u << 20;
+// After the agent's EOF, how long to wait for its exit status.
+constexpr std::chrono::seconds kExitStatusWait{2};
+
+}  // namespace
+
+// The pump thread's state. Only `stop_`, `done_` and `failure_` (under
+// `mutex_`) are touched by the supervisor's thread.
+class SshAgentLink::Pump {
+ public:
+  Pump(std::string host, std::unique_ptr<SshSession> session, int remote)
+      : host_(std::move(host)), session_(std::move(session)), remote_(remote) {
+    if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) wake_[0] = wake_[1] = -1;
+  }
+  ~Pump() {
+    if (remote_ >= 0) ::close(remote_);
+    for (int fd : wake_) {
+      if (fd >= 0) ::close(fd);
+    }
+  }
+
+  void run();
+  void stop() {
+    stop_ = true;
+    if (wake_[1] >= 0) (void)!::write(wake_[1], "x", 1);
+  }
+  bool done() const { return done_; }
+  std::optional<std::string> failure() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return failure_;
+  }
+
+ private:
+  bool move_bytes();
+  void forward_stderr(const char* data, std::size_t size);
+  void keep_alive();
+  void wait(bool backpressured);
+  void end(std::optional<std::string> failure);
+
+  const std::string host_;
+  std::unique_ptr<SshSession> session_;
+  int remote_;
+  int wake_[2] = {-1, -1};
+  std::atomic<bool> stop_{false}, done_{false};
+  std::mutex mutex_;
+  std::optional<std::string> failure_;
+
+  std::string to_agent_, from_agent_, stderr_line_;
+  FrameReader outgoing_;      // the supervisor's frames, so Pings go in between
+  bool local_eof_ = false, eof_sent_ = false, agent_eof_ = false;
+  Clock::time_point last_heard_ = Clock::now(), next_ping_ = Clock::now();
+  std::optional<Clock::time_point> agent_eof_at_;
+};
+
+void SshAgentLink::Pump::end(std::optional<std::string> failure) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    failure_ = std::move(failure);
+  }
+  // The supervisor reads EOF only after failure() can say why.
+  ::close(remote_);
+  remote_ = -1;
+  done_ = true;
+}
+
+void SshAgentLink::Pump::forward_stderr(const char* data, std::size_t size) {
+  // The agent writes to its stderr only when something is badly wrong.
+  stderr_line_.append(data, size);
+  std::size_t newline;
+  while ((newline = stderr_line_.find('\n')) != std::string::npos) {
+    const std::string line = "trainrun: agent on " + host_ + ": " + stderr_line_.substr(0, newline + 1);
+    (void)!::write(2, line.data(), line.size());
+    stderr_line_.erase(0, newline + 1);
+  }
+}
+
+// One round of copying in both directions; false once the connection broke.
+bool SshAgentLink::Pump::move_bytes() {
+  ssh_channel channel = session_->channel();
+  char buffer[65536];
+  int n = 0;
+  while (from_agent_.size() < kBufferLimit &&
+         (n = ssh_channel_read_nonblocking(channel, buffer, sizeof buffer, 0)) > 0) {
+    from_agent_.append(buffer, static_cast<std::size_t>(n));
+    // The agent answers every Ping (Pong): its bytes prove the host alive
+    // even when libssh consumed the server's keepalive replies outside poll().
+    last_heard_ = Clock::now();
+  }
+  if (n == SSH_ERROR) return false;
+  if (n == SSH_EOF) agent_eof_ = true;
+  while ((n = ssh_channel_read_nonblocking(channel, buffer, sizeof buffer, 1)) > 0) {
+    forward_stderr(buffer, static_cast<std::size_t>(n));
+  }
+  if (!from_agent_.empty()) {
+    const ssize_t w = ::write(remote_, from_agent_.data(), from_agent_.size());
+    if (w > 0) from_agent_.erase(0, static_cast<std::size_t>(w));
+    else if (errno != EAGAIN && errno != EINTR) from_agent_.clear();  // the supervisor is gone
+  }
+  if (!local_eof_ && to_agent_.size() < kBufferLimit) {
+    const ssize_t r = ::read(remote_, buffer, sizeof buffer);
+    if (r > 0) {
+      outgoing_.feed(std::string_view(buffer, static_cast<std::size_t>(r)));
+      while (auto frame = outgoing_.next()) to_agent_ += encode_frame(*frame);
+    } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+      local_eof_ = true;
+    }
+  }
+  if (!to_agent_.empty()) {
+    const int w = ssh_channel_write(channel, to_agent_.data(), static_cast<std::uint32_t>(to_agent_.size()));
+    if (w == SSH_ERROR) return false;
+    if (w > 0) to_agent_.erase(0, static_cast<std::size_t>(w));
+  }
+  if (local_eof_ && to_agent_.empty() && !eof_sent_) {
+    ssh_channel_send_eof(channel);  // the agent's stdin ends: it ends the job and exits
+    eof_sent_ = true;
+  }
+  return (ssh_get_status(session_->session()) & (SSH_CLOSED | SSH_CLOSED_ERROR)) == 0;
+}
+
+void SshAgentLink::Pump::keep_alive() {
+  if (Clock::now() < next_ping_) return;
+  next_ping_ = Clock::now() + kPingInterval;
+  if (!eof_sent_) {
+    const auto window = std::chrono::duration_cast<std::chrono::milliseconds>(kAgentPingWindow).count();
+    append_frame(to_agent_, FrameType::Ping, 0, 0, std::to_string(window));
+  }
+  // A keepalive wants a reply, so a live server always answers. The first
+  // call collects the previous answer; the second sends a new request.
+  ssh_send_keepalive(session_->session());
+  ssh_send_keepalive(session_->session());
+}
+
+void SshAgentLink::Pump::wait(bool backpressured) {
+  ssh_session session = session_->session();
+  const bool write_pending = ssh_get_poll_flags(session) & SSH_WRITE_PENDING;
+  pollfd fds[3] = {
+      {ssh_get_fd(session), static_cast<short>((backpressured ? 0 : POLLIN) | (write_pending ? POLLOUT : 0)), 0},
+      {remote_, static_cast<short>((!local_eof_ && to_agent_.size() < kBufferLimit ? POLLIN : 0) |
+                                   (from_agent_.empty() ? 0 : POLLOUT)), 0},
+      {wake_[0], POLLIN, 0},
+  };
+  ::poll(fds, 3, net::milliseconds_until(next_ping_));
+  if (fds[0].revents & POLLOUT) ssh_blocking_flush(session, 0);
+  // Any byte from the server proves the connection is alive; while the
+  // supervisor is slow to read, silence is ours, not the host's.
+  if ((fds[0].revents & POLLIN) || backpressured) last_heard_ = Clock::now();
+}
+
+void SshAgentLink::Pump::run() {
+  ssh_channel channel = session_->channel();
+  ssh_set_blocking(session_->session(), 0);
+  while (!stop_) {
+    if (!move_bytes()) {
+      return end("lost connection to " + host_ + " (" + session_->last_error() + ")");
+    }
+    if (agent_eof_ && from_agent_.empty()) {
+      // The agent is done; its exit status follows the EOF. (Past the EOF
+      // reads no longer process packets; asking for the status does.)
+      if (!agent_eof_at_) agent_eof_at_ = Clock::now();
+      if (session_->exit_status() != -1 || ssh_channel_is_closed(channel) ||
+          Clock::now() - *agent_eof_at_ > kExitStatusWait) {
+        break;
+      }
+    }
+    keep_alive();
+    if (Clock::now() - last_heard_ > kSilenceLimit) {
+      return end("lost connection to " + host_ + " (no answer for " +
+                 std::to_string(kSilenceLimit.count()) + " s)");
+    }
+    wait(from_agent_.size() >= kBufferLimit);
+  }
+  const int status = session_->exit_status();
+  if (stop_ || status == 0) return end(std::nullopt);
+  if (status > 0) return end("the agent on " + host_ + " exited with code " + std::to_string(status));
+  return end("the agent on " + host_ + " ended without an exit status (killed by a signal?)");
+}
+
+SshAgentLink::SshAgentLink(std::string host, std::unique_ptr<SshSession> session) : host_(std::move(host)) {
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, pair) != 0) {
+    throw Error(Error::Code::Io, "cannot create a socketpair for the agent on " + host_ + ": " +
+                                     std::strerror(errno));
+  }
+  local_ = pair[0];
+  pump_ = std::make_unique<Pump>(host_, std::move(session), pair[1]);
+  thread_ = std::thread([pump = pump_.get()] { pump->run(); });
+}
+
+SshAgentLink::~SshAgentLink() {
+  pump_->stop();
+  if (thread_.joinable()) thread_.join();
+  if (local_ >= 0) ::close(local_);
+}
+
+void SshAgentLink::close_write() {
+  if (write_open_) ::shutdown(local_, SHUT_WR);
+  write_open_ = false;
+}
+
+std::optional<std::string> SshAgentLink::failure() { return pump_->failure(); }
+
+void SshAgentLink::finish(std::chrono::milliseconds timeout) {
+  close_write();
+  const auto deadline = Clock::now() + timeout;
+  while (!pump_->done() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  pump_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace trainrun::cli

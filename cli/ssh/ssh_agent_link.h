@@ -1,0 +1,55 @@
+// SshAgentLink: a remote host agent, running at the end of an SSH exec
+// channel. The supervisor sees one end of a socketpair; a pump thread owns
+// the libssh session and moves bytes between the other end and the
+// channel. The pump also watches the connection: an SSH keepalive and a
+// Ping frame to the agent every kPingInterval (the agent answers Pong), and a
+// connection that stays silent for kSilenceLimit (an unplugged host sends no
+// FIN) is reported
+// lost. The agent ends its job if the Pings stop (see cli/agent/agent.cc), so
+// neither side outlives a dead link. The public methods are for the
+// supervisor's thread; the session belongs to the pump thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "cli/agent/agent_link.h"
+#include "cli/ssh/ssh_session.h"
+
+namespace trainrun::cli {
+
+inline constexpr std::chrono::seconds kPingInterval{2};
+inline constexpr std::chrono::seconds kSilenceLimit{10};
+// How long a remote agent waits for the next Ping before it ends the job.
+inline constexpr std::chrono::seconds kAgentPingWindow{20};
+
+class SshAgentLink final : public AgentLink {
+ public:
+  // Takes over a session whose channel runs `trainrun agent` and has said
+  // Hello; throws Error(Io) if the socketpair cannot be made.
+  SshAgentLink(std::string host, std::unique_ptr<SshSession> session);
+  ~SshAgentLink() override;
+
+  const std::string& host() const override { return host_; }
+  int read_fd() const override { return local_; }
+  int write_fd() const override { return write_open_ ? local_ : -1; }
+  void close_write() override;
+  std::optional<std::string> failure() override;
+  void finish(std::chrono::milliseconds timeout) override;
+
+ private:
+  class Pump;
+
+  std::string host_;
+  int local_ = -1;            // the supervisor's end
+  bool write_open_ = true;
+  std::unique_ptr<Pump> pump_;
+  std::thread thread_;
+};
+
+}  // namespace trainrun::cli

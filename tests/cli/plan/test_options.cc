@@ -1,0 +1,123 @@
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <fstream>
+
+#include "cli/plan/options.h"
+#include "cli/plan/program_path.h"
+
+using namespace trainrun::cli;
+
+namespace {
+
+ParseResult parse(std::vector<const char*> args) {
+  args.insert(args.begin(), "trainrun");
+  return parse_options(static_cast<int>(args.size()), args.data());
+}
+
+}  // namespace
+
+TEST_CASE("-np with one dash works, and the program's own -np is left alone") {
+  const ParseResult r = parse({"--local", "-np", "4", "./prog", "-np", "9", "--local"});
+  REQUIRE(r.exit_code == -1);
+  CHECK(r.options.np == 4);
+  CHECK(r.options.local);
+  CHECK(r.options.command == std::vector<std::string>{"./prog", "-np", "9", "--local"});
+}
+
+TEST_CASE("--np=N, -np=N and option values that look like -np") {
+  CHECK(parse({"--np=3", "p"}).options.np == 3);
+  CHECK(parse({"-np=2", "p"}).options.np == 2);
+  const ParseResult r = parse({"--backend", "gloo", "-np", "2", "p", "a b"});
+  CHECK(r.options.backend == "gloo");
+  CHECK(r.options.command == std::vector<std::string>{"p", "a b"});
+}
+
+TEST_CASE("usage errors exit 2") {
+  CHECK(parse({"-np", "0", "p"}).exit_code == 2);
+  CHECK(parse({"-np", "x", "p"}).exit_code == 2);
+  CHECK(parse({"--backend", "tcp", "-np", "1", "p"}).exit_code == 2);
+  CHECK(parse({"--no-such-option"}).exit_code == 2);
+}
+
+TEST_CASE("rewrite_np stops at -- and at the program") {
+  auto never = [](const std::string&, void*) { return false; };
+  CHECK(rewrite_np({"-np", "2", "--", "-np"}, never, nullptr) ==
+        std::vector<std::string>{"--np", "2", "--", "-np"});
+  CHECK(rewrite_np({"prog", "-np"}, never, nullptr) == std::vector<std::string>{"prog", "-np"});
+}
+
+TEST_CASE("programs are found like execvp finds them, or named in the error") {
+  const ProgramLookup sh = find_program("sh", "/nonexistent:/bin:/usr/bin");
+  REQUIRE(sh.path);
+  CHECK(sh.path->find("/sh") != std::string::npos);
+  const ProgramLookup missing = find_program("no-such-program-xyz", "/bin:/usr/bin");
+  CHECK_FALSE(missing.path);
+  CHECK(missing.exit_code == 127);
+  CHECK(missing.error == "program 'no-such-program-xyz' not found in PATH");
+  const ProgramLookup absent = find_program("./no/such/file", nullptr);
+  CHECK(absent.error == "no such file: ./no/such/file");
+  char dir[] = "/tmp/trainrun-test-XXXXXX";
+  REQUIRE(mkdtemp(dir));
+  const std::string plain = std::string(dir) + "/plain";
+  std::ofstream(plain) << "data";
+  const ProgramLookup not_exec = find_program(plain, nullptr);
+  CHECK(not_exec.exit_code == 126);
+  CHECK(not_exec.error == "not executable: " + plain);
+  CHECK(find_program(dir, nullptr).exit_code == 126);
+  ::unlink(plain.c_str());
+  ::rmdir(dir);
+}
+
+TEST_CASE("--launcher mpirun, its --mpi alias and its options") {
+  const ParseResult plain = parse({"-np", "2", "p"});
+  CHECK(plain.options.launcher == "");  // srun inside a Slurm allocation, else local
+  CHECK(plain.options.tag_output);
+  CHECK_FALSE(plain.options.dry_run);
+  CHECK(parse({"--launcher", "mpirun", "-np", "2", "p"}).options.launcher == "mpirun");
+  const ParseResult mpi = parse({"--mpi", "-np", "2", "--mpi-args", "--mca btl 'tcp,self'",
+                                 "--no-tag-output", "--dry-run", "p", "--mpi"});
+  REQUIRE(mpi.exit_code == -1);
+  CHECK(mpi.options.launcher == "mpirun");
+  CHECK(mpi.options.mpi_args == "--mca btl 'tcp,self'");
+  CHECK_FALSE(mpi.options.tag_output);
+  CHECK(mpi.options.dry_run);
+  CHECK(mpi.options.command == std::vector<std::string>{"p", "--mpi"});
+  CHECK(parse({"--launcher", "slurm", "-np", "2", "p"}).exit_code == 2);
+}
+
+TEST_CASE("every float option refuses nan and inf, naming the option and the value") {
+  for (const char* option : {"--timeout", "--grace", "--fusion-threshold-mb", "--cycle-time-ms", "--stall-warning",
+                             "--stall-shutdown"}) {
+    for (const char* value : {"nan", "NaN", "inf", "-inf", "1e999"}) {
+      CAPTURE(option);
+      CAPTURE(value);
+      CHECK(parse({option, value, "-np", "1", "p"}).exit_code == 2);
+    }
+    CHECK(parse({option, "1", "-np", "1", "p"}).exit_code == -1);
+  }
+}
+
+TEST_CASE("an empty -H or --hostfile is a usage error, not 'no hosts given'") {
+  CHECK(parse({"-H", "", "p"}).exit_code == 2);
+  CHECK(parse({"--hostfile", "", "p"}).exit_code == 2);
+}
+
+TEST_CASE("elastic flags: Horovod's and torchrun's names, elastic mode only when asked") {
+  CHECK_FALSE(parse({"-np", "2", "p"}).options.elastic());
+  const ParseResult r = parse({"-np", "4", "--min-np", "2", "--max-np", "8", "--reset-limit", "3",
+                               "--elastic-timeout", "30", "--blacklist-cooldown", "5.5", "p"});
+  REQUIRE(r.exit_code == -1);
+  CHECK(r.options.elastic());
+  CHECK(r.options.min_np == 2);
+  CHECK(r.options.max_np == 8);
+  CHECK(r.options.reset_limit == 3);
+  CHECK(r.options.elastic_timeout_s == 30);
+  CHECK(r.options.blacklist_cooldown_s == 5.5);
+  CHECK(parse({"--max-restarts", "2", "--host-discovery-script", "./d.sh", "p"}).options.reset_limit == 2);
+  CHECK(parse({"--host-discovery-script", "./d.sh", "p"}).options.elastic());
+  CHECK(parse({"--min-np", "0", "p"}).exit_code == 2);
+  CHECK(parse({"--elastic-timeout", "nan", "p"}).exit_code == 2);
+  CHECK(parse({"--blacklist-cooldown", "-1", "p"}).exit_code == 2);
+}
