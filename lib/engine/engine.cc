@@ -8,6 +8,7 @@
 
 #include "lib/engine/cycle_status.h"
 #include "lib/engine/fusion_planner.h"
+#include "lib/engine/shutdown_cause.h"
 
 namespace trainrun::detail {
 namespace {
@@ -244,7 +245,7 @@ bool Engine::cycle() {
     // In an elastic job a rank that shuts down leaves it (an error exit, say):
     // the others re-form without it rather than fail.
     stop(Error(elastic_ ? Error::Code::MembershipChanged : Error::Code::InvalidArgument,
-               "the engine was shut down (trainrun::shutdown() was called on some rank)"));
+               shutdown_cause(backend_, stop_requested, size_)));
     return false;
   }
   return true;

@@ -17,6 +17,10 @@
 //   train N SLOW_RANK MS      N steps of one allreduce each; SLOW_RANK
 //                             (-1: none) sleeps MS before each submission
 //                             (a straggler); exit 0.
+//   leave LEAVING_RANK        one allreduce on every rank; then LEAVING_RANK
+//                             calls trainrun::shutdown() and, 1 s later,
+//                             exits 5 while the others allreduce again and
+//                             print "done" or "error: MESSAGE", exit 3.
 #include <trainrun/trainrun.h>
 
 #include <chrono>
@@ -85,6 +89,24 @@ int train(int rank, int count, int slow_rank, int delay_ms) {
   return 0;
 }
 
+int leave(int rank, int leaving_rank) {
+  std::vector<float> grad(64, 1.0f);
+  trainrun::synchronize(trainrun::allreduce_async("grad", {grad.data(), DataType::Float32, {64}}));
+  if (rank == leaving_rank) {
+    trainrun::shutdown();
+    std::this_thread::sleep_for(std::chrono::seconds(1));  // the others report first
+    return 5;
+  }
+  try {
+    trainrun::synchronize(trainrun::allreduce_async("grad", {grad.data(), DataType::Float32, {64}}));
+    std::printf("rank %d: done\n", rank);
+  } catch (const trainrun::Error& e) {
+    std::printf("rank %d: error: %s\n", rank, e.what());
+  }
+  std::fflush(stdout);
+  return 3;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -99,7 +121,9 @@ int main(int argc, char** argv) {
     else if (mode == "train" && argc == 5) {
       status = train(comm.rank(), std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]));
     }
-    else std::fprintf(stderr, "engine_program: usage: stall LATE_RANK DELAY_MS [fresh|cold] | steps N | train N SLOW_RANK MS\n");
+    else if (mode == "leave" && argc == 3) status = leave(comm.rank(), std::atoi(argv[2]));
+    else std::fprintf(stderr, "engine_program: usage: stall LATE_RANK DELAY_MS [fresh|cold] | steps N | "
+                              "train N SLOW_RANK MS | leave LEAVING_RANK\n");
     trainrun::shutdown();
     return status;
   } catch (const trainrun::Error& e) {

@@ -90,6 +90,22 @@ TEST_CASE("a stall shutdown fails the pending op on every rank, and the job goes
   CHECK(processes_with_env(options.env[0]).empty());
 }
 
+// A rank that leaves (exits, often after an error of its own) shuts its
+// engine down; its peers' pending ops must name it, not "some rank".
+TEST_CASE("a rank that shuts down: the others' pending ops fail naming it") {
+  ProcessOptions options;
+  options.env = {unique_tag()};
+  const ProcessResult r = run_process(job(3, {"leave", "1"}), options);
+  CHECK(r.exit_code == 3);
+  INFO(r.out);
+  const std::string why = ": allreduce 'grad': the engine was shut down by rank 1 (trainrun::shutdown(), which a "
+                          "program calls on its way out, also after an error of its own)";
+  CHECK(count(r.out, why) == 2);
+  CHECK(r.out.find("rank 0: error: rank 0 (") != std::string::npos);
+  CHECK(r.out.find("rank 2: error: rank 2 (") != std::string::npos);
+  CHECK(processes_with_env(options.env[0]).empty());
+}
+
 TEST_CASE("a rank whose engine never starts: warned about, then aborted instead of hanging") {
   ProcessOptions options;
   options.env = {unique_tag(), "TRAINRUN_STALL_WARNING=0.5", "TRAINRUN_STALL_SHUTDOWN=1.5"};
