@@ -29,6 +29,14 @@ bool is_lower_hex(std::string_view s, std::size_t length) {
   return true;
 }
 
+// Library threads (the elastic generation watcher, the engine's straggler
+// report) may still talk to the rendezvous while a program that did not call
+// trainrun::shutdown() exits. OpenSSL's atexit cleanup, registered after the
+// library's statics, ran first and freed its locks under them: a SIGSEGV in
+// RAND_bytes at exit instead of the program's exit code. The kernel frees
+// what OpenSSL holds anyway.
+[[maybe_unused]] const bool kOpenSslKeptUntilExit = OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, nullptr) == 1;
+
 void fill_random(void* out, std::size_t size) {
   if (RAND_bytes(static_cast<unsigned char*>(out), static_cast<int>(size)) != 1) {
     throw std::runtime_error("OpenSSL RAND_bytes failed: no entropy for the job secret");

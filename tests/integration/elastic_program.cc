@@ -17,6 +17,8 @@
 //                        generation where the job first reached S (repeatable)
 //   --shutdown-at S:W:C  the same, but through trainrun::shutdown() and exit(),
 //                        as a program that returns an error from main does
+//   --return-at S:W:C    the same, through exit() alone: a program that ends
+//                        without trainrun::shutdown(), its threads still running
 //   --fail-on-host H:C[:FILE]  a worker whose TRAINRUN_HOSTNAME is H exits with C
 //                        at its first step (while FILE exists, when given)
 //                        at its first step
@@ -38,11 +40,13 @@
 
 namespace {
 
+enum class Leave { Crash, Shutdown, Return };
+
 struct ExitAt {
   std::int64_t step;
   int worker;
   int code;
-  bool shutdown = false;  // leave through trainrun::shutdown(), which the peers see
+  Leave how = Leave::Crash;
 };
 
 struct Options {
@@ -80,11 +84,12 @@ Options parse(int argc, char** argv) {
     else if (flag == "--commit-every") o.commit_every = std::max(1LL, number(value));
     else if (flag == "--sleep-ms") o.sleep_ms = static_cast<int>(number(value));
     else if (flag == "--ops" && (value == "core" || value == "engine")) o.engine_ops = value == "engine";
-    else if (flag == "--exit-at" || flag == "--shutdown-at") {
+    else if (flag == "--exit-at" || flag == "--shutdown-at" || flag == "--return-at") {
       const auto a = value.find(':'), b = value.rfind(':');
       if (a == std::string::npos || a == b) usage(flag + " takes STEP:WORKER:CODE");
       o.exits.push_back({number(value.substr(0, a)), static_cast<int>(number(value.substr(a + 1, b - a - 1))),
-                         static_cast<int>(number(value.substr(b + 1))), flag == "--shutdown-at"});
+                         static_cast<int>(number(value.substr(b + 1))),
+                         flag == "--exit-at" ? Leave::Crash : flag == "--shutdown-at" ? Leave::Shutdown : Leave::Return});
     } else if (flag == "--fail-on-host") {
       const auto a = value.find(':'), b = value.find(':', a + 1);
       if (a == std::string::npos) usage("--fail-on-host takes NAME:CODE[:FILE]");
@@ -105,14 +110,12 @@ int worker_id() {
   return 0;
 }
 
-[[noreturn]] void exit_now(int worker, int code, std::int64_t step, bool shutdown = false) {
+[[noreturn]] void exit_now(int worker, int code, std::int64_t step, Leave how = Leave::Crash) {
   std::printf("worker %d: exiting with code %d at step %lld\n", worker, code, static_cast<long long>(step));
   std::fflush(stdout);
-  if (shutdown) {
-    trainrun::shutdown();
-    std::exit(code);
-  }
-  std::_Exit(code);  // like a crash: no shutdown handshake with the peers
+  if (how == Leave::Crash) std::_Exit(code);  // no shutdown handshake with the peers, no destructors
+  if (how == Leave::Shutdown) trainrun::shutdown();
+  std::exit(code);
 }
 
 long long now_ms() {
@@ -152,7 +155,7 @@ class Worker {
     const int generation = trainrun::elastic::generation();
     const auto first = first_reached_.emplace(step_, generation).first->second;
     for (const ExitAt& e : o_.exits) {
-      if (e.step == step_ && e.worker == id_ && first == generation) exit_now(id_, e.code, step_, e.shutdown);
+      if (e.step == step_ && e.worker == id_ && first == generation) exit_now(id_, e.code, step_, e.how);
     }
   }
 

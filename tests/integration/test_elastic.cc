@@ -113,6 +113,20 @@ TEST_CASE("a rank leaving through shutdown() with an error: its peers' engine op
   CHECK(nothing_left(tag));
 }
 
+// Its generation watcher is still polling the rendezvous while exit()
+// runs: that must not crash it (OpenSSL's atexit cleanup did, in RAND_bytes).
+TEST_CASE("a rank ending without shutdown(): it exits with its own code, the others go on") {
+  std::string tag;
+  const ProcessResult r = run_trainrun({"--local", "-np", "3", "--min-np", "1", elastic_program(), "--steps", "8",
+                                        "--mb", "1", "--return-at", "4:1:7"},
+                                       &tag);
+  CHECK_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(contains(r.err, "exited with code 7; generation 1: 2 rank(s) on 1 host(s)"));
+  CHECK(!contains(r.err, "SIGSEGV"));
+  CHECK(count(r.out, "done at step 8 size 2") == 2);
+  CHECK(nothing_left(tag));
+}
+
 TEST_CASE("fewer ranks than --min-np for longer than --elastic-timeout: exit 125 naming required and available") {
   std::string tag;
   const ProcessResult r = run_trainrun({"--local", "-np", "2", "--min-np", "2", "--elastic-timeout", "2",
