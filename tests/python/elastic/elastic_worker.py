@@ -3,7 +3,8 @@ elastic training script (hvd.elastic.run, TorchState, ElasticSampler,
 DistributedOptimizer) fitting a linear model to exact synthetic data.
 
 What the tests read (trainrun tags each line with "[worker id] "):
-  rank 0, after every step:  step S size N gen G epoch E
+  rank 0, after every step:  step S size N gen G epoch E t_ms T
+                             (T: wall clock ms, as tests/bench reads it)
   rank 0, after each epoch:  epoch E processed P of D
   rank 0, on a wrong result: wrong result ...
   every worker, last:        done step S size N params P resets R loss L
@@ -72,7 +73,7 @@ def main():
                 state.step += 1
                 if hvd.rank() == 0:
                     print(f'step {state.step} size {hvd.size()} gen {trainrun.elastic.generation()} '
-                          f'epoch {state.epoch}', flush=True)
+                          f'epoch {state.epoch} t_ms {time.time_ns() // 1_000_000}', flush=True)
                 if exit_at and exit_at[0] == state.step and exit_at[1] == worker:
                     sys.exit(exit_at[2])
                 time.sleep(args.sleep_ms / 1000)
