@@ -23,6 +23,7 @@ A State is used from the thread that runs the training loop.
 """
 import functools
 import pickle
+import weakref
 
 from trainrun import _core
 from trainrun._core import HostsUpdatedInterrupt  # noqa: F401
@@ -69,11 +70,17 @@ class State:
     def __init__(self):
         self._core = _core.ElasticState()
         self._reset_callbacks = []
-        self._core.on_reset(self._after_reform)
+        self._parts = {}
+        # The core holds no reference to self (a cycle through C++ that the
+        # garbage collector cannot see would keep the model alive forever).
+        this = weakref.ref(self)
+        self._core.on_reset(lambda: this()._after_reform())
 
     def add_part(self, name, save, load):
         """A part of the state: save() -> bytes, load(bytes)."""
-        self._core.add(name, save, load)
+        this = weakref.ref(self)
+        self._core.add(name, lambda: this()._parts[name][0](), lambda data: this()._parts[name][1](data))
+        self._parts[name] = (save, load)
 
     def register_reset_callbacks(self, callbacks):
         """Callables run after each re-form, once the state is synchronized:

@@ -1,7 +1,9 @@
 """hvd.elastic in a one-process world (no launcher, not elastic): what
 commit/restore/sync keep, how errors cross run(), and the ElasticSampler's
 bookkeeping. The real recoveries are in test_elastic_jobs.py."""
+import gc
 import pickle
+import weakref
 
 import pytest
 import torch
@@ -129,3 +131,14 @@ def test_sampler_resumes_an_epoch_with_the_samples_left():
     assert list(sampler) == order[3:] and len(sampler) == 7
     sampler.set_epoch(1)
     assert sorted(sampler) == list(range(10)) and list(sampler) != order
+
+
+def test_a_state_and_its_model_are_freed_when_dropped():
+    model, optimizer = make_model_and_optimizer()
+    state = hvd.elastic.TorchState(model, optimizer, epoch=0)
+    state.register_reset_callbacks([lambda: None])
+    state.commit()
+    gone = weakref.ref(model)
+    del model, optimizer, state
+    gc.collect()
+    assert gone() is None
