@@ -18,9 +18,10 @@
 //                             (-1: none) sleeps MS before each submission
 //                             (a straggler); exit 0.
 //   leave LEAVING_RANK        one allreduce on every rank; then LEAVING_RANK
-//                             calls trainrun::shutdown() and, 1 s later,
-//                             exits 5 while the others allreduce again and
-//                             print "done" or "error: MESSAGE", exit 3.
+//                             calls trainrun::shutdown() and, 10 s later
+//                             (the launcher stops it first), exits 5 while
+//                             the others allreduce again and print "done"
+//                             or "error: MESSAGE", exit 3.
 #include <trainrun/trainrun.h>
 
 #include <chrono>
@@ -94,7 +95,7 @@ int leave(int rank, int leaving_rank) {
   trainrun::synchronize(trainrun::allreduce_async("grad", {grad.data(), DataType::Float32, {64}}));
   if (rank == leaving_rank) {
     trainrun::shutdown();
-    std::this_thread::sleep_for(std::chrono::seconds(1));  // the others report first
+    std::this_thread::sleep_for(std::chrono::seconds(10));  // the others report first
     return 5;
   }
   try {

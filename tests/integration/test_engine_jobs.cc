@@ -95,14 +95,12 @@ TEST_CASE("a stall shutdown fails the pending op on every rank, and the job goes
 TEST_CASE("a rank that shuts down: the others' pending ops fail naming it") {
   ProcessOptions options;
   options.env = {unique_tag()};
-  const ProcessResult r = run_process(job(3, {"leave", "1"}), options);
-  CHECK(r.exit_code == 3);
+  const ProcessResult r = run_process(job(2, {"leave", "1"}), options);
+  CHECK(r.exit_code == 3);  // rank 0's: rank 1 waits until the launcher stops it
   INFO(r.out);
-  const std::string why = ": allreduce 'grad': the engine was shut down by rank 1 (trainrun::shutdown(), which a "
-                          "program calls on its way out, also after an error of its own)";
-  CHECK(count(r.out, why) == 2);
   CHECK(r.out.find("rank 0: error: rank 0 (") != std::string::npos);
-  CHECK(r.out.find("rank 2: error: rank 2 (") != std::string::npos);
+  CHECK(count(r.out, "): allreduce 'grad': the engine was shut down by rank 1 (trainrun::shutdown(), which a program "
+                     "calls on its way out, also after an error of its own)") == 1);
   CHECK(processes_with_env(options.env[0]).empty());
 }
 
