@@ -138,7 +138,8 @@ def test_scale_up_a_new_worker_joins_at_a_commit_and_gets_the_state(tmp_path):
     script = tmp_path / 'discover.sh'
     script.write_text(f'#!/bin/sh\nexec cat {hosts}\n')
     script.chmod(0o755)
-    job = Job(['--host-discovery-script', str(script), '--min-np', '2', '--max-np', '3'], ['--sleep-ms', '20'])
+    # 100 ms steps: 18 s at size 2, time enough for a loaded machine to start the new worker.
+    job = Job(['--host-discovery-script', str(script), '--min-np', '2', '--max-np', '3'], ['--sleep-ms', '100'])
     job.wait_for(r'\] step 10 size 2 ')
     (tmp_path / 'hosts.new').write_text('localhost:3\n')
     os.rename(tmp_path / 'hosts.new', hosts)
