@@ -25,7 +25,9 @@ import trainrun.torch as hvd
 from trainrun.runner import find_trainrun
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, 'examples', 'pytorch'))
+sys.path.insert(0, os.path.join(ROOT, 'examples', 'pytorch'))  # mnist (the example's network)
+sys.path.insert(0, os.path.join(ROOT, 'tests', 'python', 'elastic'))
+from job_processes import processes_with  # noqa: E402
 WORKER = os.path.join(ROOT, 'tests', 'python', 'elastic', 'elastic_worker.py')
 
 
@@ -60,18 +62,6 @@ def commit_costs():
     print(f'ratio {ours[0] / horovods[0]:.2f}x')
 
 
-def worker_pid(tag, worker):
-    for pid in filter(str.isdigit, os.listdir('/proc')):
-        try:
-            with open(f'/proc/{pid}/environ', 'rb') as f:
-                env = f.read().split(b'\0')
-        except OSError:
-            continue
-        if tag.encode() in env and f'TRAINRUN_WORKER_ID={worker}'.encode() in env:
-            return int(pid)
-    return None
-
-
 def one_kill(victim):
     value = uuid.uuid4().hex
     env = dict(os.environ, PYTHON_ELASTIC_BENCH=value)
@@ -81,7 +71,7 @@ def one_kill(victim):
     for line in job.stdout:
         lines.append(line)
         if re.search(r'\] step 12 size 4 ', line):
-            os.kill(worker_pid(f'PYTHON_ELASTIC_BENCH={value}', victim), signal.SIGKILL)
+            os.kill(processes_with(f'PYTHON_ELASTIC_BENCH={value}', victim)[0], signal.SIGKILL)
             break
     lines += job.stdout.readlines()
     job.wait()

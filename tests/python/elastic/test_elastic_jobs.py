@@ -13,6 +13,7 @@ import uuid
 
 import pytest
 
+from job_processes import processes_with
 from trainrun.runner import find_trainrun
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -20,20 +21,6 @@ WORKER = [sys.executable, os.path.join(HERE, 'elastic_worker.py')]
 MNIST = [sys.executable, os.path.join(HERE, '..', '..', '..', 'examples', 'pytorch', 'mnist.py')]
 MNIST_DATA = os.path.join(HERE, '..', '..', '..', 'data', 'mnist', 'mnist.bin')
 SAMPLES = 480
-
-
-def processes_with(tag, worker=None):
-    """Pids whose environment holds `tag` (and TRAINRUN_WORKER_ID=worker)."""
-    pids = []
-    for pid in filter(str.isdigit, os.listdir('/proc')):
-        try:
-            with open(f'/proc/{pid}/environ', 'rb') as f:
-                env = f.read().split(b'\0')
-        except OSError:
-            continue
-        if tag.encode() in env and (worker is None or f'TRAINRUN_WORKER_ID={worker}'.encode() in env):
-            pids.append(int(pid))
-    return pids
 
 
 class Job:
