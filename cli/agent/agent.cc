@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -76,7 +77,7 @@ class Agent {
   void write_stdin(RankProcess& rank);
   void handle_signal();
   void reap();
-  void send_stacks();
+  void send_stacks(const std::vector<std::uint32_t>& skip);  // every rank's but these
   void terminate(std::chrono::milliseconds grace);
   void flush_outbound(bool block);
   void launcher_went_away();
@@ -269,7 +270,7 @@ void Agent::handle_frame(const Frame& frame) {
     case FrameType::Reach:
       return queue(FrameType::ReachResult, 0, 0, probe_.reach(frame.payload));
     case FrameType::Stacks:
-      return send_stacks();
+      return send_stacks(decode_stack_skips(frame.payload));
     default:
       queue(FrameType::Fatal, 0, 0, "unexpected frame type " + std::to_string(static_cast<int>(frame.type)));
   }
@@ -362,9 +363,13 @@ void Agent::reap() {
 // Synchronous: frames after the request (a Terminate on --timeout) wait
 // until every rank's stack is taken, so the stacks show the hang, not the
 // teardown.
-void Agent::send_stacks() {
+void Agent::send_stacks(const std::vector<std::uint32_t>& skip) {
   std::vector<report::CaptureTarget> targets;
-  for (const auto& r : ranks_) targets.push_back({r.spec.rank, r.running ? r.pid : -1});
+  for (const auto& r : ranks_) {
+    if (std::find(skip.begin(), skip.end(), r.spec.rank) == skip.end()) {
+      targets.push_back({r.spec.rank, r.running ? r.pid : -1});
+    }
+  }
   const report::CaptureResult result = report::capture_stacks(targets, std::chrono::seconds(10));
   for (const auto& stack : result.ranks) queue(FrameType::StackTrace, stack.rank, stack.note ? 1 : 0, stack.text);
   queue(FrameType::StacksDone, 0, 0, result.host_note);

@@ -1,5 +1,6 @@
 #include "cli/agent/agent_protocol.h"
 
+#include <charconv>
 #include <stdexcept>
 
 namespace trainrun::cli {
@@ -162,6 +163,25 @@ std::optional<JobSpec> decode_job(std::string_view payload) {
   }
   if (!in.done()) return std::nullopt;
   return job;
+}
+
+std::string encode_stack_skips(const std::vector<int>& ranks) {
+  std::string out;
+  for (int rank : ranks) out += (out.empty() ? "" : " ") + std::to_string(rank);
+  return out;
+}
+
+std::vector<std::uint32_t> decode_stack_skips(std::string_view payload) {
+  std::vector<std::uint32_t> ranks;
+  while (!payload.empty()) {
+    const std::size_t space = payload.find(' ');
+    const std::string_view token = payload.substr(0, space);
+    std::uint32_t rank = 0;
+    const auto [end, error] = std::from_chars(token.data(), token.data() + token.size(), rank);
+    if (error == std::errc() && end == token.data() + token.size()) ranks.push_back(rank);
+    payload.remove_prefix(space == std::string_view::npos ? payload.size() : space + 1);
+  }
+  return ranks;
 }
 
 }  // namespace trainrun::cli

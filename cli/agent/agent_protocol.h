@@ -28,6 +28,7 @@ enum class FrameType : std::uint8_t {
   Probe = 8,      // payload: encoded ProbeRequest (cli/agent/host_probe.h)
   Reach = 9,      // payload: "address port" lines to try to connect to
   Stacks = 10,    // capture the stacks of every rank (cli/report/stack_capture.h)
+                  // but those in the payload (encode_stack_skips)
   AddRanks = 11,  // payload: encoded JobSpec whose ranks start now, after the job's
                   // last Job frame (elastic jobs grow; cwd, grace and stdin are the job's)
   // agent -> launcher
@@ -96,5 +97,10 @@ std::optional<JobSpec> decode_job(std::string_view payload);
 // `job` as Job frames appended to `out`: each holds cwd, grace and stdin
 // rank and as many whole ranks as fit in kJobFrameBytes (at least one).
 void append_job_frames(std::string& out, const JobSpec& job);
+
+// The Stacks payload: ranks whose stacks are not taken, decimal, one space
+// apart. Decoding skips what is not a rank number.
+std::string encode_stack_skips(const std::vector<int>& ranks);
+std::vector<std::uint32_t> decode_stack_skips(std::string_view payload);
 
 }  // namespace trainrun::cli

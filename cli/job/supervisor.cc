@@ -121,8 +121,8 @@ void Supervisor::on_frame(Peer& peer, const Frame& frame) {
     case FrameType::Output:
       output_.add(static_cast<int>(frame.rank), frame.stream, frame.payload, output_clock());
       if (stacks_ && frame.stream == 2) {  // after the line that calls for a dump
-        if (auto reason = stacks_->stderr_bytes(static_cast<int>(frame.rank), frame.payload, Clock::now())) {
-          request_stacks(*reason);
+        if (auto request = stacks_->stderr_bytes(static_cast<int>(frame.rank), frame.payload, Clock::now())) {
+          request_stacks(request->reason, request->skip);
         }
       }
       return;
@@ -349,15 +349,15 @@ void Supervisor::run(std::vector<std::unique_ptr<AgentLink>>& agents, const std:
   output_.finish();
 }
 
-void Supervisor::request_stacks(const std::string& reason) {
+void Supervisor::request_stacks(const std::string& reason, const std::vector<int>& skip) {
   if (!stacks_) return;
   std::vector<std::string> hosts;
   for (const Peer& peer : peers_) {
     if (!peer.eof && !peer.closed) hosts.push_back(peer.link->host());
   }
-  if (!stacks_->begin(reason, hosts, Clock::now())) return;
+  if (!stacks_->begin({reason, skip}, hosts, Clock::now())) return;
   output_.note("trainrun: " + reason + ": taking the stack of every rank");
-  send_all(FrameType::Stacks, "");
+  send_all(FrameType::Stacks, encode_stack_skips(skip));
 }
 
 void Supervisor::stacks_frame(Peer& peer, const Frame& frame) {

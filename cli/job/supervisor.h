@@ -96,7 +96,8 @@ class Supervisor {
   void forward_stdin();
   void check_start_timeout();
   std::vector<int> unregistered_ranks() const;
-  void request_stacks(const std::string& reason);
+  // Every rank's stack but `skip`'s (report::StackDumps::Request).
+  void request_stacks(const std::string& reason, const std::vector<int>& skip = {});
   void stacks_frame(Peer& peer, const Frame& frame);
   void print_stacks_when_due(bool now);
 

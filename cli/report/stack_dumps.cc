@@ -8,26 +8,33 @@ namespace trainrun::cli::report {
 StackDumps::StackDumps(Options options, std::vector<std::string> rank_hosts)
     : options_(std::move(options)), rank_hosts_(std::move(rank_hosts)) {}
 
-bool StackDumps::begin(const std::string& reason, const std::vector<std::string>& hosts, Clock::time_point now) {
+bool StackDumps::begin(const Request& request, const std::vector<std::string>& hosts, Clock::time_point now) {
   if (active_ || hosts.empty()) return false;
   active_ = true;
-  reason_ = reason;
+  reason_ = request.reason;
   waiting_for_ = std::set<std::string>(hosts.begin(), hosts.end());
   host_notes_.clear();
   answers_.clear();
+  for (int rank : request.skip) {
+    add(rank, true, "not taken: it reported the stall shutdown and is on its way out (its line is below)");
+  }
   started_ = now;
   return true;
 }
 
-std::optional<std::string> StackDumps::stderr_bytes(int rank, std::string_view bytes, Clock::time_point now) {
+std::optional<StackDumps::Request> StackDumps::stderr_bytes(int rank, std::string_view bytes,
+                                                            Clock::time_point now) {
   const StallLine kind = stall_.add(rank, bytes, now);
-  if (kind == StallLine::Shutdown) return "the engine's stall shutdown";
+  if (kind == StallLine::Shutdown) {
+    stopped_.insert(rank);
+    return Request{"the engine's stall shutdown", {stopped_.begin(), stopped_.end()}};
+  }
   if (kind != StallLine::Warning || !options_.on_stall_warning) return std::nullopt;
   // Every waiting rank warns once per interval: one dump per interval is enough.
   const auto interval = std::chrono::duration<double>(options_.stall_warning_s * 0.9);
   if (last_stall_dump_ && now - *last_stall_dump_ < interval) return std::nullopt;
   last_stall_dump_ = now;
-  return "a stall warning (--stacks-on-stall)";
+  return Request{"a stall warning (--stacks-on-stall)", {}};
 }
 
 void StackDumps::add(int rank, bool note, std::string text) {

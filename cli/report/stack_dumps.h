@@ -6,6 +6,12 @@
 // for the console, and with --output-filename DIR the full dump, raw
 // eu-stack text included, in DIR/stacks.N.txt. The supervisor sends the
 // requests and prints; this class decides and formats. Single-threaded.
+//
+// At the stall shutdown, the ranks that reported it are left alone: their
+// ops have failed and they are on their way out, so their stacks would show
+// only that, and stopping them with ptrace would race their exit (and make
+// LeakSanitizer fail a rank built with it). The dump is for the ranks that
+// did not answer.
 #pragma once
 
 #include <chrono>
@@ -30,13 +36,20 @@ class StackDumps {
     std::chrono::milliseconds answer_limit{20'000};  // then print what came
   };
 
+  // What a dump is for, and the ranks whose stacks it does not take (those
+  // that reported the stall shutdown; the dump notes them so).
+  struct Request {
+    std::string reason;
+    std::vector<int> skip;
+  };
+
   StackDumps(Options options, std::vector<std::string> rank_hosts);
 
-  // Starts a dump asking the agents on `hosts`; false when one is under way.
-  bool begin(const std::string& reason, const std::vector<std::string>& hosts, Clock::time_point now);
-  // Rank stderr: the reason for a dump when a stall line in it calls for
-  // one now, else nullopt.
-  std::optional<std::string> stderr_bytes(int rank, std::string_view bytes, Clock::time_point now);
+  // Starts a dump asking the agents on `hosts` for every rank's stack but
+  // `request.skip`'s; false when one is under way.
+  bool begin(const Request& request, const std::vector<std::string>& hosts, Clock::time_point now);
+  // Rank stderr: the dump that a stall line in it calls for now, else nullopt.
+  std::optional<Request> stderr_bytes(int rank, std::string_view bytes, Clock::time_point now);
   void add(int rank, bool note, std::string text);
   // StacksDone from the agent on `host` (note: why it has no stacks), or
   // the agent is gone (note says so).
@@ -61,6 +74,7 @@ class StackDumps {
   std::vector<RankStacks> answers_;
   Clock::time_point started_;
   std::optional<Clock::time_point> last_stall_dump_;
+  std::set<int> stopped_;  // ranks that reported the stall shutdown
   int dumps_ = 0;
 };
 

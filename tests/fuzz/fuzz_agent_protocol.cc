@@ -1,7 +1,7 @@
 // The launcher<->agent byte stream: FrameReader fed in the chunks the
 // input's first bytes choose yields the same frames as when fed at once,
-// every frame re-encodes to itself, and job payloads that decode re-encode
-// to the same bytes.
+// every frame re-encodes to itself, job payloads that decode re-encode
+// to the same bytes, and a Stacks payload's ranks survive a round trip.
 #include <stdexcept>
 
 #include "cli/agent/agent_protocol.h"
@@ -32,6 +32,15 @@ bool drain(FrameReader& reader, Outcome& out) {
           FUZZ_CHECK(encode_job(*job) == frame->payload);
           for (const RankSpec& rank : job->ranks) FUZZ_CHECK(!rank.argv.empty());
         }
+      }
+      if (frame->type == FrameType::Stacks) {  // what decodes re-decodes the same
+        const std::vector<std::uint32_t> skip = decode_stack_skips(frame->payload);
+        FUZZ_CHECK(skip.size() <= frame->payload.size() / 2 + 1);
+        std::vector<int> as_int;
+        for (std::uint32_t rank : skip) {
+          if (rank <= 0x7fffffffu) as_int.push_back(static_cast<int>(rank));
+        }
+        if (as_int.size() == skip.size()) FUZZ_CHECK(decode_stack_skips(encode_stack_skips(as_int)) == skip);
       }
     }
   } catch (const std::runtime_error&) {

@@ -151,6 +151,9 @@ TEST_CASE("the engine's stall shutdown: the late rank's stack, taken while it st
   CHECK(contains(r.err, "): stall: an op waited more than 1.5 s (TRAINRUN_STALL_SHUTDOWN), so the engine stopped"));
   CHECK(contains(r.err, "trainrun: the engine's stall shutdown: taking the stack of every rank\n"));
   CHECK(contains(group_text(r.err, "rank 1"), "clock_nanosleep"));
+  CHECK(contains(r.err, "): no stack: not taken: it reported the stall shutdown and is on its way out (its line is "
+                        "below)\n"));  // rank 0, which is not stopped while it exits
+  CHECK(group_text(r.err, "rank 0").empty());
   CHECK(count(r.err, "taking the stack of every rank") == 1);
   CHECK(nothing_left(tag, seconds(5)));
 }

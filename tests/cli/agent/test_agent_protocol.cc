@@ -113,3 +113,11 @@ TEST_CASE("a host's job of any size goes in Job frames of about kJobFrameBytes, 
   append_job_frames(one, small);
   CHECK(one == encode_frame(Frame{FrameType::Job, 0, 0, encode_job(small)}));
 }
+
+TEST_CASE("the Stacks request's ranks to leave alone round-trip; what is not a rank is skipped") {
+  CHECK(encode_stack_skips({}).empty());
+  CHECK(encode_stack_skips({0, 12, 3}) == "0 12 3");
+  CHECK(decode_stack_skips("0 12 3") == std::vector<std::uint32_t>{0, 12, 3});
+  CHECK(decode_stack_skips("").empty());
+  CHECK(decode_stack_skips("x 1  -2 3y 99999999999 4") == std::vector<std::uint32_t>{1, 4});
+}

@@ -41,10 +41,13 @@ TEST_CASE("a dump groups the answers, notes missing ones, and stall warnings tri
   const auto t0 = Clock::now();
   const std::string warning = "trainrun: rank 1 (h1): waiting: allreduce (core call #2) has waited 10 s for rank 2 "
                               "(h2, 10.0.0.2); still waiting\n";
-  CHECK(dumps.stderr_bytes(1, warning, t0) == std::optional<std::string>("a stall warning (--stacks-on-stall)"));
+  const auto request = dumps.stderr_bytes(1, warning, t0);
+  REQUIRE(request);
+  CHECK(request->reason == "a stall warning (--stacks-on-stall)");
+  CHECK(request->skip.empty());
   CHECK_FALSE(dumps.stderr_bytes(0, warning, t0 + std::chrono::seconds(1)));  // the same interval
-  CHECK(dumps.begin("SIGQUIT", {"h1", "h2"}, t0));
-  CHECK_FALSE(dumps.begin("SIGQUIT", {"h1", "h2"}, t0));  // one at a time
+  CHECK(dumps.begin({"SIGQUIT", {}}, {"h1", "h2"}, t0));
+  CHECK_FALSE(dumps.begin({"SIGQUIT", {}}, {"h1", "h2"}, t0));  // one at a time
   const std::string stack = "PID 1 - process p\nTID 1:\n#0  0x1 poll\n";
   dumps.add(0, false, stack);
   dumps.add(1, false, stack);
@@ -66,7 +69,7 @@ TEST_CASE("an agent that never answers is named after the answer limit") {
   options.answer_limit = std::chrono::milliseconds(500);
   StackDumps dumps(options, {"h1", "h2"});
   const auto t0 = Clock::now();
-  REQUIRE(dumps.begin("--timeout 10 s expired", {"h1", "h2"}, t0));
+  REQUIRE(dumps.begin({"--timeout 10 s expired", {}}, {"h1", "h2"}, t0));
   dumps.add(0, false, "PID 1 - process p\nTID 1:\n#0  0x1 poll\n");
   dumps.host_done("h1", "");
   CHECK_FALSE(dumps.due(t0));
@@ -74,4 +77,31 @@ TEST_CASE("an agent that never answers is named after the answer limit") {
   const std::string text = dumps.finish(t0 + std::chrono::seconds(1));
   CHECK(text.find("rank 1 (h2): no stack: no answer from its agent") != std::string::npos);
   CHECK(text.find("no rank has reported waiting ops yet") != std::string::npos);
+}
+
+TEST_CASE("the stall shutdown leaves alone the ranks that reported it, and names them") {
+  StackDumps dumps({}, {"h1", "h1", "h2"});
+  const auto t0 = Clock::now();
+  const std::string shutdown = "trainrun: rank 0 (h1): stall: the engine waited more than 2 s "
+                               "(TRAINRUN_STALL_SHUTDOWN) for the other ranks' engines, so it aborted the backend "
+                               "and failed every pending op\n";
+  const auto request = dumps.stderr_bytes(0, shutdown, t0);
+  REQUIRE(request);
+  CHECK(request->reason == "the engine's stall shutdown");
+  CHECK(request->skip == std::vector<int>{0});
+  REQUIRE(dumps.begin(*request, {"h1", "h2"}, t0));
+  dumps.add(1, false, "PID 2 - process p\nTID 2:\n#0  0x1 nanosleep\n");
+  dumps.add(2, false, "PID 3 - process p\nTID 3:\n#0  0x1 nanosleep\n");
+  dumps.host_done("h1", "");
+  dumps.host_done("h2", "");
+  REQUIRE(dumps.due(t0));
+  const std::string text = dumps.finish(t0);
+  CHECK(text.find("rank 0 (h1): no stack: not taken: it reported the stall shutdown and is on its way out (its "
+                  "line is below)\n") != std::string::npos);
+  CHECK(text.find("ranks 1-2 (h1, h2):\n  thread 1:\n    nanosleep\n") != std::string::npos);
+  CHECK(text.find("  (0 s ago) " + shutdown.substr(0, shutdown.size() - 1)) != std::string::npos);  // its line
+  // A later shutdown line of another rank: both are left alone next time.
+  const std::string second = "trainrun: rank 2 (h2): stall: an op waited more than 2 s (TRAINRUN_STALL_SHUTDOWN), "
+                             "so the engine stopped and failed every pending op\n";
+  CHECK(dumps.stderr_bytes(2, second, t0)->skip == std::vector<int>{0, 2});
 }
