@@ -149,6 +149,28 @@ TEST_CASE("--output-filename on a full disk: one line per file, every line on th
   CHECK_FALSE(is_mounted(dir));
 }
 
+TEST_CASE("--output-filename on a full disk with --rank-filter: the line says what is lost") {
+  std::string dir, tag;
+  {
+    TinyTmpfs fs;
+    REQUIRE(fs.error() == 0);
+    dir = fs.dir();
+    const ProcessResult r = run_trainrun({"-np", "2", "--rank-filter", "0", "--output-filename", dir + "/out",
+                                          "/bin/sh", "-c", "seq 1 20000"},
+                                         &tag);
+    INFO(r.err.substr(0, 4000));
+    CHECK(r.exit_code == 0);
+    CHECK(count(r.err, "trainrun: warning: cannot write " + dir + "/out/rank.00/stdout: " + kFull +
+                           "; rank 0's later stdout goes to the console only\n") == 1);
+    CHECK(count(r.err, "trainrun: warning: cannot write " + dir + "/out/rank.01/stdout: " + kFull +
+                           "; rank 1's later stdout is lost (--rank-filter keeps it off the console)\n") == 1);
+    CHECK(rank_lines(r.out, 0) == numbers(1, 20000));
+    CHECK(rank_lines(r.out, 1).empty());
+    CHECK(nothing_left(tag, seconds(5)));
+  }
+  CHECK_FALSE(is_mounted(dir));
+}
+
 TEST_CASE("--timeline on a full disk: rank 0 says so once, the job goes on, the report notes it") {
   TempReport report;
   std::string dir, tag;
@@ -194,7 +216,7 @@ TEST_CASE("a stack dump on a full disk: the console has the dump, one line names
                      &tag);
     INFO(r.out, r.err);
     CHECK(r.exit_code == 124);
-    CHECK(contains(r.err, "trainrun: stacks of every rank (--timeout 5 s expired), 1 group:\n"));
+    CHECK(contains(r.err, "trainrun: stacks of every rank (--timeout 5 s expired), "));
     const std::string dump = dir + "/out/stacks.1.txt";
     CHECK(count(r.err, "trainrun: warning: cannot write " + dump + ": " + kFull +
                            "; the dump above is all there is of it\n") == 1);
