@@ -37,7 +37,8 @@ bool Timeline::put(const char* text) {
 void Timeline::failed(int error) {
   failed_ = true;
   const std::string why = net::errno_text(error != 0 ? error : EIO);
-  std::fprintf(stderr, "trainrun: warning: cannot write %s: %s; the timeline ends there (later engine events are dropped)\n",
+  std::fprintf(stderr,
+               "trainrun: warning: cannot write %s: %s; the timeline ends there (later engine events are dropped)\n",
                path_.c_str(), why.c_str());
   if (on_failure_) on_failure_(why);
 }
