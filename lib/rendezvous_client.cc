@@ -18,4 +18,16 @@ std::unique_ptr<rendezvous::HttpStore> connect_rendezvous_store(const World& wor
   return std::make_unique<rendezvous::HttpStore>(world.rendezvous_addr, world.rendezvous_port, *secret, options);
 }
 
+void publish_job_key(const World& world, std::string_view key, const std::string& value) {
+  if (!world.has_rendezvous()) return;
+  try {
+    rendezvous::HttpStore::Options options;
+    options.connect_deadline = std::chrono::seconds(2);
+    options.request_timeout = std::chrono::seconds(5);
+    connect_rendezvous_store(world, options)->set(protocol::kScopeJob, key, value);
+  } catch (const std::exception&) {
+    // The report lacks it; the job goes on.
+  }
+}
+
 }  // namespace trainrun::detail

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include "lib/world.h"
 #include "rendezvous/http_store.h"
@@ -14,5 +16,9 @@ namespace trainrun::detail {
 // TRAINRUN_SECRET when the secret is not hex of the right length.
 std::unique_ptr<rendezvous::HttpStore> connect_rendezvous_store(const World& world,
                                                                 rendezvous::HttpStore::Options options);
+
+// Sets job/`key` in the launcher's store over a connection of its own (for
+// its report); does nothing without a rendezvous, and ignores failures.
+void publish_job_key(const World& world, std::string_view key, const std::string& value);
 
 }  // namespace trainrun::detail

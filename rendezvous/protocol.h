@@ -136,9 +136,11 @@ inline constexpr std::string_view kScopeJob = "job";   // rank.{r} = "host pid b
 inline constexpr std::string_view kKeyRankPrefix = "rank.";
 // For the launcher's JSON report: first_op = rank 0's host, set when the
 // engine's first op was ready on every rank; stragglers = the straggler
-// table (lib/engine/straggler_tracker.h).
+// table (lib/engine/straggler_tracker.h); timeline_error = "path\nerror"
+// when rank 0 could not write the --timeline file.
 inline constexpr std::string_view kKeyFirstOp = "first_op";
 inline constexpr std::string_view kKeyStragglers = "stragglers";
+inline constexpr std::string_view kKeyTimelineError = "timeline_error";
 // NCCL start-up: scope nccl.{generation}, key ready.{r} = "ok" (rank 0:
 // "ok" + the 128-byte ncclUniqueId) or "no " + why NCCL cannot run there.
 inline constexpr std::string_view kScopeNcclPrefix = "nccl.";

@@ -3,7 +3,7 @@
 #   asan  build-asan, gcc -Db_sanitize=address,undefined: the unit tests,
 #         the rendezvous server and its load test, conformance-gloo-np2, the
 #         engine tests and the launcher integration tests (launcher, output,
-#         strangers, bad_input) and the elastic jobs (elastic)
+#         strangers, bad_input, full-disk) and the elastic jobs (elastic)
 #   tsan  build-tsan, gcc -Db_sanitize=thread: unit-engine, engine-gloo-np2, elastic
 # Builds only what those tests run. Results: <dir>/meson-logs/testlog.json.
 #   scripts/sanitize.sh [asan] [tsan]        (both when none is named)
@@ -26,11 +26,13 @@ declare -A targets=(
   [asan]="trainrun tests/test-unit-rendezvous tests/test-unit-lib tests/test-unit-engine tests/test-unit-cli
           tests/test-rendezvous-server tests/rendezvous-load-test tests/conformance tests/engine_multirank
           tests/engine_program tests/test-engine-jobs tests/rank_program tests/test-launcher tests/test-output
-          tests/test-unit-mesh tests/test-strangers tests/test-bad_input tests/elastic_program tests/test-elastic"
+          tests/test-unit-mesh tests/test-strangers tests/test-bad_input tests/elastic_program tests/test-elastic
+          tests/test-full-disk"
   [tsan]="trainrun tests/test-unit-engine tests/engine_multirank tests/elastic_program tests/test-elastic")
 declare -A tests=(
   [asan]="unit-rendezvous unit-lib unit-engine unit-cli rendezvous-server rendezvous-load-1024
-          conformance-gloo-np2 engine-gloo-np2 engine-jobs launcher output unit-mesh strangers bad_input elastic"
+          conformance-gloo-np2 engine-gloo-np2 engine-jobs launcher output unit-mesh strangers bad_input elastic
+          full-disk"
   [tsan]="unit-engine engine-gloo-np2 elastic")
 
 status=0

@@ -327,6 +327,8 @@ int launch_planned(const Options& options, const SrunMode* srun, ReportRecorder&
   if (options.verbose && summary.empty()) output.note("trainrun: all " + std::to_string(plan.ranks.size()) + " rank(s) exited 0");
   output.drain(std::chrono::seconds(5));
   for (auto& agent : agents) agent->finish(std::chrono::seconds(2));
+  report.lost_output(output.write_failures());
+  report.lost_output(stacks.write_failures());
   report.collect(server.table());
   server.stop();
   ::sigprocmask(SIG_SETMASK, &previous_mask, nullptr);

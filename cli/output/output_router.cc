@@ -23,14 +23,16 @@ void make_directory(const std::string& path) {
   }
 }
 
-bool write_all(int fd, std::string_view data) {
+// 0, or the errno of the write that failed.
+int write_all(int fd, std::string_view data) {
   while (!data.empty()) {
     const ssize_t n = ::write(fd, data.data(), data.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
+    if (n < 0) return errno;
+    if (n == 0) return EIO;
     data.remove_prefix(static_cast<std::size_t>(n));
   }
-  return true;
+  return 0;
 }
 
 }  // namespace
@@ -57,17 +59,19 @@ void OutputRouter::open_files(int rank) {
     const std::string file = folder + (stream == 1 ? "/stdout" : "/stderr");
     const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) throw Error(Error::Code::Io, "--output-filename: cannot create " + file + ": " + std::strerror(errno));
-    files_[{rank, stream}] = fd;
+    files_[{rank, stream}] = {fd, file};
   }
 }
 
 OutputRouter::~OutputRouter() {
-  for (auto& [key, fd] : files_) ::close(fd);
+  for (auto& [key, file] : files_) {
+    if (file.fd >= 0) ::close(file.fd);
+  }
 }
 
 int OutputRouter::file_for(int rank, int stream) {
   auto it = files_.find({rank, stream});
-  if (it != files_.end()) return it->second;
+  if (it != files_.end()) return it->second.fd;
   // An elastic job's workers started later get their files on first output.
   if (options_.directory.empty() || rank < options_.size || !late_.insert(rank).second) return -1;
   try {
@@ -79,10 +83,28 @@ int OutputRouter::file_for(int rank, int stream) {
   return file_for(rank, stream);
 }
 
+bool OutputRouter::on_console(int rank) const {
+  return options_.console_ranks.empty() || options_.console_ranks.count(rank) > 0;
+}
+
+void OutputRouter::file_failed(int rank, int stream, int error) {
+  File& file = files_[{rank, stream}];
+  ::close(file.fd);
+  file.fd = -1;  // written no more: the message below is the only one for it
+  const std::string kind = stream == 1 ? "stdout" : "stderr";
+  failures_.push_back({file.path, kind, rank, std::strerror(error)});
+  const std::string whose = "rank " + std::to_string(rank) + "'s later " + kind;
+  note(write_failure_line(failures_.back(),
+                          on_console(rank) ? whose + " goes to the console only"
+                                           : whose + " is lost (--rank-filter keeps it off the console)"));
+}
+
 void OutputRouter::add(int rank, int stream, std::string_view bytes, Clock::time_point now) {
   if (stream != 1 && stream != 2) return;
-  if (const int fd = file_for(rank, stream); fd >= 0) write_all(fd, bytes);
-  if (!options_.console_ranks.empty() && !options_.console_ranks.count(rank)) return;
+  if (const int fd = file_for(rank, stream); fd >= 0) {
+    if (const int error = write_all(fd, bytes)) file_failed(rank, stream, error);
+  }
+  if (!on_console(rank)) return;
   assemblers_[{rank, stream}].feed(bytes, now, [&](std::string_view piece, bool continues) {
     to_console(rank, stream, piece, continues);
   });

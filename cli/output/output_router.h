@@ -4,7 +4,10 @@
 // --no-tag-output, for the ranks --rank-filter selects. Lines from
 // different ranks never interleave mid-line. Console writes never block: they
 // queue, and the supervisor stops reading agents while the queue is over its
-// limit (back-pressure instead of memory). Single-threaded.
+// limit (back-pressure instead of memory). A file that cannot be written
+// (a full disk) is closed and named in one line on stderr; its rank's
+// output still reaches the console, and write_failures() lists it for the
+// report. Single-threaded.
 #pragma once
 
 #include <array>
@@ -13,8 +16,10 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "cli/output/line_assembler.h"
+#include "cli/output/write_failure.h"
 
 namespace trainrun::cli {
 
@@ -49,15 +54,26 @@ class OutputRouter {
   void write_some(int stream);
   // At exit: waits (bounded) until the queues are written.
   void drain(std::chrono::milliseconds timeout);
+  // The files that could not be written in full, in the order they failed.
+  const std::vector<WriteFailure>& write_failures() const { return failures_; }
 
  private:
   void to_console(int rank, int stream, std::string_view piece, bool continues);
   int file_for(int rank, int stream);
   void open_files(int rank);  // DIR/rank.NN/{stdout,stderr}
+  bool on_console(int rank) const;
+  // Closes the file, says so once, and lists it in failures_.
+  void file_failed(int rank, int stream, int error);
+
+  struct File {
+    int fd = -1;  // -1 once a write to it failed
+    std::string path;
+  };
 
   Options options_;
   std::map<std::pair<int, int>, LineAssembler> assemblers_;
-  std::map<std::pair<int, int>, int> files_;
+  std::map<std::pair<int, int>, File> files_;
+  std::vector<WriteFailure> failures_;
   std::set<int> late_;  // ranks beyond options_.size whose files were tried
   std::array<std::string, 2> queue_;
   // The console line left open (no newline yet) by a (rank, stream), if any.

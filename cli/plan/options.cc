@@ -86,7 +86,8 @@ void build(CLI::App& app, Options& o) {
 
   const char* output = "Output";
   app.add_option("--output-filename", o.output_dir,
-                 "Also write each rank's output to DIR/rank.NN/stdout and stderr")->group(output);
+                 "Also write each rank's output to DIR/rank.NN/stdout and stderr (a file that "
+                 "cannot be written is named once on stderr; the console keeps every line)")->group(output);
   app.add_flag("--tag-output,!--no-tag-output", o.tag_output,
                "Prefix each line with [rank] (on by default)")->group(output);
   app.add_option("--rank-filter", o.rank_filter,
@@ -160,7 +161,8 @@ void build(CLI::App& app, Options& o) {
   const char* info = "Information";
   app.add_flag("--verbose", o.verbose, "Print what trainrun decides and does")->group(info);
   app.add_option("--report", o.report,
-                 "Write a JSON job report to FILE on every outcome (also TRAINRUN_REPORT; man trainrun)")
+                 "Write a JSON job report to FILE on every outcome (also TRAINRUN_REPORT; man trainrun); "
+                 "output that cannot be written never changes the exit status")
       ->type_name("FILE")->group(info);
   app.add_flag("--dry-run", o.dry_run, "Print the rank map and each rank's command, start nothing")
       ->group(info);

@@ -65,6 +65,14 @@ json stragglers_json(const std::optional<std::vector<detail::StragglerRow>>& row
   return {{"cycles", cycles}, {"ranks", list}};
 }
 
+json output_errors_json(const std::vector<WriteFailure>& failures) {
+  json list = json::array();
+  for (const WriteFailure& f : failures) {
+    list.push_back({{"file", f.file}, {"kind", f.kind}, {"rank", optional(f.rank)}, {"error", f.error}});
+  }
+  return list;
+}
+
 }  // namespace
 
 std::string to_json(const JobReport& report) {
@@ -95,6 +103,7 @@ std::string to_json(const JobReport& report) {
       {"ranks", ranks},
       {"stragglers", stragglers_json(report.stragglers)},
       {"notes", report.notes},
+      {"output_errors", output_errors_json(report.output_errors)},
   };
   // Invalid UTF-8 (a program name, a host) is replaced, never a throw.
   return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";

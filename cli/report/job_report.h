@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/output/write_failure.h"
 #include "cli/report/exit_record.h"
 #include "lib/engine/straggler_tracker.h"
 
@@ -52,6 +53,7 @@ struct JobReport {
   std::optional<double> first_op_s;    // until the engine's first op was ready on every rank
   std::optional<std::vector<detail::StragglerRow>> stragglers;
   std::vector<std::string> notes;      // what this launcher mode cannot know
+  std::vector<WriteFailure> output_errors;  // output files not written in full
   bool ranks_observed = true;          // false: every rank's state is "unknown" (mpirun)
 };
 

@@ -1,6 +1,5 @@
 #include "cli/report/report_recorder.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +8,7 @@
 #include <iostream>
 
 #include "cli/plan/host_list.h"
+#include "cli/report/atomic_file.h"
 #include "rendezvous/kv_table.h"
 #include "rendezvous/protocol.h"
 #include "trainrun/version.h"
@@ -20,27 +20,6 @@ std::string job_key(std::string_view key) { return std::string(protocol::kScopeJ
 
 std::string rank_key(std::string_view prefix, int rank) {
   return job_key(std::string(prefix) + std::to_string(rank));
-}
-
-// `text` to `path` so that readers see the old file or the whole new one.
-std::string write_atomically(const std::string& path, const std::string& text) {
-  const std::string temp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return std::strerror(errno);
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<std::size_t>(n);
-  }
-  const int write_errno = done == text.size() ? 0 : errno ? errno : EIO;
-  if (::close(fd) != 0 || write_errno != 0 || ::rename(temp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(write_errno ? write_errno : errno);
-    ::unlink(temp.c_str());
-    return why;
-  }
-  return "";
 }
 
 std::int64_t unix_ms_now() {
@@ -113,6 +92,11 @@ void ReportRecorder::collect(const rendezvous::KvTable& table) {
   if (auto text = table.get(job_key(protocol::kKeyStragglers))) {
     report_.stragglers = detail::decode_straggler_table(*text);
   }
+  if (auto text = table.get(job_key(protocol::kKeyTimelineError))) {  // "path\nerror"
+    const std::size_t newline = text->find('\n');
+    report_.output_errors.push_back({text->substr(0, newline), "timeline", 0,
+                                     newline == std::string::npos ? "" : text->substr(newline + 1)});
+  }
   const auto seconds = [](std::int64_t ns) { return ns < 0 ? std::nullopt : std::optional(ns / 1e9); };
   report_.rendezvous_s = seconds(rendezvous_ns_);
   report_.first_op_s = seconds(first_op_ns_);
@@ -147,6 +131,10 @@ void ReportRecorder::ranks_unobserved(std::string why) {
   report_.ranks_observed = false;
 }
 
+void ReportRecorder::lost_output(const std::vector<WriteFailure>& failures) {
+  report_.output_errors.insert(report_.output_errors.end(), failures.begin(), failures.end());
+}
+
 void ReportRecorder::write(int exit_code) {
   if (!enabled() || written_) return;
   written_ = true;
@@ -159,7 +147,11 @@ void ReportRecorder::write(int exit_code) {
   report_.ended_at = utc_timestamp(now_ms);
   report_.wall_time_s = since_start(Clock::now());
   const std::string error = write_atomically(path_, to_json(report_));
-  if (!error.empty()) std::cerr << "trainrun: warning: cannot write the report " << path_ << ": " << error << "\n";
+  if (error.empty()) return;
+  const bool removed = ::unlink(path_.c_str()) == 0;
+  std::cerr << "trainrun: warning: cannot write the report " << path_ << ": " << error << "; this run has no report"
+            << (removed ? " (the older one there was removed)" : "") << " and the exit status, " << exit_code
+            << ", is the job's\n";
 }
 
 }  // namespace trainrun::cli

@@ -40,7 +40,8 @@ class ReportRecorder : public RankEvents {
   void planned(const JobPlan& plan, const std::vector<bool>& remote);
   // Waits for every rank's rendezvous key and the first-op key in `table`.
   void watch(rendezvous::KvTable& table);
-  // Before the rendezvous server stops: each rank's backend, the stragglers.
+  // Before the rendezvous server stops: each rank's backend, the stragglers,
+  // a timeline file rank 0 could not write.
   void collect(const rendezvous::KvTable& table);
   void started(int rank, int pid) override;
   void exited(int rank, std::string_view payload) override;
@@ -50,9 +51,13 @@ class ReportRecorder : public RankEvents {
   // Another program starts the ranks (mpirun): `why` goes to the notes, and
   // every rank's state is "unknown".
   void ranks_unobserved(std::string why);
+  // Output files that could not be written in full (output_errors).
+  void lost_output(const std::vector<WriteFailure>& failures);
 
-  // Writes the report once (later calls do nothing); a failure to write is
-  // printed as a warning and does not change trainrun's exit status.
+  // Writes the report once (later calls do nothing). A failure to write it
+  // is one warning line and does not change trainrun's exit status; an
+  // older report at the path is removed, so no script takes it for this
+  // run's.
   void write(int exit_code);
 
  private:

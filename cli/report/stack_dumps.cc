@@ -1,7 +1,6 @@
 #include "cli/report/stack_dumps.h"
 
-#include <cstdio>
-#include <fstream>
+#include "cli/report/atomic_file.h"
 
 namespace trainrun::cli::report {
 
@@ -68,18 +67,15 @@ std::string StackDumps::console_text(const std::vector<StackGroup>& groups, Cloc
 
 std::string StackDumps::write_file(const std::vector<StackGroup>& groups, Clock::time_point now) {
   const std::string path = options_.output_dir + "/stacks." + std::to_string(dumps_) + ".txt";
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << console_text(groups, now) << "\nraw eu-stack output by rank:\n";
-    for (const RankStacks& r : answers_) {
-      out << "\n== rank " << r.rank << " (" << r.host << ")" << (r.note ? ": no stack: " : " ==\n") << r.text
-          << (r.text.empty() || r.text.back() != '\n' ? "\n" : "");
-    }
-    if (!out.flush()) return "trainrun: cannot write " + path + "\n";
+  std::string text = console_text(groups, now) + "\nraw eu-stack output by rank:\n";
+  for (const RankStacks& r : answers_) {
+    text += "\n== rank " + std::to_string(r.rank) + " (" + r.host + ")" + (r.note ? ": no stack: " : " ==\n") +
+            r.text + (r.text.empty() || r.text.back() != '\n' ? "\n" : "");
   }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) return "trainrun: cannot write " + path + "\n";
-  return "trainrun: full dump in " + path + "\n";
+  const std::string error = write_atomically(path, text);
+  if (error.empty()) return "trainrun: full dump in " + path + "\n";
+  failures_.push_back({path, "stacks", std::nullopt, error});
+  return write_failure_line(failures_.back(), "the dump above is all there is of it") + "\n";
 }
 
 std::string StackDumps::finish(Clock::time_point now) {

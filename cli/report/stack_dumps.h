@@ -4,7 +4,9 @@
 // gathering the agents' answers (StackTrace / StacksDone frames), and the
 // result: grouped stacks and the engine's view (cli/report/stall_lines.h)
 // for the console, and with --output-filename DIR the full dump, raw
-// eu-stack text included, in DIR/stacks.N.txt. The supervisor sends the
+// eu-stack text included, in DIR/stacks.N.txt (written whole or not at all:
+// a file that cannot be written is named in the dump's last line and listed
+// by write_failures()). The supervisor sends the
 // requests and prints; this class decides and formats. Single-threaded.
 //
 // At the stall shutdown, the ranks that reported it are left alone: their
@@ -21,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/output/write_failure.h"
 #include "cli/report/stack_text.h"
 #include "cli/report/stall_lines.h"
 
@@ -59,6 +62,8 @@ class StackDumps {
   bool due(Clock::time_point now) const;
   // The dump for the console (no final newline); writes the file. Ends the dump.
   std::string finish(Clock::time_point now);
+  // The dump files that could not be written.
+  const std::vector<WriteFailure>& write_failures() const { return failures_; }
 
  private:
   std::string console_text(const std::vector<StackGroup>& groups, Clock::time_point now) const;
@@ -76,6 +81,7 @@ class StackDumps {
   std::optional<Clock::time_point> last_stall_dump_;
   std::set<int> stopped_;  // ranks that reported the stall shutdown
   int dumps_ = 0;
+  std::vector<WriteFailure> failures_;
 };
 
 }  // namespace trainrun::cli::report

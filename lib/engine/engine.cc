@@ -9,6 +9,8 @@
 #include "lib/engine/cycle_status.h"
 #include "lib/engine/fusion_planner.h"
 #include "lib/engine/shutdown_cause.h"
+#include "lib/rendezvous_client.h"
+#include "rendezvous/protocol.h"
 
 namespace trainrun::detail {
 namespace {
@@ -35,6 +37,13 @@ std::vector<std::string> reserved_names(const Request& r) {
   return names;
 }
 
+// A failed write reaches the launcher's report through its store.
+std::unique_ptr<Timeline> open_timeline(const World& world, const std::string& path) {
+  return std::make_unique<Timeline>(path, [world, path](const std::string& error) {
+    publish_job_key(world, protocol::kKeyTimelineError, path + "\n" + error);
+  });
+}
+
 }  // namespace
 
 Engine::Engine(const World& world, Backend& backend, EngineOptions options)
@@ -42,9 +51,8 @@ Engine::Engine(const World& world, Backend& backend, EngineOptions options)
       options_(std::move(options)), coordinator_(size_), cache_(options_.cache_capacity),
       stall_(options_.stall_warning, options_.stall_shutdown),
       stragglers_(world, backend, options_.straggler_warning_pct, options_.straggler_window),
-      timeline_(rank_ == 0 && !options_.timeline_path.empty()
-                    ? std::make_unique<Timeline>(options_.timeline_path)
-                    : nullptr),
+      timeline_(rank_ == 0 && !options_.timeline_path.empty() ? open_timeline(world, options_.timeline_path)
+                                                               : nullptr),
       executor_(backend, rank_, size_, options_.fusion_threshold, timeline_.get()) {
   thread_ = std::thread([this] { loop(); });
   watchdog_ = std::thread([this] { watch(); });

@@ -7,7 +7,8 @@
 
 namespace trainrun::detail {
 
-Timeline::Timeline(const std::string& path) : file_(std::fopen(path.c_str(), "w")) {
+Timeline::Timeline(const std::string& path, OnFailure on_failure)
+    : file_(std::fopen(path.c_str(), "w")), path_(path), on_failure_(std::move(on_failure)) {
   if (!file_) {
     throw Error(Error::Code::Io, "timeline: cannot write '" + path + "': " + net::errno_text(errno));
   }
@@ -22,8 +23,24 @@ Timeline::~Timeline() {
   }
   wake_.notify_one();
   writer_.join();
-  std::fputs("\n]\n", file_);
-  std::fclose(file_);
+  const bool ended = put("\n]\n");
+  // The last buffered bytes reach the file only now.
+  if (std::fclose(file_) != 0 && ended) failed(errno);
+}
+
+bool Timeline::put(const char* text) {
+  if (failed_) return false;
+  if (std::fputs(text, file_) == EOF) failed(errno);
+  return !failed_;
+}
+
+void Timeline::failed(int error) {
+  failed_ = true;
+  const std::string why = net::errno_text(error != 0 ? error : EIO);
+  std::fprintf(stderr,
+               "trainrun: warning: cannot write %s: %s; the timeline ends there (later engine events are dropped)\n",
+               path_.c_str(), why.c_str());
+  if (on_failure_) on_failure_(why);
 }
 
 void Timeline::begin(const std::string& tensor, const std::string& phase, Args args,
@@ -78,11 +95,11 @@ void Timeline::write_loop() {
     const bool stopping = stop_;
     lock.unlock();
     for (const auto& event : batch) {
-      if (!first) std::fputs(",\n", file_);
+      if (!first) put(",\n");
       first = false;
-      std::fputs(to_json(event).c_str(), file_);
+      put(to_json(event).c_str());
     }
-    std::fflush(file_);
+    if (!failed_ && std::fflush(file_) != 0) failed(errno);
     batch.clear();
     lock.lock();
     if (stopping && queue_.empty()) return;

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -25,8 +26,12 @@ class Timeline {
   using Args = std::vector<std::pair<std::string, std::string>>;
   using Clock = std::chrono::steady_clock;
 
+  // The error's text ("No space left on device"); called once at most, from
+  // the writer thread or the destructor.
+  using OnFailure = std::function<void(const std::string& error)>;
+
   // Creates or truncates `path`; throws Error(Io) naming it.
-  explicit Timeline(const std::string& path);
+  explicit Timeline(const std::string& path, OnFailure on_failure = {});
   ~Timeline();
   Timeline(const Timeline&) = delete;
   Timeline& operator=(const Timeline&) = delete;
@@ -42,8 +47,14 @@ class Timeline {
               Args args, Clock::time_point at);
   int row(const std::string& tensor);
   void write_loop();
+  // Writes unless a write failed already; false once one has.
+  bool put(const char* text);
+  void failed(int error);
 
   std::FILE* file_;
+  const std::string path_;
+  const OnFailure on_failure_;
+  bool failed_ = false;  // writer thread, then the destructor
   const Clock::time_point start_ = Clock::now();
   std::map<std::string, int> rows_;  // engine thread only
   std::mutex mutex_;

@@ -84,3 +84,20 @@ TEST_CASE("a path that cannot be written is an Io error naming it") {
     CHECK(std::string(e.what()) == "timeline: cannot write '/nonexistent/dir/t.json': No such file or directory (ENOENT)");
   }
 }
+
+TEST_CASE("a failed write (/dev/full) is reported once, with the error, and later events are dropped") {
+  if (::access("/dev/full", W_OK) != 0) {
+    MESSAGE("skipped: no writable /dev/full");
+    return;
+  }
+  std::vector<std::string> failures;
+  {
+    Timeline timeline("/dev/full", [&](const std::string& error) { failures.push_back(error); });
+    for (int i = 0; i < 2000; ++i) {  // more than stdio buffers: the writer thread meets the error
+      timeline.begin("grad." + std::to_string(i), "ALLREDUCE");
+      timeline.end("grad." + std::to_string(i), "ALLREDUCE");
+    }
+  }
+  REQUIRE(failures.size() == 1);
+  CHECK(failures[0] == "No space left on device (ENOSPC)");
+}

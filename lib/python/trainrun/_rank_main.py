@@ -11,23 +11,40 @@ try:
 except ImportError:
     import pickle as cloudpickle
 
+from trainrun._describe import exception_text
 from trainrun.runner import ADDRESS_ENV, KEY_ENV
 
 
-def _picklable(exception):
+def _pickled_exception(exception):
+    """The exception pickled, if it can be and comes back from it; else None."""
     try:
-        cloudpickle.loads(cloudpickle.dumps(exception))
-        return exception
-    except Exception:
+        blob = cloudpickle.dumps(exception)
+        cloudpickle.loads(blob)
+        return blob
+    except Exception:  # noqa: B902 - any pickling failure
         return None
 
 
 def _report(conn, exception):
     text = traceback.format_exc()
     sys.stderr.write(text)
-    conn.send_bytes(cloudpickle.dumps(('error', (type(exception).__name__, str(exception), text,
-                                                 _picklable(exception)))))
+    conn.send_bytes(cloudpickle.dumps(('error', (type(exception).__name__, exception_text(exception), text,
+                                                 _pickled_exception(exception)))))
     return 1
+
+
+def _send_value(conn, rank, value):
+    """Sends rank 0's return value; one that cannot be pickled is reported as
+    such (the rank exits 1)."""
+    try:
+        reply = cloudpickle.dumps(('ok', value if rank == 0 else None))
+    except Exception as error:  # noqa: B902 - whatever pickling raises
+        text = f'{type(error).__name__}: {exception_text(error)}'
+        sys.stderr.write(f'trainrun.Runner: rank {rank} returned a value that cannot be pickled: {text}\n')
+        conn.send_bytes(cloudpickle.dumps(('unpicklable', text)))
+        return 1
+    conn.send_bytes(reply)
+    return 0
 
 
 def main():
@@ -44,8 +61,7 @@ def main():
             value = None
         except BaseException as e:  # noqa: B902 - KeyboardInterrupt too
             return _report(conn, e)
-        conn.send_bytes(cloudpickle.dumps(('ok', value if rank == 0 else None)))
-    return 0
+        return _send_value(conn, rank, value)
 
 
 if __name__ == '__main__':

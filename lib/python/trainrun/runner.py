@@ -25,13 +25,15 @@ except ImportError:  # without it only importable functions can be sent
     import pickle as cloudpickle
 
 from trainrun import _paths
+from trainrun._describe import exception_text
 
 ADDRESS_ENV = 'TRAINRUN_RUNNER_ADDRESS'
 KEY_ENV = 'TRAINRUN_RUNNER_KEY'
 
 
 class RunnerError(RuntimeError):
-    """A rank raised (rank, traceback set) or the job failed (rank None)."""
+    """A rank raised (rank, traceback set), returned a value that cannot be
+    pickled (rank set), or the job failed (rank None)."""
 
     def __init__(self, message, rank=None, traceback=None, exit_code=None):
         super().__init__(message)
@@ -116,6 +118,20 @@ def _pump(stream, target):
     return thread
 
 
+def _error_message(rank, body):
+    kind, message, tb, _ = body
+    return f'rank {rank} raised {kind}: {message}\n\nTraceback of rank {rank}:\n{tb}'
+
+
+def _loads_or_none(blob):
+    """A rank's pickled exception, or None when there is none or this process
+    cannot unpickle it (its class lives in a module only the rank has)."""
+    try:
+        return None if blob is None else cloudpickle.loads(blob)
+    except Exception:  # noqa: B902 - any unpickling failure
+        return None
+
+
 class _ResultServer:
     """Serves the payload to each rank and collects what the ranks report."""
 
@@ -145,14 +161,24 @@ class _ResultServer:
             try:
                 rank = int(conn.recv_bytes().decode())
                 conn.send_bytes(self._payload)
-                status, body = cloudpickle.loads(conn.recv_bytes())
+                report = conn.recv_bytes()
             except (OSError, EOFError, ValueError):
                 return  # the rank died before reporting: the launcher's exit code says so
+            try:
+                status, body = cloudpickle.loads(report)
+            except Exception as error:  # noqa: B902 - e.g. rank 0's value needs a module this process lacks
+                status, body = 'failed', ('its report could not be unpickled here: '
+                                          f'{type(error).__name__}: {exception_text(error)}')
             with self._lock:
                 if status == 'ok' and rank == 0:
                     self.value = body
                 elif status == 'error':
-                    self.errors.append((rank, body))
+                    self.errors.append((rank, _error_message(rank, body), body[2], _loads_or_none(body[3])))
+                elif status == 'unpicklable':
+                    self.errors.append((rank, f'rank {rank} returned a value that cannot be pickled: {body}', None,
+                                        None))
+                elif status == 'failed':
+                    self.errors.append((rank, f'rank {rank}: {body}', None, None))
 
     def stop(self):
         for thread in self._threads:
@@ -160,9 +186,8 @@ class _ResultServer:
 
     def outcome(self, code):
         if self.errors:
-            rank, (kind, message, tb, exception) = self.errors[0]
-            error = RunnerError(f'rank {rank} raised {kind}: {message}\n\nTraceback of rank {rank}:\n{tb}',
-                                rank=rank, traceback=tb, exit_code=code)
+            rank, message, tb, exception = self.errors[0]
+            error = RunnerError(message, rank=rank, traceback=tb, exit_code=code)
             if exception is not None:
                 raise error from exception
             raise error

@@ -135,3 +135,15 @@ TEST_CASE("JobState names the outcome and the failing rank") {
   lost.host_lost("lost connection to b");
   CHECK(lost.outcome() == "launch_failed");
 }
+
+TEST_CASE("output_errors: always there, empty when every file was written; each with file, kind, rank, error") {
+  JobReport report = two_ranks();
+  CHECK(json::parse(to_json(report))["output_errors"] == json::array());
+  report.output_errors.push_back({"logs/rank.01/stdout", "stdout", 1, "No space left on device"});
+  report.output_errors.push_back({"logs/stacks.1.txt", "stacks", std::nullopt, "No space left on device"});
+  const json j = json::parse(to_json(report));
+  CHECK(j["outcome"] == "success");  // lost output does not change how the job ended
+  CHECK(j["output_errors"] == json::parse(R"([
+    {"file": "logs/rank.01/stdout", "kind": "stdout", "rank": 1, "error": "No space left on device"},
+    {"file": "logs/stacks.1.txt", "kind": "stacks", "rank": null, "error": "No space left on device"}])"));
+}

@@ -6,6 +6,7 @@ import itertools
 
 import torch
 
+from trainrun._describe import exception_text
 from trainrun.torch import mpi_ops
 
 try:
@@ -98,6 +99,24 @@ def _to_bytes_tensor(obj):
     return torch.frombuffer(bytearray(buffer.getvalue()), dtype=torch.uint8)
 
 
+def _pickled(obj):
+    """(payload, length, error): obj pickled into a uint8 tensor and its
+    length; or, when pickling fails, the error's text as the payload, a
+    negative length (-1 - its size) that tells the other ranks so, and the
+    error. Either way every rank makes the same calls after it, so op names
+    stay in step."""
+    try:
+        payload = _to_bytes_tensor(obj)
+        return payload, payload.numel(), None
+    except Exception as error:  # noqa: B902 - whatever pickling raises
+        text = f'{type(error).__name__}: {exception_text(error)}'.encode(errors='replace')
+        return torch.frombuffer(bytearray(text), dtype=torch.uint8), -1 - len(text), error
+
+
+def _payload_size(length):
+    return length if length >= 0 else -1 - length
+
+
 def _object_name(op):
     # Not type(obj).__name__: non-root ranks often pass None.
     counter = _object_counters.setdefault(op, itertools.count())
@@ -105,30 +124,49 @@ def _object_name(op):
 
 
 def broadcast_object(obj, root_rank=0, name=None, process_set=None):
-    """Root's `obj` (anything cloudpickle can pickle) on every rank."""
+    """Root's `obj` (anything cloudpickle can pickle) on every rank. When
+    the root cannot pickle it, the root raises that error and every other
+    rank a RuntimeError naming the root and the error; the next call works."""
     name = name or _object_name('broadcast_object')
+    error = None
     if mpi_ops.rank() == root_rank:
-        payload = _to_bytes_tensor(obj)
-        length = torch.tensor([payload.numel()], dtype=torch.int64)
+        payload, n, error = _pickled(obj)
+        length = torch.tensor([n], dtype=torch.int64)
     else:
         length = torch.zeros(1, dtype=torch.int64)
     mpi_ops.broadcast_(length, root_rank, name=f'{name}.length')
+    n = int(length.item())
     if mpi_ops.rank() != root_rank:
-        payload = torch.empty(int(length.item()), dtype=torch.uint8)
+        payload = torch.empty(_payload_size(n), dtype=torch.uint8)
     mpi_ops.broadcast_(payload, root_rank, name=f'{name}.data')
+    if error is not None:
+        raise error
+    if n < 0:
+        raise RuntimeError(f"broadcast_object '{name}': rank {root_rank} could not pickle the object: "
+                           f"{payload.numpy().tobytes().decode(errors='replace')}")
     if mpi_ops.rank() == root_rank:
         return obj
     return _pickle.loads(payload.numpy().tobytes())
 
 
 def allgather_object(obj, name=None, process_set=None):
-    """Every rank's `obj`, in rank order."""
+    """Every rank's `obj`, in rank order. When a rank cannot pickle its
+    object, that rank raises its error and every other rank a RuntimeError
+    naming it; the next call works."""
     name = name or _object_name('allgather_object')
-    payload = _to_bytes_tensor(obj)
-    lengths = mpi_ops.allgather(torch.tensor([payload.numel()], dtype=torch.int64), name=f'{name}.length')
+    payload, n, error = _pickled(obj)
+    lengths = mpi_ops.allgather(torch.tensor([n], dtype=torch.int64), name=f'{name}.length').tolist()
     data = mpi_ops.allgather(payload, name=f'{name}.data').numpy().tobytes()
-    objects, offset = [], 0
-    for n in lengths.tolist():
-        objects.append(_pickle.loads(data[offset:offset + n]))
-        offset += n
+    if error is not None:
+        raise error
+    objects, failures, offset = [], [], 0
+    for rank, length in enumerate(lengths):
+        piece = data[offset:offset + _payload_size(length)]
+        offset += _payload_size(length)
+        if length < 0:
+            failures.append(f"rank {rank}: {piece.decode(errors='replace')}")
+        elif not failures:
+            objects.append(_pickle.loads(piece))
+    if failures:
+        raise RuntimeError(f"allgather_object '{name}': could not pickle the object of " + '; '.join(failures))
     return objects

@@ -120,7 +120,7 @@ def _result(output):
     """The engine's allocated output (dtype, shape, bytes) as a tensor."""
     dtype, shape, data, _ = output
     torch_dtype = _TORCH_DTYPES[dtype]
-    if data is None:
+    if data is None or data.size == 0:  # an empty result: no bytes to view as the dtype
         return torch.empty(shape, dtype=torch_dtype)
     return torch.from_numpy(data).view(torch_dtype).reshape(shape)
 
