@@ -3,6 +3,8 @@
 
 #include <cstdio>
 #include <cstring>
+#include <new>
+#include <stdexcept>
 #include <gloo/config.h>
 
 #include "backends/gloo/direct_alltoall.h"
@@ -221,6 +223,8 @@ class GlooBackend final : public Backend {
       throw;
     } catch (const std::bad_alloc&) {
       throw Error(Error::Code::Backend, "gloo: out of memory for this collective's buffers");
+    } catch (const std::length_error&) {
+      throw Error(Error::Code::Backend, "gloo: this collective's buffers would exceed the largest allocation possible");
     } catch (const std::exception& e) {
       throw Error(Error::Code::Backend, std::string("gloo: ") + e.what());
     }
