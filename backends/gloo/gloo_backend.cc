@@ -252,9 +252,9 @@ std::unique_ptr<Backend> make_gloo_backend(const BackendContext& context) {
 }
 
 std::string gloo_version() {
-  return "Gloo " + std::to_string(GLOO_VERSION_MAJOR) + "." + std::to_string(GLOO_VERSION_MINOR) +
-         "." + std::to_string(GLOO_VERSION_PATCH) +
-         " (tcp; shared memory among ranks on one host unless TRAINRUN_SHM=0)";
+  return "trainrun's TCP mesh, shared memory among ranks on one host unless TRAINRUN_SHM=0 (built with Gloo " +
+         std::to_string(GLOO_VERSION_MAJOR) + "." + std::to_string(GLOO_VERSION_MINOR) + "." +
+         std::to_string(GLOO_VERSION_PATCH) + ", whose transport it no longer uses)";
 }
 
 }  // namespace trainrun::detail
