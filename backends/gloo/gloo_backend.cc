@@ -3,14 +3,12 @@
 
 #include <cstdio>
 #include <cstring>
-#include <gloo/alltoallv.h>
-#include <gloo/broadcast.h>
-#include <gloo/common/error.h>
+#include <new>
+#include <stdexcept>
 #include <gloo/config.h>
-#include <gloo/transport/tcp/device.h>
 
+#include "backends/gloo/direct_alltoall.h"
 #include "backends/gloo/direct_collectives.h"
-#include "backends/gloo/mesh_context.h"
 #include "backends/gloo/socket_mesh.h"
 #include "backends/gloo/two_level_allreduce.h"
 #include "backends/reduction.h"
@@ -27,37 +25,12 @@
 namespace trainrun::detail {
 namespace {
 
-// Gloo's option setters are templates over the element type, but only its
-// size matters to them (we supply the reduction): dispatch on the size.
-template <typename F>
-void with_carrier(DataType type, F&& f) {
-  switch (size_of(type)) {
-    case 1: return f(std::uint8_t{});
-    case 2: return f(std::uint16_t{});
-    case 4: return f(std::uint32_t{});
-    case 8: return f(std::uint64_t{});
-  }
-}
-
-template <typename T>
-T* mut(const void* p) {
-  return static_cast<T*>(const_cast<void*>(p));
-}
-
-std::vector<std::int64_t> as_int64(const std::vector<std::size_t>& counts) {
-  return std::vector<std::int64_t>(counts.begin(), counts.end());
-}
-
-// Broadcasts up to this size take the direct path (SocketMesh on the
-// calling thread); above it Gloo's pipelined broadcast is bandwidth-bound.
-constexpr std::size_t kDirectBroadcastMaxBytes = 256 * 1024;
-
 class GlooBackend final : public Backend {
  public:
   explicit GlooBackend(const BackendContext& context)
       : rank_(context.world.rank), size_(context.world.size),
         timeout_(context.world.collective_timeout), store_(context.store),
-        scope_("gloo." + std::to_string(context.generation)), iface_(context.world.iface) {
+        scope_("gloo." + std::to_string(context.generation)) {
     if (size_ == 1) return;  // every collective is a local copy
     const auto secret = rendezvous::secret_from_hex(context.world.secret_hex);
     if (!store_ || !secret) {
@@ -67,13 +40,14 @@ class GlooBackend final : public Backend {
     }
     // This host's address on the job's network: the interface's
     // (TRAINRUN_IFACE), the one in TRAINRUN_NETWORK, or the one that routes
-    // to the rendezvous. Both transports bind it.
-    address_ = !iface_.empty() ? net::interface_address(iface_)
-               : context.world.network.empty() ? net::local_address_toward(context.world.rendezvous_addr)
-                                               : net::address_in_network(context.world.network);
+    // to the rendezvous. The mesh binds it.
+    const World& world = context.world;
     guarded([&] {
+      const std::string address = !world.iface.empty()     ? net::interface_address(world.iface)
+                                  : world.network.empty() ? net::local_address_toward(world.rendezvous_addr)
+                                                          : net::address_in_network(world.network);
       mesh_ = std::make_unique<SocketMesh>(rank_, size_, *secret, timeout_);
-      store_->set(scope_, "mesh." + std::to_string(rank_), mesh_->listen(address_));
+      store_->set(scope_, "mesh." + std::to_string(rank_), mesh_->listen(address));
       const auto addresses = store_->get_range(scope_, "mesh.", 0, static_cast<std::uint64_t>(size_),
                                                context.world.start_timeout);
       mesh_->connect(addresses, context.world.start_timeout, context.forming_check);
@@ -83,18 +57,80 @@ class GlooBackend final : public Backend {
                             [this, host = context.world.hostname](int peer, std::chrono::seconds waited) {
                               warn_waiting(host, peer, waited);
                             });
-    if (context.world.shm) join_shared_memory(context.world);
-  }
-
-  ~GlooBackend() override {
-    context_.reset();
-    device_.reset();
+    if (context.world.shm) guarded([&] { join_shared_memory(context.world); });
   }
 
   std::string name() const override { return "gloo"; }
 
   void allreduce(const void* send, void* recv, std::size_t count, DataType type,
                  ReduceOp op) override {
+    guarded([&] { allreduce_on_transport(send, recv, count, type, op); });
+  }
+
+  void allgather(const void* send, void* recv, std::size_t count, DataType type) override {
+    allgatherv(send, recv, std::vector<std::size_t>(static_cast<std::size_t>(size_), count), type);
+  }
+
+  void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts,
+                  DataType type) override {
+    guarded([&] {
+      const std::size_t element = size_of(type);
+      if (shm_) return shm_->allgatherv(send, recv, counts, element);
+      std::size_t before = 0;
+      for (int r = 0; r < rank_; ++r) before += counts[r];
+      copy(send, static_cast<char*>(recv) + before * element, counts[rank_] * element);
+      if (size_ > 1) direct_allgatherv(*mesh_, recv, counts, element);
+    });
+  }
+
+  void broadcast(void* buf, std::size_t count, DataType type, int root) override {
+    if (size_ == 1 || count == 0) return;
+    guarded([&] {
+      if (shm_) return shm_->broadcast(buf, count * size_of(type), root);
+      direct_broadcast(*mesh_, buf, count * size_of(type), root);
+    });
+  }
+
+  void alltoall(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
+                const std::vector<std::size_t>& recv_counts, DataType type) override {
+    guarded([&] {
+      if (size_ == 1) return copy(send, recv, send_counts[0] * size_of(type));
+      if (shm_) return shm_->alltoall(send, send_counts, recv, recv_counts, size_of(type));
+      direct_alltoallv(*mesh_, send, send_counts, recv, recv_counts, size_of(type), scratch_);
+    });
+  }
+
+  void reducescatter(const void* send, void* recv, const std::vector<std::size_t>& counts,
+                     DataType type, ReduceOp op) override {
+    guarded([&] {
+      const std::size_t element = size_of(type);
+      if (size_ == 1) return copy(send, recv, counts[0] * element);
+      if (shm_) {
+        shm_->reducescatter(send, recv, counts, element, reduce_function(type, op));
+      } else {
+        direct_reducescatter(*mesh_, send, recv, counts, element, reduce_function(type, op), work_, scratch_);
+      }
+      if (op == ReduceOp::Average) divide_in_place(recv, counts[rank_], type, size_);
+    });
+  }
+
+  void barrier() override {
+    guarded([&] {
+      if (shm_) return shm_->barrier();
+      if (size_ > 1) direct_barrier(*mesh_);
+    });
+  }
+
+  void synchronize() override {}
+
+  void abort() noexcept override {
+    if (shm_) shm_->abort();
+    if (host_shm_) host_shm_->abort();
+    if (mesh_) mesh_->abort();
+  }
+
+ private:
+  void allreduce_on_transport(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op) {
     const std::size_t bytes = count * size_of(type);
     if (size_ == 1 || count == 0) return copy(send, recv, bytes);
     if (shm_) {
@@ -109,86 +145,6 @@ class GlooBackend final : public Backend {
     if (op == ReduceOp::Average) divide_in_place(recv, count, type, size_);
   }
 
-  void allgather(const void* send, void* recv, std::size_t count, DataType type) override {
-    allgatherv(send, recv, std::vector<std::size_t>(static_cast<std::size_t>(size_), count), type);
-  }
-
-  void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts,
-                  DataType type) override {
-    const std::size_t element = size_of(type);
-    if (shm_) return shm_->allgatherv(send, recv, counts, element);
-    std::size_t before = 0;
-    for (int r = 0; r < rank_; ++r) before += counts[r];
-    copy(send, static_cast<char*>(recv) + before * element, counts[rank_] * element);
-    if (size_ > 1) direct_allgatherv(*mesh_, recv, counts, element);
-  }
-
-  void broadcast(void* buf, std::size_t count, DataType type, int root) override {
-    if (size_ == 1 || count == 0) return;
-    if (shm_) return shm_->broadcast(buf, count * size_of(type), root);
-    if (count * size_of(type) <= kDirectBroadcastMaxBytes) {
-      return direct_broadcast(*mesh_, buf, count * size_of(type), root);
-    }
-    guarded([&] {
-      with_carrier(type, [&](auto carrier) {
-        using T = decltype(carrier);
-        gloo::BroadcastOptions opts(gloo_context());
-        opts.setOutput(static_cast<T*>(buf), count);
-        opts.setRoot(root);
-        opts.setTag(next_tag());
-        opts.setTimeout(timeout_);
-        gloo::broadcast(opts);
-      });
-    });
-  }
-
-  void alltoall(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
-                const std::vector<std::size_t>& recv_counts, DataType type) override {
-    if (size_ == 1) return copy(send, recv, send_counts[0] * size_of(type));
-    if (shm_) return shm_->alltoall(send, send_counts, recv, recv_counts, size_of(type));
-    guarded([&] {
-      with_carrier(type, [&](auto carrier) {
-        using T = decltype(carrier);
-        gloo::AlltoallvOptions opts(gloo_context());
-        opts.setInput(mut<T>(send), as_int64(send_counts));
-        opts.setOutput(static_cast<T*>(recv), as_int64(recv_counts));
-        opts.setTag(next_tag());
-        opts.setTimeout(timeout_);
-        gloo::alltoallv(opts);
-      });
-    });
-  }
-
-  void reducescatter(const void* send, void* recv, const std::vector<std::size_t>& counts,
-                     DataType type, ReduceOp op) override {
-    const std::size_t element = size_of(type);
-    if (size_ == 1) return copy(send, recv, counts[0] * element);
-    if (shm_) {
-      shm_->reducescatter(send, recv, counts, element, reduce_function(type, op));
-    } else {
-      direct_reducescatter(*mesh_, send, recv, counts, element, reduce_function(type, op), work_, scratch_);
-    }
-    if (op == ReduceOp::Average) divide_in_place(recv, counts[rank_], type, size_);
-  }
-
-  void barrier() override {
-    if (shm_) return shm_->barrier();
-    if (size_ > 1) direct_barrier(*mesh_);
-  }
-
-  void synchronize() override {}
-
-  void abort() noexcept override {
-    if (shm_) shm_->abort();
-    if (host_shm_) host_shm_->abort();
-    if (mesh_) mesh_->abort();
-    try {
-      if (context_) context_->closeConnections();
-    } catch (...) {
-    }
-  }
-
- private:
   // Ranks on one host share memory (backends/shm) when each of them could
   // map the segment; the job agrees over the mesh, so all ranks take the
   // same transport. On one host every collective uses it; across hosts
@@ -231,26 +187,6 @@ class GlooBackend final : public Backend {
     }
   }
 
-  // Gloo's transport (a device thread and a connection per peer) serves only
-  // alltoall and large broadcasts, so it is wired on first use: every rank
-  // reaches it in the same collective, and exchanges its pair addresses
-  // through the rendezvous store as the mesh did at start-up. Jobs that never
-  // need it start and stop tens of milliseconds faster.
-  const std::shared_ptr<MeshContext>& gloo_context() {
-    if (context_) return context_;
-    gloo::transport::tcp::attr attr;
-    if (!iface_.empty()) attr.iface = iface_;
-    else attr.hostname = address_;
-    device_ = gloo::transport::tcp::CreateDevice(attr);
-    auto context = std::make_shared<MeshContext>(rank_, size_);
-    context->setTimeout(timeout_);
-    store_->set(scope_, "pairs." + std::to_string(rank_), context->create_pairs(device_));
-    context->connect_pairs(
-        store_->get_range(scope_, "pairs.", 0, static_cast<std::uint64_t>(size_), timeout_));
-    context_ = std::move(context);
-    return context_;
-  }
-
   // A core call (not the engine's: it reports its own stalls) waits for
   // `peer`: one line naming the call and the peer's host, which the
   // rendezvous knows ("host pid backend", written by every rank at init).
@@ -276,18 +212,19 @@ class GlooBackend final : public Backend {
     if (from && from != to && bytes) std::memmove(to, from, bytes);
   }
 
-  std::uint32_t next_tag() { return tag_++; }
-
-  // Gloo reports failures as its own exception types: make them ours.
+  // Nothing but Error leaves a backend (backends/backend.h): the standard
+  // library's exceptions (std::bad_alloc of a buffer, std::length_error)
+  // become Error here, at every entry point.
   template <typename Fn>
-  void guarded(Fn&& fn) {
+  static void guarded(Fn&& fn) {
     try {
       fn();
     } catch (const Error&) {
       throw;
-    } catch (const gloo::IoException& e) {
-      const bool timed_out = std::strstr(e.what(), "Timed out") || std::strstr(e.what(), "timed out");
-      throw Error(timed_out ? Error::Code::Timeout : Error::Code::Io, std::string("gloo: ") + e.what());
+    } catch (const std::bad_alloc&) {
+      throw Error(Error::Code::Backend, "gloo: out of memory for this collective's buffers");
+    } catch (const std::length_error&) {
+      throw Error(Error::Code::Backend, "gloo: this collective's buffers would exceed the largest allocation possible");
     } catch (const std::exception& e) {
       throw Error(Error::Code::Backend, std::string("gloo: ") + e.what());
     }
@@ -298,17 +235,12 @@ class GlooBackend final : public Backend {
   const std::chrono::milliseconds timeout_;
   std::shared_ptr<rendezvous::Store> store_;
   const std::string scope_;   // this communicator's keys in the rendezvous store
-  const std::string iface_;   // TRAINRUN_IFACE, or empty
-  std::string address_;       // this host's address on the job's network
-  std::shared_ptr<gloo::transport::Device> device_;  // wired on first use
-  std::shared_ptr<MeshContext> context_;             // wired on first use
-  std::unique_ptr<SocketMesh> mesh_;  // latency-bound collectives
+  std::unique_ptr<SocketMesh> mesh_;  // every collective over TCP
   std::vector<std::string> peer_addresses_;  // "address port" by rank
   std::vector<std::string> peer_hosts_;      // "host, " by rank, looked up on the first wait warning
   std::unique_ptr<ShmCollectives> shm_;  // every collective, when the job is on one host
   std::unique_ptr<ShmCollectives> host_shm_;  // multi-host: this host's ranks (two-level)
   std::unique_ptr<SocketMesh> cross_mesh_;    // multi-host: this local position on every host
-  std::uint32_t tag_ = 0;
   std::vector<char> scratch_;   // direct allreduce receive segment, reused
   std::vector<char> work_;      // reduce-scatter input in ring order, reused
 };
@@ -320,9 +252,9 @@ std::unique_ptr<Backend> make_gloo_backend(const BackendContext& context) {
 }
 
 std::string gloo_version() {
-  return "Gloo " + std::to_string(GLOO_VERSION_MAJOR) + "." + std::to_string(GLOO_VERSION_MINOR) +
-         "." + std::to_string(GLOO_VERSION_PATCH) +
-         " (tcp; shared memory among ranks on one host unless TRAINRUN_SHM=0)";
+  return "trainrun's TCP mesh, shared memory among ranks on one host unless TRAINRUN_SHM=0 (built with Gloo " +
+         std::to_string(GLOO_VERSION_MAJOR) + "." + std::to_string(GLOO_VERSION_MINOR) + "." +
+         std::to_string(GLOO_VERSION_PATCH) + ", whose transport it no longer uses)";
 }
 
 }  // namespace trainrun::detail

@@ -59,6 +59,11 @@ std::unique_ptr<SocketMesh> SocketMesh::subset(const std::vector<int>& ranks) co
     view->addresses_[i] = addresses_[ranks[i]];
     view->names_.push_back(names_.empty() ? ranks[i] : names_[ranks[i]]);
   }
+  // Its waits warn as this mesh's do, naming the peer by this mesh's number.
+  view->warn_interval_ = warn_interval_;
+  if (warn_) {
+    view->warn_ = [warn = warn_, ranks](int peer, std::chrono::seconds waited) { warn(ranks[peer], waited); };
+  }
   return view;
 }
 

@@ -52,7 +52,9 @@ class SocketMesh {
   void abort() noexcept;
   // A mesh of the given ranks (this rank among them) over this
   // mesh's connections, numbered by position in `ranks`; it does not own
-  // them and must not outlive this mesh. Error messages name world ranks.
+  // them and must not outlive this mesh. Error messages name world ranks;
+  // its waits warn through this mesh's set_wait_warning (set it first),
+  // with the peer as this mesh numbers it.
   std::unique_ptr<SocketMesh> subset(const std::vector<int>& ranks) const;
   // Throws Error(Io) naming `peer` when its connection has closed (the
   // process exited or aborted); for transports that wait elsewhere.

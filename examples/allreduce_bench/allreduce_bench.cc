@@ -6,7 +6,10 @@
 // Options: --dtype float32|float16|bfloat16|float64|int32|int64|int8|uint8,
 // --op sum|average|min|max|product, --min-bytes, --max-bytes, --factor,
 // --iters (default: adaptive), --warmup, --csv, --device host|cuda (CUDA
-// buffers on the current device; through NCCL, or staged by --backend gloo).
+// buffers on the current device; through NCCL, or staged by --backend gloo),
+// --collective allreduce|broadcast|alltoall (default allreduce; broadcast
+// from rank 0; alltoall: the size is each rank's whole send buffer, split
+// evenly among the ranks; busbw as nccl-tests computes it for each).
 #include <trainrun/trainrun.h>
 
 #include <cstdio>
@@ -55,7 +58,8 @@ int main(int argc, char** argv) {
   try {
     trainrun::Communicator& comm = trainrun::init();
     const std::size_t element = trainrun::size_of(type);
-    const std::size_t max_count = std::max<std::size_t>(config.max_bytes / element, 1);
+    // alltoall sends at least one element to every rank.
+    const std::size_t max_count = std::max<std::size_t>(config.max_bytes / element, comm.size());
     // Byte patterns stay finite in every dtype; the values do not matter here.
     std::vector<char> host_send(max_count * element, 1), host_recv(max_count * element, 0);
     void* send = host_send.data();
@@ -72,15 +76,26 @@ int main(int argc, char** argv) {
     hooks.rank = comm.rank();
     hooks.size = comm.size();
     hooks.element_size = element;
-    hooks.bus_factor = comm.size() > 1 ? 2.0 * (comm.size() - 1) / comm.size() : 1.0;
-    hooks.run = [&](std::size_t count) { comm.allreduce(send, recv, count, type, op); };
+    const double n = comm.size();
+    if (config.collective == "broadcast") {
+      hooks.bus_factor = 1.0;
+      hooks.run = [&](std::size_t count) { comm.broadcast(recv, count, type, 0); };
+    } else if (config.collective == "alltoall") {
+      hooks.bus_factor = (n - 1) / n;
+      hooks.run = [&](std::size_t count) {
+        comm.alltoall(send, recv, std::max<std::size_t>(count / comm.size(), 1), type);
+      };
+    } else {
+      hooks.bus_factor = n > 1 ? 2.0 * (n - 1) / n : 1.0;
+      hooks.run = [&](std::size_t count) { comm.allreduce(send, recv, count, type, op); };
+    }
     hooks.barrier = [&] { comm.barrier(); };
     hooks.max_across_ranks = [&](double v) {
       double out = 0;
       comm.allreduce(&v, &out, 1, trainrun::DataType::Float64, trainrun::ReduceOp::Max);
       return out;
     };
-    const std::string title = "trainrun allreduce (" + comm.backend_name() + ", " + config.device + " buffers)";
+    const std::string title = "trainrun " + config.collective + " (" + comm.backend_name() + ", " + config.device + " buffers)";
     bench::run(config, hooks, title.c_str());
     device_send.reset();
     device_recv.reset();

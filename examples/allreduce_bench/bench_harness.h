@@ -27,10 +27,12 @@ struct Config {
   std::string type = "float32";
   std::string op = "sum";
   std::string device = "host";  // where the buffers live: host | cuda
+  std::string collective = "allreduce";  // allreduce | broadcast | alltoall (allreduce_bench only)
 };
 
 // Parses --min-bytes/--max-bytes (with K/M/G suffixes), --factor, --iters,
-// --warmup, --csv, --dtype, --op, --device. Unknown options are an error.
+// --warmup, --csv, --dtype, --op, --device, --collective. Unknown options
+// are an error.
 inline bool parse_size(const char* text, std::size_t& out) {
   char* end = nullptr;
   const double v = std::strtod(text, &end);
@@ -62,6 +64,13 @@ inline bool parse_args(int argc, char** argv, Config& c, std::string& error) {
     else if (a == "--warmup") { if (!need(value && (c.warmup = std::atoi(value)) >= 0)) return false; }
     else if (a == "--dtype") { if (!need(value != nullptr)) return false; c.type = value; }
     else if (a == "--op") { if (!need(value != nullptr)) return false; c.op = value; }
+    else if (a == "--collective") {
+      if (!need(value && (std::strcmp(value, "allreduce") == 0 || std::strcmp(value, "broadcast") == 0 ||
+                          std::strcmp(value, "alltoall") == 0))) {
+        return false;
+      }
+      c.collective = value;
+    }
     else if (a == "--device") {
       if (!need(value && (std::strcmp(value, "host") == 0 || std::strcmp(value, "cuda") == 0))) return false;
       c.device = value;

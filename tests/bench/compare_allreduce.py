@@ -16,7 +16,11 @@ line as the baseline, so both run under the same MPI settings) or trainrun
 (trainrun --local for gloo, trainrun --launcher mpirun for mpi). --mpi-args
 are added to every mpirun command line.
 --baseline build: the allreduce_bench of another trainrun build
-(--baseline-build DIR), both on gloo, for A/B runs of two versions.
+(--baseline-build DIR), both on gloo, for A/B runs of two versions;
+--collective broadcast|alltoall times that op instead of allreduce (both
+builds' allreduce_bench must know --collective), --no-shm puts both sides
+on the TCP mesh:
+  compare_allreduce.py --baseline build --baseline-build ../old/build --collective alltoall --no-shm --np 4
 --backend gloo with --baseline mpi --launch trainrun: trainrun's own transports
 (trainrun --local on gloo: shared memory on one host) against plain MPI.
 --also-tcp adds trainrun --local --no-shm on gloo (its TCP mesh) as a third
@@ -81,11 +85,18 @@ def main():
     ap.add_argument("--mpi-args", default="", help="extra arguments for every mpirun, e.g. '--mca btl tcp,self'")
     ap.add_argument("--sizes-per-run", type=int, default=0, help="sizes per program run (default: all)")
     ap.add_argument("--backend", choices=["gloo", "mpi"], help="trainrun's backend (default: the baseline's)")
+    ap.add_argument("--collective", choices=["allreduce", "broadcast", "alltoall"], default="allreduce",
+                    help="the op allreduce_bench times (with --baseline build)")
+    ap.add_argument("--no-shm", action="store_true", help="with --baseline build: both sides over TCP")
     ap.add_argument("--also-tcp", action="store_true",
                     help="add trainrun --local --no-shm on gloo (the TCP mesh) as a third program")
     args = ap.parse_args()
     if args.baseline == "build" and not args.baseline_build:
         ap.error("--baseline build needs --baseline-build DIR")
+    if (args.collective != "allreduce" or args.no_shm) and args.baseline != "build":
+        ap.error("--collective and --no-shm go with --baseline build")
+    bench_args = (["--no-shm"] if args.no_shm else [])
+    op_args = ["--collective", args.collective] if args.collective != "allreduce" else []
     launch = args.launch or ("mpirun" if args.baseline == "mpi" else "trainrun")
     backend = args.backend or ("mpi" if args.baseline == "mpi" else "gloo")
 
@@ -102,7 +113,8 @@ def main():
         trainrun_side = [trainrun, "--launcher", "mpirun", "--no-tag-output", "-np", str(args.np),
                          "--backend", "mpi", "--mpi-args", args.mpi_args, bench]
     else:
-        trainrun_side = [trainrun, "--local", "--no-tag-output", "-np", str(args.np), "--backend", backend, bench]
+        trainrun_side = [trainrun, "--local", "--no-tag-output", "-np", str(args.np), "--backend", backend] + \
+            bench_args + [bench] + op_args
     programs = {"trainrun": lambda: trainrun_side}
     if args.also_tcp:
         programs["tcp"] = lambda: [trainrun, "--local", "--no-tag-output", "-np", str(args.np), "--backend", "gloo",
@@ -113,8 +125,8 @@ def main():
                                     "--store", "{store}"]
     elif args.baseline == "build":
         other = [os.path.join(args.baseline_build, "trainrun"), "--local", "--no-tag-output", "-np", str(args.np),
-                 "--backend", "gloo",
-                 os.path.join(args.baseline_build, "examples", "allreduce_bench")]
+                 "--backend", "gloo"] + bench_args + \
+            [os.path.join(args.baseline_build, "examples", "allreduce_bench")] + op_args
         programs["build"] = lambda: other
     else:
         programs["mpi"] = lambda: mpirun + [os.path.join(args.build, "tests", "bench", "mpi_allreduce_bench")]
@@ -139,7 +151,8 @@ def main():
     sizes = sorted(results["trainrun"][0])
     if not sizes or any(not r[0] for r in results.values()):
         sys.exit("compare_allreduce: a program printed no CSV rows (run one by hand to see why)")
-    print(f"# allreduce float32 sum, np={args.np}, trainrun on {backend} ({launch}), "
+    print(f"# {args.collective} float32, np={args.np}, trainrun on {backend} ({launch}"
+          f"{', --no-shm' if args.no_shm else ''}), "
           f"median of {args.rounds} alternating rounds, {args.sizes_per_run or 'all'} size(s) per run")
     print(f"# {'bytes':>10} {base + ' us':>10} {'trainrun us':>11} {'ratio':>6} {base + ' p50':>9} "
           f"{'trainrun p50':>12} {'ratio':>6} {base + ' GB/s':>9} {'trainrun GB/s':>13} {'busbw ratio':>11}")

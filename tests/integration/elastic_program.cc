@@ -13,6 +13,10 @@
 //   --sleep-ms X         sleep per step (default 0)
 //   --ops core|engine    the step's allreduce as a core call (default) or a
 //                        named engine op (allreduce_async + synchronize)
+//   --collective allreduce|broadcast|alltoall  the step's core call (default
+//                        allreduce); broadcast: from rank 0; alltoall: the
+//                        buffer split evenly, rank r's blocks filled with
+//                        step+1+r; each checked like the allreduce
 //   --exit-at S:W:C      worker W exits with C on reaching step S, in the
 //                        generation where the job first reached S (repeatable)
 //   --shutdown-at S:W:C  the same, but through trainrun::shutdown() and exit(),
@@ -55,6 +59,7 @@ struct Options {
   std::int64_t commit_every = 1;
   int sleep_ms = 0;
   bool engine_ops = false;
+  std::string collective = "allreduce";
   std::vector<ExitAt> exits;
   std::string fail_host;
   int fail_code = 0;
@@ -84,6 +89,9 @@ Options parse(int argc, char** argv) {
     else if (flag == "--commit-every") o.commit_every = std::max(1LL, number(value));
     else if (flag == "--sleep-ms") o.sleep_ms = static_cast<int>(number(value));
     else if (flag == "--ops" && (value == "core" || value == "engine")) o.engine_ops = value == "engine";
+    else if (flag == "--collective" && (value == "allreduce" || value == "broadcast" || value == "alltoall")) {
+      o.collective = value;
+    }
     else if (flag == "--exit-at" || flag == "--shutdown-at" || flag == "--return-at") {
       const auto a = value.find(':'), b = value.rfind(':');
       if (a == std::string::npos || a == b) usage(flag + " takes STEP:WORKER:CODE");
@@ -165,7 +173,9 @@ class Worker {
       maybe_exit();
       const float value = static_cast<float>(step_ + 1);
       std::fill(buffer_.begin(), buffer_.end(), value);
-      if (o_.engine_ops) {
+      if (o_.collective != "allreduce") {
+        other_collective(comm, value);
+      } else if (o_.engine_ops) {
         const trainrun::Tensor t{buffer_.data(), trainrun::DataType::Float32,
                                  {static_cast<std::int64_t>(buffer_.size())}};
         trainrun::synchronize(trainrun::allreduce_async("step", t, trainrun::ReduceOp::Sum));
@@ -173,14 +183,7 @@ class Worker {
         comm.allreduce(buffer_.data(), buffer_.data(), buffer_.size(), trainrun::DataType::Float32,
                        trainrun::ReduceOp::Sum);
       }
-      const float want = value * static_cast<float>(comm.size());
-      for (float got : buffer_) {
-        if (got != want) {
-          std::printf("worker %d: wrong result at step %lld\n", id_, static_cast<long long>(step_));
-          std::fflush(stdout);
-          std::_Exit(3);
-        }
-      }
+      if (o_.collective == "allreduce") check(value * static_cast<float>(comm.size()), 0, buffer_.size());
       ++step_;
       checksum_ += step_;
       if (comm.rank() == 0) {
@@ -193,10 +196,35 @@ class Worker {
     }
   }
 
+  void check(float want, std::size_t from, std::size_t to) const {
+    for (std::size_t i = from; i < to; ++i) {
+      if (buffer_[i] != want) {
+        std::printf("worker %d: wrong result at step %lld\n", id_, static_cast<long long>(step_));
+        std::fflush(stdout);
+        std::_Exit(3);
+      }
+    }
+  }
+
+  // --collective broadcast|alltoall: the step's call on buffer_ (filled
+  // with `value`), checked.
+  void other_collective(trainrun::Communicator& comm, float value) {
+    if (o_.collective == "broadcast") {
+      if (comm.rank() != 0) std::fill(buffer_.begin(), buffer_.end(), -1.0f);
+      comm.broadcast(buffer_.data(), buffer_.size(), trainrun::DataType::Float32, 0);
+      return check(value, 0, buffer_.size());
+    }
+    const std::size_t block = buffer_.size() / static_cast<std::size_t>(comm.size());
+    send_.assign(buffer_.size(), value + static_cast<float>(comm.rank()));
+    comm.alltoall(send_.data(), buffer_.data(), block, trainrun::DataType::Float32);
+    for (int r = 0; r < comm.size(); ++r) check(value + static_cast<float>(r), r * block, (r + 1) * block);
+  }
+
   const Options o_;
   const int id_;
   std::string host_;
   std::vector<float> buffer_;
+  std::vector<float> send_;  // --collective alltoall
   std::int64_t step_ = 0;
   std::int64_t checksum_ = 0;
   trainrun::elastic::State state_;

@@ -31,6 +31,11 @@
 //                     the error (mpi backend only: it refuses before sending)
 //   deadlock:R        rank R locks a mutex it holds: stuck in pthread_mutex_lock
 //                     for good (the other ranks go on to the next step)
+//   alltoall:COUNT, reducescatter:COUNT, broadcast:COUNT (or OP:R:COUNT)
+//                     one core call of COUNT floats per block (broadcast from
+//                     rank 0) on buffers of at most 1 Mi floats, so a larger
+//                     count must be refused before they are touched; prints
+//                     "rank R: OP ok", or "rank R: OP error: ..." and exits 1
 // The rank before init comes from TRAINRUN_RANK, else OMPI_COMM_WORLD_RANK
 // (plain mpirun or trainrun --launcher mpirun), else SLURM_PROCID.
 #include <trainrun/trainrun.h>
@@ -150,6 +155,26 @@ std::string inheritable_fds() {
   std::printf("rank %d: unreachable\n", rank);  // not a tail call: this frame stays on the stack
 }
 
+// alltoall|reducescatter|broadcast:COUNT (see the top of the file).
+void core_call(int rank, const std::string& op, std::size_t count) {
+  auto& comm = trainrun::init();
+  const std::size_t cap = std::size_t{1} << 20;
+  const std::size_t blocks = count > cap ? cap : count * static_cast<std::size_t>(comm.size());
+  std::vector<float> send(std::min(blocks, cap) + 1, 1.0f), recv(std::min(blocks, cap) + 1, 0.0f);
+  try {
+    if (op == "alltoall") comm.alltoall(send.data(), recv.data(), count, trainrun::DataType::Float32);
+    else if (op == "reducescatter") {
+      comm.reducescatter(send.data(), recv.data(), count, trainrun::DataType::Float32, trainrun::ReduceOp::Sum);
+    } else comm.broadcast(send.data(), count, trainrun::DataType::Float32, 0);
+    std::printf("rank %d: %s ok\n", rank, op.c_str());
+  } catch (const trainrun::Error& e) {
+    std::printf("rank %d: %s error: %s\n", rank, op.c_str(), e.what());
+    std::fflush(stdout);
+    std::_Exit(1);
+  }
+  std::fflush(stdout);
+}
+
 int rank_from_env() {
   for (const char* name : {"TRAINRUN_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"}) {
     if (const char* text = std::getenv(name)) return std::atoi(text);
@@ -224,6 +249,8 @@ int main(int argc, char** argv) {
       comm.allreduce(&mine, &sum, 1, trainrun::DataType::Int64, trainrun::ReduceOp::Sum);
       std::printf("rank %d: sum=%lld\n", rank, static_cast<long long>(sum));
       std::fflush(stdout);
+    } else if (verb == "alltoall" || verb == "reducescatter" || verb == "broadcast") {
+      core_call(rank, verb, static_cast<std::size_t>(std::strtoull(arg.c_str(), nullptr, 10)));
     } else if (verb == "deadlock") {
       if (std::atoi(arg.c_str()) == rank) deadlock(rank);
     } else if (verb == "allreduce-big") {

@@ -231,6 +231,7 @@ std::string SshHosts::launcher_address() const { return address(254); }
 std::string SshHosts::subnet() const { return address(0) + "/24"; }
 std::string SshHosts::client_only_dir() const { return home_directory() + "/only-here"; }
 std::string SshHosts::client_key() const { return home_directory() + "/.ssh/id_ed25519"; }
+std::string SshHosts::netns(int host) const { return netns_name(subnet_, host); }
 
 void SshHosts::claim_subnet() {
   const std::string ip = tool("ip");

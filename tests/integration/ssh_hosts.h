@@ -56,6 +56,9 @@ class SshHosts {
   std::string client_only_dir() const;
   // The client key's path as the launcher sees it.
   std::string client_key() const;
+  // The network namespace of a host, for `ip netns exec` (e.g. an iptables
+  // rule that cuts one path; it goes with the namespace).
+  std::string netns(int host) const;
 
   // `argv` run as the launcher: in a private mount namespace whose home
   // is the test's client home. argv[0] must be an absolute path.
