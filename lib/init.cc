@@ -70,7 +70,7 @@ std::unique_ptr<detail::GenerationWatcher> start_watcher(const detail::World& wo
   rendezvous::HttpStore::Options options;
   options.connect_deadline = detail::GenerationWatcher::kRetry;
   return std::make_unique<detail::GenerationWatcher>(detail::connect_rendezvous_store(world, options),
-                                                     std::move(joined), backend);
+                                                     std::move(joined), backend, world.worker_id);
 }
 
 std::string who(const detail::World& world) {

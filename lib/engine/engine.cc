@@ -211,6 +211,7 @@ bool Engine::cycle() {
   {
     std::lock_guard lock(mutex_);
     blocked_since_.reset();
+    ++cycles_answered_;
   }
   if (status.stall_shutdown()) {
     stop(Error(Error::Code::Timeout, stall_.shutdown_message(coordinator_.pending())));
@@ -453,7 +454,7 @@ void Engine::watch() {
       abort_reason_ = "the engine was shut down, but the other ranks' engines did not answer for " +
                       std::to_string(kStopGrace.count()) + " s, so it aborted the backend";
     } else {
-      if (auto warning = inspector.blocked_warning(waited, now)) {
+      if (auto warning = inspector.blocked_warning(waited, now, cycles_answered_)) {
         std::fprintf(stderr, "trainrun: rank %d (%s): %s\n", rank_, hostname_.c_str(), warning->c_str());
       }
       continue;
