@@ -20,6 +20,21 @@ struct CoreCall {
 // The innermost core call of this thread, or nullptr.
 const CoreCall* current_core_call();
 
+// How long this process's collectives have waited with none finishing:
+// zero while none is in progress. Core calls (CoreCallScope) and the
+// engine's cycles count, each for the life of a CollectiveWait. An elastic
+// worker's peer probe reads it (lib/elastic/peer_probe.h), so that the
+// launcher can tell a job stuck on a cut network from a slow one.
+// Thread-safe (atomics).
+class CollectiveWait {
+ public:
+  CollectiveWait();
+  ~CollectiveWait();
+  CollectiveWait(const CollectiveWait&) = delete;
+  CollectiveWait& operator=(const CollectiveWait&) = delete;
+};
+std::chrono::milliseconds collective_stuck_for();
+
 class CoreCallScope {
  public:
   CoreCallScope(const char* op, std::uint64_t number);
@@ -30,6 +45,7 @@ class CoreCallScope {
  private:
   CoreCall call_;
   const CoreCall* outer_;
+  CollectiveWait wait_;
 };
 
 // "trainrun: rank 0 (h1): waiting: allreduce (core call #3) has waited 60 s

@@ -3,7 +3,9 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <sstream>
 
+#include "cli/elastic/partition.h"
 #include "cli/plan/host_list.h"
 #include "lib/decimal.h"
 #include "rendezvous/kv_table.h"
@@ -15,6 +17,12 @@ namespace {
 std::string table_key(std::string_view key) { return std::string(ep::kScope) + "/" + std::string(key); }
 
 std::string seconds(std::chrono::milliseconds d) { return detail::shortest_decimal(d.count() / 1000.0) + " s"; }
+
+std::string host_list(const std::vector<std::string>& hosts) {
+  std::string out;
+  for (const std::string& h : hosts) out += (out.empty() ? "" : ", ") + h;
+  return out;
+}
 
 }  // namespace
 
@@ -304,6 +312,61 @@ void ElasticDriver::check_hung(Clock::time_point now) {
     const auto it = workers_.find(id);
     if (it != workers_.end() && it->second.phase == Phase::Active) remove_hung(id, now);
   }
+  if (!publish_at_) check_partition(now);
+}
+
+// Host pairs that cannot reach each other, as the workers stuck for the hang
+// timeout report them (reach.{w} = "STUCK_MS W ...").
+std::set<std::pair<std::string, std::string>> ElasticDriver::reported_cuts() const {
+  std::set<std::pair<std::string, std::string>> cuts;
+  if (options_.hang_timeout.count() <= 0) return cuts;
+  for (const auto& [id, w] : workers_) {
+    if (w.phase != Phase::Active) continue;
+    const auto report = table_.get(table_key(ep::reach_key(id)));
+    if (!report) continue;
+    std::istringstream words(*report);
+    long long stuck_ms = 0;
+    if (!(words >> stuck_ms) || stuck_ms < options_.hang_timeout.count()) continue;
+    for (int other; words >> other;) {
+      const auto it = workers_.find(other);
+      if (it != workers_.end() && it->second.phase == Phase::Active && it->second.host != w.host) {
+        cuts.insert(std::minmax(w.host, it->second.host));
+      }
+    }
+  }
+  return cuts;
+}
+
+// A partition the launcher sees across: the side that can go on does, the
+// others' workers stop and their hosts count as lost.
+void ElasticDriver::check_partition(Clock::time_point now) {
+  const auto cuts = reported_cuts();
+  if (cuts.empty()) return;
+  const ep::Assignment current = plan(generation_, false);
+  std::vector<Member> in_rank_order;
+  for (const ep::Slot& s : current.slots) in_rank_order.push_back({s.worker, s.host});
+  const auto decision = resolve_partition(in_rank_order, cuts, options_.min_np);
+  if (!decision) return;
+  std::vector<std::string> dropped;
+  int dropped_workers = 0;
+  for (const PartitionSide& side : decision->drop) {
+    dropped.insert(dropped.end(), side.hosts.begin(), side.hosts.end());
+    dropped_workers += side.workers;
+  }
+  for (const std::string& host : dropped) {
+    blacklist_.host_lost(host, now);
+    last_failure_[host] = now;
+    remove_workers(host);
+    supervisor_.stop_host(host);
+  }
+  for (const auto& [id, w] : workers_) table_.set(table_key(ep::reach_key(id)), "0");  // acted upon
+  const std::string keep = host_list(decision->keep.hosts);
+  membership_changed("network partition: " + keep + " (" + std::to_string(decision->keep.workers) +
+                         " worker(s)) and " + host_list(dropped) + " (" + std::to_string(dropped_workers) +
+                         ") cannot reach each other; " + keep + " go(es) on (" +
+                         (decision->tie ? "as many workers, and rank 0" : "more workers") + "), the workers on " +
+                         host_list(dropped) + " stop",
+                     std::nullopt);
 }
 
 // SIGKILL for it alone (SIGTERM would wait for a stopped process); its host

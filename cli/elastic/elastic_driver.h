@@ -16,6 +16,11 @@
 //     it counts towards its host's blacklisting (cli/elastic/hang_detector.h);
 //   - a host the discovery script lists with fewer slots loses the workers
 //     with the highest local ranks beyond them (killed, as Horovod does);
+//   - hosts that cannot reach each other while the launcher reaches them
+//     all (a partition: workers stuck for --elastic-hang-timeout report the
+//     peers they cannot connect to): the side with the most workers, ties
+//     to the one with rank 0, goes on if it meets --min-np; the other
+//     side's hosts are stopped and blacklisted as lost (cli/elastic/partition.h);
 //   - fewer than --min-np workers for --elastic-timeout, or more changes
 //     than --reset-limit: the job ends with one line saying so.
 // A worker exiting 0 means training is over: from then on nothing is
@@ -28,6 +33,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -105,6 +111,8 @@ class ElasticDriver : public ElasticControl {
   void check_short();
   void check_hung(Clock::time_point now);
   void remove_hung(int id, Clock::time_point now);
+  void check_partition(Clock::time_point now);
+  std::set<std::pair<std::string, std::string>> reported_cuts() const;
   bool usable(const std::string& host) const;
   int count(Phase phase) const;
   int workers_on(const std::string& host) const;

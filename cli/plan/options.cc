@@ -130,7 +130,8 @@ void build(CLI::App& app, Options& o) {
       ->group(elastic);
   add_float(app, "--elastic-hang-timeout", o.elastic_hang_timeout_s,
             "Seconds a worker's process may be stopped or frozen (no heartbeat) before it is killed and the "
-            "others re-form without it; 0: never (default 30)",
+            "others re-form without it, and ranks may be stuck before a network partition they report is "
+            "resolved (the larger side goes on); 0: never (default 30)",
             0.0, 1e9)
       ->group(elastic);
   add_float(app, "--blacklist-cooldown", o.blacklist_cooldown_s,

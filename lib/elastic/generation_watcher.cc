@@ -16,9 +16,9 @@ bool removes_member(const ep::Assignment& joined, const ep::Assignment& next) {
 }
 
 GenerationWatcher::GenerationWatcher(std::unique_ptr<rendezvous::Store> store, ep::Assignment joined,
-                                     Backend& backend, int worker)
+                                     Backend& backend, int worker, std::unique_ptr<PeerProbe> probe)
     : store_(std::move(store)), joined_(std::move(joined)), backend_(backend), alive_key_(ep::alive_key(worker)),
-      newest_(joined_.generation), thread_([this] { watch(); }) {}
+      probe_(std::move(probe)), newest_(joined_.generation), thread_([this] { watch(); }) {}
 
 GenerationWatcher::~GenerationWatcher() {
   {
@@ -43,6 +43,7 @@ void GenerationWatcher::watch() noexcept {
   while (!stop_.load()) {
     try {
       beat();
+      if (probe_) probe_->tick(*store_);
       if (!next_seen) next_seen = wait_for_next();
       else if (!sleep_unless_stopped(ep::kHeartbeat)) return;
       continue;

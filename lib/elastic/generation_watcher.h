@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "backends/backend.h"
+#include "lib/elastic/peer_probe.h"
 #include "lib/world.h"
 #include "rendezvous/elastic_protocol.h"
 #include "rendezvous/store.h"
@@ -31,8 +32,9 @@ class GenerationWatcher {
   // `joined` is the assignment of world.generation; `backend` is aborted
   // (Backend::abort is noexcept and callable from any thread) when the next
   // generation removes one of its members.
+  // `probe`, when given, runs on the watcher's thread (network partitions).
   GenerationWatcher(std::unique_ptr<rendezvous::Store> store, elastic_protocol::Assignment joined,
-                    Backend& backend, int worker);
+                    Backend& backend, int worker, std::unique_ptr<PeerProbe> probe = nullptr);
   ~GenerationWatcher();  // stops and joins within one poll (<= kPoll)
   GenerationWatcher(const GenerationWatcher&) = delete;
   GenerationWatcher& operator=(const GenerationWatcher&) = delete;
@@ -61,6 +63,7 @@ class GenerationWatcher {
   const elastic_protocol::Assignment joined_;
   Backend& backend_;
   const std::string alive_key_;
+  const std::unique_ptr<PeerProbe> probe_;
   std::chrono::steady_clock::time_point next_beat_{};
   std::atomic<int> newest_;
   std::atomic<bool> member_lost_{false};

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <utility>
 
+#include "lib/core_call.h"
 #include "lib/engine/cycle_status.h"
 #include "lib/engine/fusion_planner.h"
 #include "lib/engine/shutdown_cause.h"
@@ -207,7 +208,10 @@ bool Engine::cycle() {
     std::lock_guard lock(mutex_);
     blocked_since_ = Clock::now();
   }
-  backend_.allreduce(status.data(), status.data(), status.size(), DataType::UInt8, ReduceOp::Min);
+  {
+    const CollectiveWait wait;  // the elastic peer probe's measure of being stuck
+    backend_.allreduce(status.data(), status.data(), status.size(), DataType::UInt8, ReduceOp::Min);
+  }
   {
     std::lock_guard lock(mutex_);
     blocked_since_.reset();

@@ -31,3 +31,17 @@ TEST_CASE("the wait message names the rank, the call and the peer with its host"
         "trainrun: rank 0 (h1): waiting: allreduce (core call #3) has waited 60 s for rank 2 (h3, 10.0.0.3); "
         "still waiting");
 }
+
+// What an elastic worker's peer probe reads to know its collectives are stuck.
+TEST_CASE("stuck: zero with no collective in progress, growing while one waits with none finishing") {
+  CHECK(collective_stuck_for().count() == 0);
+  {
+    const CollectiveWait wait;
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    const auto before = collective_stuck_for();
+    CHECK(before >= std::chrono::milliseconds(30));
+    { const CoreCallScope call("barrier", 1); }  // one finished: progress
+    CHECK(collective_stuck_for() < before);
+  }
+  CHECK(collective_stuck_for().count() == 0);
+}
