@@ -7,9 +7,7 @@ namespace {
 
 thread_local const CoreCall* t_current = nullptr;
 std::atomic<int> g_waiting{0};
-std::atomic<std::int64_t> g_progress_ns{0};  // steady clock: the last call to begin or end
-
-std::int64_t now_ns() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
+std::atomic<std::uint64_t> g_finished{0};
 
 }  // namespace
 
@@ -21,19 +19,15 @@ CoreCallScope::CoreCallScope(const char* op, std::uint64_t number) : call_{op, n
 
 CoreCallScope::~CoreCallScope() { t_current = outer_; }
 
-CollectiveWait::CollectiveWait() {
-  g_progress_ns = now_ns();
-  ++g_waiting;
-}
+CollectiveWait::CollectiveWait() { g_waiting.fetch_add(1, std::memory_order_relaxed); }
 
 CollectiveWait::~CollectiveWait() {
-  --g_waiting;
-  g_progress_ns = now_ns();
+  g_finished.fetch_add(1, std::memory_order_relaxed);
+  g_waiting.fetch_sub(1, std::memory_order_relaxed);
 }
 
-std::chrono::milliseconds collective_stuck_for() {
-  if (g_waiting.load() <= 0) return std::chrono::milliseconds(0);
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::nanoseconds(now_ns() - g_progress_ns.load()));
+CollectiveProgress collective_progress() {
+  return {g_waiting.load(std::memory_order_relaxed), g_finished.load(std::memory_order_relaxed)};
 }
 
 std::string core_wait_message(int rank, const std::string& host, const CoreCall& call, int peer,

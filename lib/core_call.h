@@ -20,12 +20,12 @@ struct CoreCall {
 // The innermost core call of this thread, or nullptr.
 const CoreCall* current_core_call();
 
-// How long this process's collectives have waited with none finishing:
-// zero while none is in progress. Core calls (CoreCallScope) and the
-// engine's cycles count, each for the life of a CollectiveWait. An elastic
-// worker's peer probe reads it (lib/elastic/peer_probe.h), so that the
+// Whether this process's collectives move: how many are in progress and
+// how many have finished. Core calls (CoreCallScope) and the engine's
+// cycles count, each for the life of a CollectiveWait (two relaxed atomic
+// increments and one decrement: nothing else on the hot path). An elastic
+// worker's peer probe samples it (lib/elastic/peer_probe.h), so that the
 // launcher can tell a job stuck on a cut network from a slow one.
-// Thread-safe (atomics).
 class CollectiveWait {
  public:
   CollectiveWait();
@@ -33,7 +33,12 @@ class CollectiveWait {
   CollectiveWait(const CollectiveWait&) = delete;
   CollectiveWait& operator=(const CollectiveWait&) = delete;
 };
-std::chrono::milliseconds collective_stuck_for();
+
+struct CollectiveProgress {
+  int waiting = 0;
+  std::uint64_t finished = 0;
+};
+CollectiveProgress collective_progress();
 
 class CoreCallScope {
  public:

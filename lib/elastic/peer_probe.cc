@@ -17,6 +17,17 @@ PeerProbe::PeerProbe(const World& world, ep::Assignment joined) : worker_(world.
   if (const ep::Slot* mine = joined_.find(worker_)) host_ = mine->host;
   address_ = world.has_rendezvous() ? net::local_address_toward(world.rendezvous_addr) : "";
   if (!address_.empty()) listen_fd_ = net::listen_tcp(address_, &port_, true);
+  moved_at_ = std::chrono::steady_clock::now();
+  finished_ = collective_progress().finished;
+}
+
+std::chrono::milliseconds PeerProbe::stuck_for(std::chrono::steady_clock::time_point now) {
+  const CollectiveProgress p = collective_progress();
+  if (p.waiting == 0 || p.finished != finished_) {
+    finished_ = p.finished;
+    moved_at_ = now;
+  }
+  return std::chrono::duration_cast<std::chrono::milliseconds>(now - moved_at_);
 }
 
 PeerProbe::~PeerProbe() {
@@ -32,9 +43,8 @@ void PeerProbe::tick(rendezvous::Store& store) {
   if (listen_fd_ < 0) return;
   if (!published_) publish(store);
   for (int fd; (fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC)) >= 0;) ::close(fd);
-  const auto stuck = collective_stuck_for();
   const auto now = std::chrono::steady_clock::now();
-  if (stuck < kProbeAfter || now < next_probe_) return;
+  if (stuck_for(now) < kProbeAfter || now < next_probe_) return;
   probe(store);
   next_probe_ = std::chrono::steady_clock::now() + kProbeAfter;
 }
@@ -60,7 +70,8 @@ void PeerProbe::probe(rendezvous::Store& store) {
     else unreachable += " " + std::to_string(slot.worker);
   }
   // Stuck as of the answer: the probes' own time counts.
-  store.set(ep::kScope, ep::reach_key(worker_), std::to_string(collective_stuck_for().count()) + unreachable);
+  const auto stuck = stuck_for(std::chrono::steady_clock::now());
+  store.set(ep::kScope, ep::reach_key(worker_), std::to_string(stuck.count()) + unreachable);
 }
 
 }  // namespace trainrun::detail

@@ -4,7 +4,8 @@
 // beating. It listens on an ephemeral port of the address this host uses
 // towards the launcher (a probe's connection completes in the kernel's
 // backlog; nothing is read, the backlog is drained) and publishes it as
-// probe.{w}. When this process's collectives have been stuck for
+// probe.{w}. When this process's collectives have been stuck (some in
+// progress, none finishing, sampled on every tick) for
 // kProbeAfter, it connects to one worker on each other host and publishes
 // reach.{w} = "STUCK_MS W W ..." (how long it has been stuck when the
 // probes ended, the workers it could not reach; none: "STUCK_MS"), again
@@ -13,6 +14,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 #include "lib/world.h"
@@ -38,6 +40,7 @@ class PeerProbe {
  private:
   void publish(rendezvous::Store& store);
   void probe(rendezvous::Store& store);
+  std::chrono::milliseconds stuck_for(std::chrono::steady_clock::time_point now);
 
   const int worker_;
   const elastic_protocol::Assignment joined_;
@@ -47,6 +50,8 @@ class PeerProbe {
   std::uint16_t port_ = 0;
   bool published_ = false;
   std::chrono::steady_clock::time_point next_probe_{};
+  std::uint64_t finished_ = 0;                      // collectives finished at the last change
+  std::chrono::steady_clock::time_point moved_at_;  // when they last moved (or none waited)
 };
 
 }  // namespace trainrun::detail

@@ -32,16 +32,17 @@ TEST_CASE("the wait message names the rank, the call and the peer with its host"
         "still waiting");
 }
 
-// What an elastic worker's peer probe reads to know its collectives are stuck.
-TEST_CASE("stuck: zero with no collective in progress, growing while one waits with none finishing") {
-  CHECK(collective_stuck_for().count() == 0);
+// What an elastic worker's peer probe samples to know its collectives are stuck.
+TEST_CASE("progress: collectives in progress and finished, core calls and engine cycles alike") {
+  const CollectiveProgress before = collective_progress();
+  CHECK(before.waiting == 0);
   {
     const CollectiveWait wait;
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
-    const auto before = collective_stuck_for();
-    CHECK(before >= std::chrono::milliseconds(30));
-    { const CoreCallScope call("barrier", 1); }  // one finished: progress
-    CHECK(collective_stuck_for() < before);
+    CHECK(collective_progress().waiting == 1);
+    { const CoreCallScope call("barrier", 1); }
+    CHECK(collective_progress().waiting == 1);
+    CHECK(collective_progress().finished == before.finished + 1);
   }
-  CHECK(collective_stuck_for().count() == 0);
+  CHECK(collective_progress().waiting == 0);
+  CHECK(collective_progress().finished == before.finished + 2);
 }
