@@ -1,9 +1,13 @@
 #include "lib/core_call.h"
 
+#include <atomic>
+
 namespace trainrun::detail {
 namespace {
 
 thread_local const CoreCall* t_current = nullptr;
+std::atomic<int> g_waiting{0};
+std::atomic<std::uint64_t> g_finished{0};
 
 }  // namespace
 
@@ -14,6 +18,17 @@ CoreCallScope::CoreCallScope(const char* op, std::uint64_t number) : call_{op, n
 }
 
 CoreCallScope::~CoreCallScope() { t_current = outer_; }
+
+CollectiveWait::CollectiveWait() { g_waiting.fetch_add(1, std::memory_order_relaxed); }
+
+CollectiveWait::~CollectiveWait() {
+  g_finished.fetch_add(1, std::memory_order_relaxed);
+  g_waiting.fetch_sub(1, std::memory_order_relaxed);
+}
+
+CollectiveProgress collective_progress() {
+  return {g_waiting.load(std::memory_order_relaxed), g_finished.load(std::memory_order_relaxed)};
+}
 
 std::string core_wait_message(int rank, const std::string& host, const CoreCall& call, int peer,
                               const std::string& peer_host, std::chrono::seconds waited) {

@@ -20,6 +20,26 @@ struct CoreCall {
 // The innermost core call of this thread, or nullptr.
 const CoreCall* current_core_call();
 
+// Whether this process's collectives move: how many are in progress and
+// how many have finished. Core calls (CoreCallScope) and the engine's
+// cycles count, each for the life of a CollectiveWait (two relaxed atomic
+// increments and one decrement: nothing else on the hot path). An elastic
+// worker's peer probe samples it (lib/elastic/peer_probe.h), so that the
+// launcher can tell a job stuck on a cut network from a slow one.
+class CollectiveWait {
+ public:
+  CollectiveWait();
+  ~CollectiveWait();
+  CollectiveWait(const CollectiveWait&) = delete;
+  CollectiveWait& operator=(const CollectiveWait&) = delete;
+};
+
+struct CollectiveProgress {
+  int waiting = 0;
+  std::uint64_t finished = 0;
+};
+CollectiveProgress collective_progress();
+
 class CoreCallScope {
  public:
   CoreCallScope(const char* op, std::uint64_t number);
@@ -30,6 +50,7 @@ class CoreCallScope {
  private:
   CoreCall call_;
   const CoreCall* outer_;
+  CollectiveWait wait_;
 };
 
 // "trainrun: rank 0 (h1): waiting: allreduce (core call #3) has waited 60 s

@@ -69,8 +69,9 @@ std::unique_ptr<detail::GenerationWatcher> start_watcher(const detail::World& wo
                                                          detail::Backend& backend) {
   rendezvous::HttpStore::Options options;
   options.connect_deadline = detail::GenerationWatcher::kRetry;
+  auto probe = std::make_unique<detail::PeerProbe>(world, joined);
   return std::make_unique<detail::GenerationWatcher>(detail::connect_rendezvous_store(world, options),
-                                                     std::move(joined), backend);
+                                                     std::move(joined), backend, world.worker_id, std::move(probe));
 }
 
 std::string who(const detail::World& world) {

@@ -62,5 +62,8 @@ std::optional<Assignment> decode_assignment(std::string_view text) {
 
 std::string assignment_key(int generation) { return std::string(kKeyAssignmentPrefix) + std::to_string(generation); }
 std::string ready_key(int worker) { return std::string(kKeyReadyPrefix) + std::to_string(worker); }
+std::string alive_key(int worker) { return std::string(kKeyAlivePrefix) + std::to_string(worker); }
+std::string probe_key(int worker) { return std::string(kKeyProbePrefix) + std::to_string(worker); }
+std::string reach_key(int worker) { return std::string(kKeyReachPrefix) + std::to_string(worker); }
 
 }  // namespace trainrun::elastic_protocol

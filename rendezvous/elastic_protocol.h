@@ -9,6 +9,16 @@
 //   generation    the newest generation, decimal
 //   ready.{w}     "host pid": worker w started and waits for a generation
 //                 that includes it (workers started after generation 0)
+//   alive.{w}     worker w's heartbeat: a number that changes every
+//                 kHeartbeat while the worker's process runs in a
+//                 generation (written by its generation watcher); the
+//                 launcher removes a worker whose heartbeat stopped
+//                 (--elastic-hang-timeout): a stopped or frozen process
+//   probe.{w}     "address port" where worker w's host can be reached by
+//                 its peers' probes (lib/elastic/peer_probe.h)
+//   reach.{w}     "STUCK_MS W ...": worker w's collectives have been stuck
+//                 that long, and it could not reach workers W ... (one per
+//                 other host); the launcher resolves a partition from these
 //
 // A worker joins generation g only if gen.{g} lists it; the backend of
 // generation g rendezvouses in its own scopes (gloo.{g}, nccl.{g}), so a
@@ -16,6 +26,7 @@
 // no I/O.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,6 +38,11 @@ inline constexpr std::string_view kScope = "elastic";
 inline constexpr std::string_view kKeyGeneration = "generation";
 inline constexpr std::string_view kKeyAssignmentPrefix = "gen.";
 inline constexpr std::string_view kKeyReadyPrefix = "ready.";
+inline constexpr std::string_view kKeyAlivePrefix = "alive.";
+inline constexpr std::string_view kKeyProbePrefix = "probe.";
+inline constexpr std::string_view kKeyReachPrefix = "reach.";
+// How often a worker rewrites alive.{w}; the hang timeout's floor is a few of these.
+inline constexpr std::chrono::milliseconds kHeartbeat{500};
 
 // One worker's place in a generation.
 struct Slot {
@@ -56,5 +72,8 @@ std::optional<Assignment> decode_assignment(std::string_view text);
 
 std::string assignment_key(int generation);  // "gen.{g}"
 std::string ready_key(int worker);           // "ready.{w}"
+std::string alive_key(int worker);           // "alive.{w}"
+std::string probe_key(int worker);           // "probe.{w}"
+std::string reach_key(int worker);           // "reach.{w}"
 
 }  // namespace trainrun::elastic_protocol

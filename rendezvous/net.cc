@@ -126,4 +126,26 @@ std::string local_address_toward(const std::string& host) {
   return text;
 }
 
+int listen_tcp(const std::string& address, std::uint16_t* port, bool nonblocking) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICHOST | AI_PASSIVE;
+  addrinfo* result = nullptr;
+  if (::getaddrinfo(address.c_str(), "0", &hints, &result) != 0) return -1;
+  int fd = ::socket(result->ai_family, SOCK_STREAM | SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0), 0);
+  sockaddr_storage bound{};
+  socklen_t length = sizeof bound;
+  if (fd >= 0 && (::bind(fd, result->ai_addr, result->ai_addrlen) != 0 || ::listen(fd, SOMAXCONN) != 0 ||
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length) != 0)) {
+    ::close(fd);
+    fd = -1;
+  }
+  ::freeaddrinfo(result);
+  if (fd >= 0) {
+    *port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                              : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  }
+  return fd;
+}
+
 }  // namespace trainrun::net

@@ -25,6 +25,9 @@ int connect_tcp(const std::string& host, const std::string& port, Deadline deadl
 // A TCP port nobody listens on at `address` right now (bind to port 0, read
 // it, close), for services the ranks start themselves (torch's MASTER_PORT).
 std::uint16_t free_tcp_port(const std::string& address);
+// A listening TCP socket (close-on-exec; non-blocking when asked) on a
+// numeric `address`, port chosen by the kernel into *port; -1 on failure.
+int listen_tcp(const std::string& address, std::uint16_t* port, bool nonblocking = false);
 // The local address a socket toward `host` would use (UDP connect +
 // getsockname): the interface that routes there, never a guess.
 std::string local_address_toward(const std::string& host);

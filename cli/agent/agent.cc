@@ -255,6 +255,9 @@ void Agent::handle_frame(const Frame& frame) {
       }
       return;
     }
+    case FrameType::KillRank:
+      if (auto* r = find(frame.rank); r && r->running) ::kill(-r->pid, SIGKILL);
+      return;
     case FrameType::Terminate:
       return terminate(std::chrono::milliseconds(job_.grace_ms));
     case FrameType::Kill:

@@ -17,7 +17,7 @@ std::uint32_t get_u32(const char* p) {
 }
 
 bool known_type(std::uint8_t type) {
-  return (type >= 1 && type <= 11) || (type >= 20 && type <= 29);
+  return (type >= 1 && type <= 12) || (type >= 20 && type <= 29);
 }
 
 void put_string(std::string& out, std::string_view s) {

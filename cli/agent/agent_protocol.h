@@ -31,6 +31,8 @@ enum class FrameType : std::uint8_t {
                   // but those in the payload (encode_stack_skips)
   AddRanks = 11,  // payload: encoded JobSpec whose ranks start now, after the job's
                   // last Job frame (elastic jobs grow; cwd, grace and stdin are the job's)
+  KillRank = 12,  // rank: SIGKILL to that rank and everything it started (an elastic
+                  // job removes a hung worker; the others run on)
   // agent -> launcher
   Hello = 20,     // payload: the agent's version
   Started = 21,   // rank, payload: pid (decimal)

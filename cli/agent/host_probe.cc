@@ -59,29 +59,6 @@ std::string host_address(const ProbeRequest& request) {
   return net::local_address_toward(request.rendezvous_addr);
 }
 
-// A listening socket on address:0 for peers to try; -1 on failure.
-int listen_on(const std::string& address, std::uint16_t* port) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICHOST | AI_PASSIVE;
-  addrinfo* result = nullptr;
-  if (::getaddrinfo(address.c_str(), "0", &hints, &result) != 0) return -1;
-  int fd = ::socket(result->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_storage bound{};
-  socklen_t length = sizeof bound;
-  if (fd >= 0 && (::bind(fd, result->ai_addr, result->ai_addrlen) != 0 || ::listen(fd, SOMAXCONN) != 0 ||
-                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length) != 0)) {
-    ::close(fd);
-    fd = -1;
-  }
-  ::freeaddrinfo(result);
-  if (fd >= 0) {
-    *port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                                              : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  }
-  return fd;
-}
-
 std::string reach_one(const ReachTarget& target) {
   int error = 0;
   std::string resolve_error;
@@ -168,7 +145,7 @@ std::string HostProbe::answer(std::string_view payload) {
   try {
     answer.address = host_address(*request);
     answer.free_port = net::free_tcp_port(answer.address);
-    if (request->listen && listen_fd_ < 0) listen_fd_ = listen_on(answer.address, &listen_port_);
+    if (request->listen && listen_fd_ < 0) listen_fd_ = net::listen_tcp(answer.address, &listen_port_);
     answer.listen_port = listen_port_;
   } catch (const Error& e) {
     answer.address_error = e.what();

@@ -3,7 +3,9 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <sstream>
 
+#include "cli/elastic/partition.h"
 #include "cli/plan/host_list.h"
 #include "lib/decimal.h"
 #include "rendezvous/kv_table.h"
@@ -16,13 +18,20 @@ std::string table_key(std::string_view key) { return std::string(ep::kScope) + "
 
 std::string seconds(std::chrono::milliseconds d) { return detail::shortest_decimal(d.count() / 1000.0) + " s"; }
 
+std::string host_list(const std::vector<std::string>& hosts) {
+  std::string out;
+  for (const std::string& h : hosts) out += (out.empty() ? "" : ", ") + h;
+  return out;
+}
+
 }  // namespace
 
 ElasticDriver::ElasticDriver(DriverOptions options, std::vector<HostSlots> hosts, const std::vector<RankSlot>& initial,
                              JobState& state, Supervisor& supervisor, rendezvous::KvTable& table, Starter starter,
                              HostDiscovery* discovery)
     : options_(options), state_(state), supervisor_(supervisor), table_(table), starter_(std::move(starter)),
-      discovery_(discovery), blacklist_(options.cooldown), hosts_(std::move(hosts)) {
+      discovery_(discovery), blacklist_(options.cooldown), hangs_(options.hang_timeout), hosts_(std::move(hosts)) {
+  hangs_.settled(Clock::now());
   for (const HostSlots& h : hosts_) host_order_.push_back(display_name(h));
   for (const RankSlot& slot : initial) {
     const std::string& host = host_order_[static_cast<std::size_t>(slot.host_index)];
@@ -85,12 +94,13 @@ bool ElasticDriver::absorb_exit(int rank, int raw_status) {
   return true;
 }
 
-bool ElasticDriver::absorb_host_lost(const std::string& host, const std::string& reason) {
+// The supervisor printed the reason already: the change's line names the host only.
+bool ElasticDriver::absorb_host_lost(const std::string& host, const std::string& /*reason*/) {
   if (state_.tearing_down() || finishing_) return false;
   blacklist_.host_lost(host, Clock::now());
   last_failure_[host] = Clock::now();
   with_agent_.erase(std::remove(with_agent_.begin(), with_agent_.end(), host), with_agent_.end());
-  if (remove_workers(host)) membership_changed(reason, std::nullopt);
+  if (remove_workers(host)) membership_changed("host " + host + " lost", std::nullopt);
   return true;
 }
 
@@ -166,6 +176,7 @@ void ElasticDriver::publish() {
                    std::to_string(next.size()) + " rank(s) on " + std::to_string(hosts.size()) + " host(s)");
   why_.clear();
   cause_.reset();
+  hangs_.settled(Clock::now());
 }
 
 bool ElasticDriver::usable(const std::string& host) const {
@@ -244,11 +255,37 @@ void ElasticDriver::include_ready() {
 void ElasticDriver::update_hosts(const std::vector<HostSlots>& hosts) {
   for (const HostSlots& old : hosts_) {
     const std::string name = display_name(old);
-    const bool listed = std::any_of(hosts.begin(), hosts.end(),
-                                    [&](const HostSlots& h) { return display_name(h) == name; });
-    if (!listed && workers_on(name) > 0) fail_host(name, false);
+    const auto listed = std::find_if(hosts.begin(), hosts.end(),
+                                     [&](const HostSlots& h) { return display_name(h) == name; });
+    if (listed == hosts.end() && workers_on(name) > 0) fail_host(name, false);
+    else if (listed != hosts.end()) shrink_host(name, listed->slots);
   }
   hosts_ = hosts;
+}
+
+// The discovery script lowered a host's slots: as in Horovod, the workers
+// beyond them leave, those with the highest local ranks (the newest: local
+// ranks follow worker ids), killed at once; the rest re-form without them.
+void ElasticDriver::shrink_host(const std::string& host, int slots) {
+  int excess = workers_on(host) - slots;
+  if (excess <= 0) return;
+  std::string names;
+  bool active = false;
+  for (auto it = workers_.rbegin(); it != workers_.rend() && excess > 0; ++it) {
+    Worker& w = it->second;
+    if (w.host != host || w.phase == Phase::Gone) continue;
+    active = active || w.phase == Phase::Active;
+    names += (names.empty() ? "" : ", ") + std::to_string(it->first);
+    w.phase = Phase::Gone;
+    w.removed = true;
+    hangs_.forget(it->first);
+    supervisor_.kill_rank(host, it->first);
+    --excess;
+  }
+  const std::string why = "the discovery script lowered " + host + " to " + std::to_string(slots) +
+                          " slot(s): worker(s) " + names + " stop";
+  if (active) membership_changed(why, std::nullopt);
+  else supervisor_.note("trainrun: elastic: " + why);
 }
 
 void ElasticDriver::check_short() {
@@ -261,6 +298,91 @@ void ElasticDriver::check_short() {
       "elastic: " + std::to_string(available) + " slot(s) available, " + std::to_string(options_.min_np) +
           " required (--min-np); waited " + seconds(options_.elastic_timeout) + " (--elastic-timeout)",
       std::nullopt));
+}
+
+// Heartbeats are read on every tick, but judged only while the job is
+// settled: during a re-form, or while it waits for --min-np, workers are
+// between generations and beat no more.
+void ElasticDriver::check_hung(Clock::time_point now) {
+  for (const auto& [id, w] : workers_) {
+    if (w.phase == Phase::Active) hangs_.beat(id, table_.get(table_key(ep::alive_key(id))), now);
+  }
+  if (finishing_ || publish_at_ || short_since_) return;
+  for (int id : hangs_.hung(now)) {
+    const auto it = workers_.find(id);
+    if (it != workers_.end() && it->second.phase == Phase::Active) remove_hung(id, now);
+  }
+  if (!publish_at_) check_partition(now);
+}
+
+// Host pairs that cannot reach each other, as the workers stuck for the hang
+// timeout report them (reach.{w} = "STUCK_MS W ...").
+std::set<std::pair<std::string, std::string>> ElasticDriver::reported_cuts() const {
+  std::set<std::pair<std::string, std::string>> cuts;
+  if (options_.hang_timeout.count() <= 0) return cuts;
+  for (const auto& [id, w] : workers_) {
+    if (w.phase != Phase::Active) continue;
+    const auto report = table_.get(table_key(ep::reach_key(id)));
+    if (!report) continue;
+    std::istringstream words(*report);
+    long long stuck_ms = 0;
+    if (!(words >> stuck_ms) || stuck_ms < options_.hang_timeout.count()) continue;
+    for (int other; words >> other;) {
+      const auto it = workers_.find(other);
+      if (it != workers_.end() && it->second.phase == Phase::Active && it->second.host != w.host) {
+        cuts.insert(std::minmax(w.host, it->second.host));
+      }
+    }
+  }
+  return cuts;
+}
+
+// A partition the launcher sees across: the side that can go on does, the
+// others' workers stop and their hosts count as lost.
+void ElasticDriver::check_partition(Clock::time_point now) {
+  const auto cuts = reported_cuts();
+  if (cuts.empty()) return;
+  const ep::Assignment current = plan(generation_, false);
+  std::vector<Member> in_rank_order;
+  for (const ep::Slot& s : current.slots) in_rank_order.push_back({s.worker, s.host});
+  const auto decision = resolve_partition(in_rank_order, cuts, options_.min_np);
+  if (!decision) return;
+  std::vector<std::string> dropped;
+  int dropped_workers = 0;
+  for (const PartitionSide& side : decision->drop) {
+    dropped.insert(dropped.end(), side.hosts.begin(), side.hosts.end());
+    dropped_workers += side.workers;
+  }
+  for (const std::string& host : dropped) {
+    blacklist_.host_lost(host, now);
+    last_failure_[host] = now;
+    remove_workers(host);
+    supervisor_.stop_host(host);
+  }
+  for (const auto& [id, w] : workers_) table_.set(table_key(ep::reach_key(id)), "0");  // acted upon
+  const std::string keep = host_list(decision->keep.hosts);
+  membership_changed("network partition: " + keep + " (" + std::to_string(decision->keep.workers) +
+                         " worker(s)) and " + host_list(dropped) + " (" + std::to_string(dropped_workers) +
+                         ") cannot reach each other; " + keep + " go(es) on (" +
+                         (decision->tie ? "as many workers, and rank 0" : "more workers") + "), the workers on " +
+                         host_list(dropped) + " stop",
+                     std::nullopt);
+}
+
+// SIGKILL for it alone (SIGTERM would wait for a stopped process); its host
+// counts a failure, so a host where this repeats is blacklisted.
+void ElasticDriver::remove_hung(int id, Clock::time_point now) {
+  Worker& w = workers_[id];
+  w.phase = Phase::Gone;
+  w.removed = true;
+  hangs_.forget(id);
+  supervisor_.kill_rank(w.host, id);
+  last_failure_[w.host] = now;
+  const bool blacklisted = blacklist_.rank_failed(w.host, now);
+  membership_changed(state_.who(id) + " made no progress for " + seconds(options_.hang_timeout) +
+                         " (no heartbeat: stopped or frozen; --elastic-hang-timeout), killed with SIGKILL",
+                     std::nullopt);
+  if (blacklisted) fail_host(w.host, true);
 }
 
 void ElasticDriver::tick() {
@@ -281,6 +403,7 @@ void ElasticDriver::tick() {
   }
   include_ready();
   fill();
+  check_hung(now);
   if (publish_at_ && now >= *publish_at_) publish();
   check_short();
 }

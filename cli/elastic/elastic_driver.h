@@ -10,6 +10,17 @@
 //     --max-np; once they have all reached the rendezvous (ready.{w}) they
 //     join in a new generation, which running workers take at their next
 //     State::commit();
+//   - a worker whose heartbeat stopped for --elastic-hang-timeout (a
+//     stopped or frozen process: its peers wait for it in a collective) is
+//     killed with SIGKILL and the others re-form without it; like a failure,
+//     it counts towards its host's blacklisting (cli/elastic/hang_detector.h);
+//   - a host the discovery script lists with fewer slots loses the workers
+//     with the highest local ranks beyond them (killed, as Horovod does);
+//   - hosts that cannot reach each other while the launcher reaches them
+//     all (a partition: workers stuck for --elastic-hang-timeout report the
+//     peers they cannot connect to): the side with the most workers, ties
+//     to the one with rank 0, goes on if it meets --min-np; the other
+//     side's hosts are stopped and blacklisted as lost (cli/elastic/partition.h);
 //   - fewer than --min-np workers for --elastic-timeout, or more changes
 //     than --reset-limit: the job ends with one line saying so.
 // A worker exiting 0 means training is over: from then on nothing is
@@ -22,12 +33,14 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "cli/agent/agent_link.h"
 #include "cli/agent/agent_protocol.h"
 #include "cli/elastic/blacklist.h"
+#include "cli/elastic/hang_detector.h"
 #include "cli/elastic/host_discovery.h"
 #include "cli/elastic/membership.h"
 #include "cli/job/job_state.h"
@@ -47,6 +60,7 @@ struct DriverOptions {
   std::chrono::milliseconds elastic_timeout{600'000};
   std::chrono::milliseconds cooldown{0};    // 0: a failed host is not used again
   std::chrono::milliseconds settle{100};    // failures this close are one change
+  std::chrono::milliseconds hang_timeout{30'000};  // no heartbeat this long: hung; 0: never
 };
 
 // How the driver starts things, supplied by the launcher.
@@ -90,10 +104,15 @@ class ElasticDriver : public ElasticControl {
   void membership_changed(const std::string& why, std::optional<int> cause);
   void publish();
   void update_hosts(const std::vector<HostSlots>& hosts);
+  void shrink_host(const std::string& host, int slots);
   void fill();
   void start_workers(const HostSlots& host, int n);
   void include_ready();
   void check_short();
+  void check_hung(Clock::time_point now);
+  void remove_hung(int id, Clock::time_point now);
+  void check_partition(Clock::time_point now);
+  std::set<std::pair<std::string, std::string>> reported_cuts() const;
   bool usable(const std::string& host) const;
   int count(Phase phase) const;
   int workers_on(const std::string& host) const;
@@ -107,6 +126,7 @@ class ElasticDriver : public ElasticControl {
   Starter starter_;
   HostDiscovery* discovery_;
   Blacklist blacklist_;
+  HangDetector hangs_;
   std::uint64_t discovery_version_ = 0;
   std::vector<HostSlots> hosts_;              // usable now, as listed
   std::vector<std::string> host_order_;       // every host ever used, first seen first

@@ -52,6 +52,12 @@ std::optional<Failure> check_flags(const Options& o) {
     return Failure{"--host-discovery-script lists the hosts: it cannot be used with -H, --hostfile or --local",
                    kExitUsage};
   }
+  // Fewer than 4 heartbeats would take a busy worker for a hung one.
+  if (o.elastic_hang_timeout_s > 0 && o.elastic_hang_timeout_s < 2) {
+    return Failure{"--elastic-hang-timeout " + detail::shortest_decimal(o.elastic_hang_timeout_s) +
+                       ": at least 2 s (workers beat every 0.5 s), or 0 to turn it off",
+                   kExitUsage};
+  }
   return std::nullopt;
 }
 
@@ -116,6 +122,7 @@ std::optional<ElasticStart> prepare_elastic(Options& options, std::string* error
   start.driver.reset_limit = options.reset_limit;
   start.driver.elastic_timeout = std::chrono::milliseconds(static_cast<long long>(options.elastic_timeout_s * 1000));
   start.driver.cooldown = std::chrono::milliseconds(static_cast<long long>(options.blacklist_cooldown_s * 1000));
+  start.driver.hang_timeout = std::chrono::milliseconds(static_cast<long long>(options.elastic_hang_timeout_s * 1000));
   return start;
 }
 

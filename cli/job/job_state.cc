@@ -126,10 +126,15 @@ void JobState::abandon(const std::string& host) {
   }
 }
 
+std::string JobState::who(int rank) const {
+  const Rank& r = ranks_[rank];
+  return unit_ + " " + std::to_string(rank) + " (host " + r.host + (r.pid > 0 ? ", pid " + std::to_string(r.pid) : "") +
+         ")";
+}
+
 std::string JobState::describe(int rank) const {
   const Rank& r = ranks_[rank];
-  std::string text = unit_ + " " + std::to_string(rank) + " (host " + r.host +
-                     (r.pid > 0 ? ", pid " + std::to_string(r.pid) : "") + ") ";
+  std::string text = who(rank) + " ";
   if (WIFEXITED(r.status)) return text + "exited with code " + std::to_string(WEXITSTATUS(r.status));
   const int sig = WTERMSIG(r.status);
   text += "was killed by " + signal_name(sig);

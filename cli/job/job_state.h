@@ -57,6 +57,8 @@ class JobState {
   std::string summary() const;
   // "rank 3 (host h1, pid 4242) exited with code 7".
   std::string describe(int rank) const;
+  // "rank 3 (host h1, pid 4242)", whether it runs or not.
+  std::string who(int rank) const;
   // For the JSON report (cli/report): "success", "rank_failed", "signal",
   // "timeout" or "launch_failed"; the rank whose failure ended the job.
   std::string outcome() const;

@@ -323,7 +323,8 @@ int launch_planned(const Options& options, const SrunMode* srun, ReportRecorder&
   report.finished(state);
 
   const std::string summary = state.summary();
-  if (!summary.empty() && summary.find("did not reach the rendezvous") == std::string::npos) output.note(summary);
+  const bool said = summary.find("did not reach the rendezvous") != std::string::npos || supervisor.noted(summary);
+  if (!summary.empty() && !said) output.note(summary);
   if (options.verbose && summary.empty()) output.note("trainrun: all " + std::to_string(plan.ranks.size()) + " rank(s) exited 0");
   output.drain(std::chrono::seconds(5));
   for (auto& agent : agents) agent->finish(std::chrono::seconds(2));

@@ -100,6 +100,10 @@ void Supervisor::stop_host(const std::string& host) {
   if (Peer* peer = find_peer(host)) append_frame(peer->outbound, FrameType::Terminate, 0, 0, "");
 }
 
+void Supervisor::kill_rank(const std::string& host, int rank) {
+  if (Peer* peer = find_peer(host)) append_frame(peer->outbound, FrameType::KillRank, static_cast<std::uint32_t>(rank), 0, "");
+}
+
 void Supervisor::apply(JobState::Action action) {
   if (action == JobState::Action::Teardown) {
     send_all(FrameType::Terminate, "");
@@ -170,7 +174,8 @@ void Supervisor::on_readable(Peer& peer) {
   // The agent is gone while its ranks were running: the host is lost.
   const auto why = peer.link->failure();
   const std::string reason = why ? *why : "lost connection to " + peer.link->host();
-  output_.note("trainrun: " + reason);
+  lost_note_ = "trainrun: " + reason;
+  output_.note(lost_note_);
   lose_host(peer, reason);
 }
 

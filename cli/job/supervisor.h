@@ -75,12 +75,17 @@ class Supervisor {
 
   // For the elastic driver: a new host's agent and its job (taken in at the
   // next turn of the loop); more ranks for a host's running agent; SIGTERM
-  // to every rank of a host; a line of trainrun's own; a decision.
+  // to every rank of a host; SIGKILL to one rank; a line of trainrun's own;
+  // a decision.
   void add_agent(std::unique_ptr<AgentLink> agent, const JobSpec& job);
   bool add_ranks(const std::string& host, const JobSpec& more);
   void stop_host(const std::string& host);
+  void kill_rank(const std::string& host, int rank);  // SIGKILL to it alone
   void note(const std::string& line) { output_.note(line); }
   void apply(JobState::Action action);
+  // Whether `line` was already printed when a host was lost, so that the
+  // job's summary does not say it a second time.
+  bool noted(const std::string& line) const { return line == lost_note_; }
 
  private:
   struct Peer;
@@ -117,6 +122,7 @@ class Supervisor {
   std::optional<Clock::time_point> kill_at_;
   bool start_checked_ = false;
   bool idle_ = true;  // the last poll round read no agent output
+  std::string lost_note_;  // the last "trainrun: lost connection ..." line printed
   // Time spent not reading agents because the console was back-pressured:
   // it does not count towards holding an unfinished line, whose rest may be
   // waiting unread in the pipe.

@@ -129,6 +129,12 @@ void build(CLI::App& app, Options& o) {
   add_float(app, "--elastic-timeout", o.elastic_timeout_s,
             "Seconds to wait for --min-np slots before giving up (default 600)", 0.001, 1e9)
       ->group(elastic);
+  add_float(app, "--elastic-hang-timeout", o.elastic_hang_timeout_s,
+            "Seconds a worker's process may be stopped or frozen (no heartbeat) before it is killed and the "
+            "others re-form without it, and ranks may be stuck before a network partition they report is "
+            "resolved (the larger side goes on); 0: never (default 30)",
+            0.0, 1e9)
+      ->group(elastic);
   add_float(app, "--blacklist-cooldown", o.blacklist_cooldown_s,
             "Seconds before a failed host is used again; 0: never (default)", 0.0, 1e9)
       ->group(elastic);

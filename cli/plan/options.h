@@ -33,6 +33,7 @@ struct Options {
   int reset_limit = -1;                // -1: no limit
   double elastic_timeout_s = 600;
   double blacklist_cooldown_s = 0;     // 0: a failed host is not used again
+  double elastic_hang_timeout_s = 30;  // a worker whose heartbeat stops this long is removed; 0: never
   bool elastic() const { return min_np > 0 || max_np > 0 || !discovery_script.empty(); }
   // Engine (lib/engine): forwarded to every rank as TRAINRUN_* variables;
   // negative or empty: not set, the library's default applies.

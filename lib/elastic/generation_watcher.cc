@@ -16,9 +16,9 @@ bool removes_member(const ep::Assignment& joined, const ep::Assignment& next) {
 }
 
 GenerationWatcher::GenerationWatcher(std::unique_ptr<rendezvous::Store> store, ep::Assignment joined,
-                                     Backend& backend)
-    : store_(std::move(store)), joined_(std::move(joined)), backend_(backend), newest_(joined_.generation),
-      thread_([this] { watch(); }) {}
+                                     Backend& backend, int worker, std::unique_ptr<PeerProbe> probe)
+    : store_(std::move(store)), joined_(std::move(joined)), backend_(backend), alive_key_(ep::alive_key(worker)),
+      probe_(std::move(probe)), newest_(joined_.generation), thread_([this] { watch(); }) {}
 
 GenerationWatcher::~GenerationWatcher() {
   {
@@ -35,19 +35,42 @@ bool GenerationWatcher::sleep_unless_stopped(std::chrono::milliseconds pause) {
 }
 
 // Short waits, so that a stop is noticed within kPoll; a store error (the
-// launcher busy or restarting) is no reason to give up watching.
+// launcher busy or restarting) is no reason to give up watching. Once the
+// next generation is seen, only the heartbeat goes on: the worker may run
+// in this one until its next commit.
 void GenerationWatcher::watch() noexcept {
-  const std::string key = ep::assignment_key(joined_.generation + 1);
+  bool next_seen = false;
   while (!stop_.load()) {
     try {
-      on_next(store_->get(ep::kScope, key, kPoll));
-      return;
-    } catch (const Error& e) {
-      if (e.code() == Error::Code::Timeout) continue;
+      beat();
+      if (probe_) probe_->tick(*store_);
+      if (!next_seen) next_seen = wait_for_next();
+      else if (!sleep_unless_stopped(ep::kHeartbeat)) return;
+      continue;
     } catch (...) {
     }
     if (!sleep_unless_stopped(kRetry)) return;
   }
+}
+
+// One short wait for the next generation; true once it came.
+bool GenerationWatcher::wait_for_next() {
+  try {
+    on_next(store_->get(ep::kScope, ep::assignment_key(joined_.generation + 1), kPoll));
+    return true;
+  } catch (const Error& e) {
+    if (e.code() == Error::Code::Timeout) return false;
+    throw;
+  }
+}
+
+// A changing value: this process's steady clock in ms.
+void GenerationWatcher::beat() {
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_beat_) return;
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+  store_->set(ep::kScope, alive_key_, std::to_string(ms));
+  next_beat_ = now + ep::kHeartbeat;
 }
 
 // A malformed assignment still means the membership changed: commit() then

@@ -5,7 +5,10 @@
 // all ranks agree to re-form), and when that generation drops a member of
 // ours (a rank died, a host was lost) it aborts the backend so that ranks
 // blocked in a collective with the missing member fail at once instead of
-// waiting out the collective timeout. Then its thread ends.
+// waiting out the collective timeout. Its thread also rewrites the worker's
+// heartbeat (alive.{w}, every elastic_protocol::kHeartbeat) for as long as
+// it lives, so that the launcher can tell a stopped or frozen process
+// (SIGSTOP, a frozen cgroup, a machine swapping to death) from a slow one.
 // Thread-safe: newest_generation() from any thread. Owned next to the
 // communicator and destroyed (joined) before it: the backend must outlive it.
 #pragma once
@@ -17,6 +20,7 @@
 #include <thread>
 
 #include "backends/backend.h"
+#include "lib/elastic/peer_probe.h"
 #include "lib/world.h"
 #include "rendezvous/elastic_protocol.h"
 #include "rendezvous/store.h"
@@ -28,8 +32,9 @@ class GenerationWatcher {
   // `joined` is the assignment of world.generation; `backend` is aborted
   // (Backend::abort is noexcept and callable from any thread) when the next
   // generation removes one of its members.
+  // `probe`, when given, runs on the watcher's thread (network partitions).
   GenerationWatcher(std::unique_ptr<rendezvous::Store> store, elastic_protocol::Assignment joined,
-                    Backend& backend);
+                    Backend& backend, int worker, std::unique_ptr<PeerProbe> probe = nullptr);
   ~GenerationWatcher();  // stops and joins within one poll (<= kPoll)
   GenerationWatcher(const GenerationWatcher&) = delete;
   GenerationWatcher& operator=(const GenerationWatcher&) = delete;
@@ -49,12 +54,17 @@ class GenerationWatcher {
 
  private:
   void watch() noexcept;
+  bool wait_for_next();
+  void beat();
   void on_next(const std::string& text);
   bool sleep_unless_stopped(std::chrono::milliseconds pause);
 
   std::unique_ptr<rendezvous::Store> store_;  // the thread's alone
   const elastic_protocol::Assignment joined_;
   Backend& backend_;
+  const std::string alive_key_;
+  const std::unique_ptr<PeerProbe> probe_;
+  std::chrono::steady_clock::time_point next_beat_{};
   std::atomic<int> newest_;
   std::atomic<bool> member_lost_{false};
   std::atomic<bool> stop_{false};

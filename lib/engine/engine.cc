@@ -6,6 +6,7 @@
 #include <string_view>
 #include <utility>
 
+#include "lib/core_call.h"
 #include "lib/engine/cycle_status.h"
 #include "lib/engine/fusion_planner.h"
 #include "lib/engine/shutdown_cause.h"
@@ -215,10 +216,14 @@ bool Engine::cycle() {
     std::lock_guard lock(mutex_);
     blocked_since_ = Clock::now();
   }
-  backend_.allreduce(status.data(), status.data(), status.size(), DataType::UInt8, ReduceOp::Min);
+  {
+    const CollectiveWait wait;  // the elastic peer probe's measure of being stuck
+    backend_.allreduce(status.data(), status.data(), status.size(), DataType::UInt8, ReduceOp::Min);
+  }
   {
     std::lock_guard lock(mutex_);
     blocked_since_.reset();
+    ++cycles_answered_;
   }
   if (status.stall_shutdown()) {
     stop(Error(Error::Code::Timeout, stall_.shutdown_message(coordinator_.pending())));
@@ -461,7 +466,7 @@ void Engine::watch() {
       abort_reason_ = "the engine was shut down, but the other ranks' engines did not answer for " +
                       std::to_string(kStopGrace.count()) + " s, so it aborted the backend";
     } else {
-      if (auto warning = inspector.blocked_warning(waited, now)) {
+      if (auto warning = inspector.blocked_warning(waited, now, cycles_answered_)) {
         std::fprintf(stderr, "trainrun: rank %d (%s): %s\n", rank_, hostname_.c_str(), warning->c_str());
       }
       continue;

@@ -118,6 +118,7 @@ class Engine {
   std::condition_variable work_arrived_;
   std::optional<Error> stopped_;
   std::optional<Clock::time_point> blocked_since_;  // the engine thread is in the status allreduce
+  std::uint64_t cycles_answered_ = 0;  // status allreduces completed: every rank's engine answered
   std::string abort_reason_;  // why the watchdog aborted the backend
   std::condition_variable watch_wake_;
 

@@ -1,6 +1,7 @@
 #include "lib/engine/stall_inspector.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "rendezvous/protocol.h"
 
@@ -62,13 +63,18 @@ std::string StallInspector::shutdown_message(const std::vector<Coordinator::Pend
          "), so the engine stopped and failed every pending op" + (count ? "; waiting: " + ops : "");
 }
 
-std::optional<std::string> StallInspector::blocked_warning(Clock::duration waited, Clock::time_point now) {
+std::optional<std::string> StallInspector::blocked_warning(Clock::duration waited, Clock::time_point now,
+                                                           std::uint64_t answered) {
   const auto limit = std::chrono::duration_cast<Clock::duration>(warning_);
   if (warning_.count() <= 0 || waited < limit) return std::nullopt;
   if (last_blocked_warning_ && now - *last_blocked_warning_ < limit) return std::nullopt;
   last_blocked_warning_ = now;
-  return "stall: the engine waited more than " + seconds_text(warning_) +
-         " for the other ranks' engines (each starts at its rank's first engine call: has one not made it?)";
+  const std::string head = "stall: the engine waited more than " + seconds_text(warning_) + " for the other ranks' engines";
+  if (answered == 0) return head + " (each starts at its rank's first engine call: has one not made it?)";
+  // They all answered `answered` cycles: the engines ran, one stopped.
+  const double ago = std::round(std::chrono::duration<double>(waited).count() * 10) / 10;
+  return head + ", which answered " + std::to_string(answered) + " cycle(s) until " + seconds_text(Seconds(ago)) +
+         " ago: one stopped answering (a stopped or hung process, or the network to it cut)";
 }
 
 bool StallInspector::blocked_shutdown_due(Clock::duration waited) const {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,9 +32,12 @@ class StallInspector {
   // The error every pending op fails with after a stall shutdown.
   std::string shutdown_message(const std::vector<Coordinator::Pending>& pending) const;
   // The same for a cycle stuck in its status allreduce: the other ranks'
-  // engines do not cycle (one has not made its first engine call, or is
-  // stuck), so no rank knows which ops wait; only that it waits.
-  std::optional<std::string> blocked_warning(Clock::duration waited, Clock::time_point now);
+  // engines do not cycle, so no rank knows which ops wait; only that it
+  // waits. With `answered` == 0 (no cycle ever completed) one has not made
+  // its first engine call; after that, one stopped answering (a stopped or
+  // hung process, a cut network), and the line says since when.
+  std::optional<std::string> blocked_warning(Clock::duration waited, Clock::time_point now,
+                                             std::uint64_t answered);
   bool blocked_shutdown_due(Clock::duration waited) const;
   std::string blocked_shutdown_message() const;
   // How long a request may wait on a cache hit before it is negotiated in

@@ -61,3 +61,21 @@ TEST_CASE("zero turns the checks off") {
   CHECK_FALSE(off.renegotiate_after());
   CHECK(StallInspector(Seconds(60), Seconds(0)).renegotiate_after() == std::chrono::seconds(60));
 }
+
+// The status allreduce blocks: before any cycle completed one rank's engine
+// has not started; after many, one stopped answering (issue 23, item 10).
+TEST_CASE("a blocked engine: 'not made it?' only before the first cycle, else since when") {
+  const auto t0 = Clock::now();
+  StallInspector cold(Seconds(2), Seconds(0));
+  const auto first = cold.blocked_warning(std::chrono::seconds(2), t0, 0);
+  REQUIRE(first);
+  CHECK(*first == "stall: the engine waited more than 2 s for the other ranks' engines (each starts at its rank's "
+                  "first engine call: has one not made it?)");
+  StallInspector warm(Seconds(2), Seconds(0));
+  CHECK_FALSE(warm.blocked_warning(std::chrono::milliseconds(1999), t0, 812));
+  const auto later = warm.blocked_warning(std::chrono::milliseconds(2040), t0, 812);
+  REQUIRE(later);
+  CHECK(*later == "stall: the engine waited more than 2 s for the other ranks' engines, which answered 812 cycle(s) "
+                  "until 2 s ago: one stopped answering (a stopped or hung process, or the network to it cut)");
+  CHECK(later->find("not made it") == std::string::npos);
+}

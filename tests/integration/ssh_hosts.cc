@@ -400,6 +400,16 @@ void SshHosts::kill_sshd(int host) {
   }
 }
 
+void SshHosts::cut(int a, int b) {
+  const std::string ns = netns_name(subnet_, a), iptables = tool("iptables");
+  run_or_throw({tool("ip"), "netns", "exec", ns, iptables, "-A", "INPUT", "-s", address(b), "-j", "DROP"});
+  run_or_throw({tool("ip"), "netns", "exec", ns, iptables, "-A", "OUTPUT", "-d", address(b), "-j", "DROP"});
+}
+
+void SshHosts::heal(int a) {
+  run_quiet({tool("ip"), "netns", "exec", netns_name(subnet_, a), tool("iptables"), "-F"});
+}
+
 void SshHosts::unplug(int host) {
   run_or_throw({tool("ip"), "link", "set", "tr77v" + std::to_string(subnet_) + "-" + std::to_string(host), "down"});
 }

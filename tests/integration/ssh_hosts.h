@@ -68,6 +68,11 @@ class SshHosts {
   // connections close (FIN); or its link cut, so packets vanish (no FIN).
   void kill_sshd(int host);
   void unplug(int host);
+  // A partition: hosts a and b drop each other's packets (iptables in a's
+  // namespace, both ways) while both still reach the launcher; heal(a)
+  // removes a's rules.
+  void cut(int a, int b);
+  void heal(int a);
   // The host as new after a fault: every process in it killed, its link
   // up, a fresh sshd.
   void restore(int host);

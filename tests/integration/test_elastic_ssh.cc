@@ -149,11 +149,46 @@ TEST_CASE("a lost host (its sshd killed): the job goes on with the other host's 
 TEST_CASE("an unplugged host (no FIN): the survivors blocked in its collective are released and go on") {
   std::string tag;
   const ProcessResult r = lose_host_mid_job(4, [] { g_hosts->unplug(4); }, &tag);
-  CHECK(contains(r.err, "trainrun: lost connection to h4 (no answer for 10 s)"));
+  // Once, then the change names the host (issue 23, item 10).
+  CHECK(count(r.err, "lost connection to h4 (no answer for 10 s)") == 1);
+  CHECK(contains(r.err, "trainrun: lost connection to h4 (no answer for 10 s)\n"));
+  CHECK(contains(r.err, "trainrun: elastic: host h4 lost; generation 1: 2 rank(s) on 1 host(s)"));
   // h4's agent hears no Ping for 20 s, then ends its ranks.
   CHECK(nothing_left(tag, seconds(20 + 5 + 3)));
   CHECK(g_hosts->nothing_on_hosts(seconds(3), "trainrun"));
   g_hosts->restore(4);
+}
+
+// A partition: h1 and h2 drop each other's packets, both still reach the
+// launcher (and beat). The workers stuck in their collectives report whom
+// they cannot reach; the larger side (h1, 2 workers) goes on, h2's worker
+// stops (issue 23, item 3).
+TEST_CASE("a partition between two hosts: the larger side goes on, the other side's workers stop") {
+  std::string tag;
+  Child job = start_job({"-H", "h1:2,h2:1", "--min-np", "2", "--elastic-hang-timeout", "4", elastic_program(),
+                         "--steps", "60", "--mb", "1", "--sleep-ms", "100"},
+                        &tag);
+  REQUIRE(job.wait_for_output("] step 5 size 3", seconds(120)));
+  g_hosts->cut(1, 2);
+  const auto at = std::chrono::steady_clock::now();
+  REQUIRE(job.wait_for_output("network partition", seconds(120)));
+  // The documented bound: stuck for the hang timeout, then a probe round
+  // (3 s apart, 2 s per unreachable host), generously.
+  CHECK(std::chrono::steady_clock::now() - at < seconds(4 + 3 + 2 + 20));
+  const ProcessResult r = job.wait();
+  g_hosts->heal(1);
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(count(r.err, "network partition") == 1);
+  CHECK(contains(r.err, "trainrun: elastic: network partition: h1 (2 worker(s)) and h2 (1) cannot reach each other; "
+                        "h1 go(es) on (more workers), the workers on h2 stop; generation 1: 2 rank(s) on 1 host(s)"));
+  const std::vector<ElasticStep> steps = elastic_steps(r.out);
+  REQUIRE(!steps.empty());
+  CHECK(steps.back().size == 2);
+  CHECK(steps.back().step == 60);
+  CHECK(count(r.out, "done at step 60 size 2") == 2);
+  CHECK(!contains(r.out, "wrong result"));
+  CHECK(nothing_left_anywhere(tag));
 }
 
 int main(int argc, char** argv) { return run_with_ssh_hosts(argc, argv, g_hosts); }

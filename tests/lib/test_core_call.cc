@@ -31,3 +31,18 @@ TEST_CASE("the wait message names the rank, the call and the peer with its host"
         "trainrun: rank 0 (h1): waiting: allreduce (core call #3) has waited 60 s for rank 2 (h3, 10.0.0.3); "
         "still waiting");
 }
+
+// What an elastic worker's peer probe samples to know its collectives are stuck.
+TEST_CASE("progress: collectives in progress and finished, core calls and engine cycles alike") {
+  const CollectiveProgress before = collective_progress();
+  CHECK(before.waiting == 0);
+  {
+    const CollectiveWait wait;
+    CHECK(collective_progress().waiting == 1);
+    { const CoreCallScope call("barrier", 1); }
+    CHECK(collective_progress().waiting == 1);
+    CHECK(collective_progress().finished == before.finished + 1);
+  }
+  CHECK(collective_progress().waiting == 0);
+  CHECK(collective_progress().finished == before.finished + 2);
+}

@@ -122,7 +122,7 @@ TEST_CASE("the watcher records the next generation and aborts only when it drops
     auto store = std::make_unique<MemoryStore>();
     MemoryStore& published = *store;
     AbortCounter backend;
-    GenerationWatcher watcher(std::move(store), assignment(0, {0, 1}), backend);
+    GenerationWatcher watcher(std::move(store), assignment(0, {0, 1}), backend, 0);
     std::this_thread::sleep_for(std::chrono::milliseconds(150));
     CHECK(watcher.newest_generation() == 0);
     publish(published, removes ? assignment(1, {1}) : assignment(1, {0, 1, 2}));
@@ -135,11 +135,38 @@ TEST_CASE("the watcher records the next generation and aborts only when it drops
   }
 }
 
+// The launcher tells a stopped process from a slow one by this heartbeat
+// (cli/elastic/hang_detector.h): it must keep changing, also after the next
+// generation appeared, while the worker runs on until its next commit.
+TEST_CASE("the watcher rewrites the worker's heartbeat every half second, before and after the next generation") {
+  auto store = std::make_unique<MemoryStore>();
+  MemoryStore& table = *store;
+  AbortCounter backend;
+  trainrun::detail::GenerationWatcher watcher(std::move(store), assignment(0, {0, 7}), backend, 7);
+  const auto beat = [&] { return table.get(ep::kScope, ep::alive_key(7), std::chrono::milliseconds(2000)); };
+  const auto changed = [&](const std::string& before) {
+    for (int i = 0; i < 300; ++i) {
+      if (beat() != before) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  };
+  const std::string first = beat();
+  CHECK(changed(first));
+  publish(table, assignment(1, {0, 7}));
+  for (int i = 0; i < 100 && watcher.newest_generation() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE(watcher.newest_generation() == 1);
+  const std::string after = beat();
+  CHECK(changed(after));
+}
+
 TEST_CASE("the watcher stops within one poll when nothing is published") {
   AbortCounter backend;
   const auto start = std::chrono::steady_clock::now();
   {
-    trainrun::detail::GenerationWatcher watcher(std::make_unique<MemoryStore>(), assignment(0, {0}), backend);
+    trainrun::detail::GenerationWatcher watcher(std::make_unique<MemoryStore>(), assignment(0, {0}), backend, 0);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   const auto took = std::chrono::steady_clock::now() - start;

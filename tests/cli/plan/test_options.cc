@@ -120,4 +120,7 @@ TEST_CASE("elastic flags: Horovod's and torchrun's names, elastic mode only when
   CHECK(parse({"--min-np", "0", "p"}).exit_code == 2);
   CHECK(parse({"--elastic-timeout", "nan", "p"}).exit_code == 2);
   CHECK(parse({"--blacklist-cooldown", "-1", "p"}).exit_code == 2);
+  CHECK(r.options.elastic_hang_timeout_s == 30);  // on by default
+  CHECK(parse({"--elastic-hang-timeout", "12.5", "p"}).options.elastic_hang_timeout_s == 12.5);
+  CHECK(parse({"--elastic-hang-timeout", "-1", "p"}).exit_code == 2);
 }
