@@ -9,7 +9,8 @@ thread_local const CoreCall* t_current = nullptr;
 
 const CoreCall* current_core_call() { return t_current; }
 
-CoreCallScope::CoreCallScope(const char* op, std::uint64_t number) : call_{op, number}, outer_(t_current) {
+CoreCallScope::CoreCallScope(const char* op, std::uint64_t number, CallDescriptor descriptor)
+    : call_{op, number, descriptor}, outer_(t_current) {
   t_current = &call_;
 }
 

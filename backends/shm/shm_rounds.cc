@@ -7,6 +7,7 @@
 
 #include <climits>
 #include <ctime>
+#include <vector>
 
 #include "trainrun/error.h"
 
@@ -52,16 +53,40 @@ std::uint64_t ShmRounds::value(int peer) const {
   return lines_[peer].value[round_ & 1u].load(std::memory_order_acquire);
 }
 
-void ShmRounds::sync(std::uint64_t value) {
+void ShmRounds::sync(std::uint64_t value, CallDescriptor call) {
   const std::uint32_t target = round_ + 1;
   ShmControlLine& mine = lines_[index_];
   mine.value[target & 1u].store(value, std::memory_order_relaxed);
+  mine.call[target & 1u][0].store(call.what, std::memory_order_relaxed);
+  mine.call[target & 1u][1].store(call.count, std::memory_order_relaxed);
   // seq_cst store, then the sleepers load: pairs with the sleeper's
   // increment-then-recheck, so a wake-up is never lost.
   mine.round.store(target, std::memory_order_seq_cst);
   if (mine.sleepers.load(std::memory_order_seq_cst) != 0) futex_wake(&mine.round);
   for (int k = 1; k < count_; ++k) wait_for((index_ + k) % count_, target);
   round_ = target;
+  if (!call.empty()) check_call(call);
+}
+
+// The round's acquire loads made the peers' descriptors visible; the fast
+// path reads them from the cache lines the wait just brought in.
+void ShmRounds::check_call(const CallDescriptor& call) const {
+  const unsigned p = round_ & 1u;
+  auto posted = [&](int k) {
+    return CallDescriptor{lines_[k].call[p][0].load(std::memory_order_relaxed),
+                          lines_[k].call[p][1].load(std::memory_order_relaxed)};
+  };
+  bool agree = true;
+  for (int k = 0; k < count_ && agree; ++k) {
+    const CallDescriptor theirs = posted(k);
+    agree = theirs.empty() || theirs == call;
+  }
+  if (agree) return;
+  std::vector<CallDescriptor> all;
+  for (int k = 0; k < count_; ++k) all.push_back(posted(k));
+  check_calls_agree(all.data(), count_, [this](int k) {
+    return options_.peer_name ? options_.peer_name(k) : "rank " + std::to_string(k);
+  });
 }
 
 void ShmRounds::wait_for(int peer, std::uint32_t target) {

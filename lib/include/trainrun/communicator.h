@@ -35,6 +35,8 @@ namespace trainrun {
 namespace detail {
 class Backend;
 class Engine;
+struct CallDescriptor;
+enum class CoreOp : std::uint8_t;
 struct Request;
 struct World;
 }  // namespace detail
@@ -75,8 +77,10 @@ class Communicator {
   detail::Engine& engine();
 
  private:
-  template <typename Fn>
-  void call(const char* op, Fn&& fn);
+  template <typename Check, typename Run>
+  void call(detail::CoreOp op, Check&& check, Run&& run);
+  bool engine_running();
+  void check_call_agrees(const detail::CallDescriptor& call);
   // Runs `body` (a backend call) now, or, while the engine runs, on the
   // engine's thread once every rank has reached the call `request` describes.
   void dispatch(const detail::Request& request, const std::function<void()>& body);
