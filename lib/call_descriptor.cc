@@ -17,13 +17,6 @@ Unpacked unpack(const CallDescriptor& d) {
           static_cast<ReduceOp>((d.what >> 16) & 0xff), static_cast<int>(static_cast<std::uint32_t>(d.what >> 32))};
 }
 
-bool reduces(CoreOp op) { return op == CoreOp::Allreduce || op == CoreOp::Reducescatter; }
-
-std::uint64_t pack(CoreOp op, DataType type, ReduceOp reduce, int root) {
-  return static_cast<std::uint64_t>(op) | static_cast<std::uint64_t>(type) << 8 |
-         static_cast<std::uint64_t>(reduce) << 16 | static_cast<std::uint64_t>(static_cast<std::uint32_t>(root)) << 32;
-}
-
 }  // namespace
 
 const char* to_string(CoreOp op) {
@@ -39,15 +32,10 @@ const char* to_string(CoreOp op) {
   return "?";
 }
 
-CallDescriptor describe_call(CoreOp op, DataType type, std::size_t count, ReduceOp reduce, int root) {
-  if (op == CoreOp::Barrier) return {pack(op, DataType::UInt8, ReduceOp::Sum, 0), 0};
-  return {pack(op, type, reduces(op) ? reduce : ReduceOp::Sum, op == CoreOp::Broadcast ? root : 0), count};
-}
-
 CallDescriptor describe_call(CoreOp op, DataType type, const std::vector<std::size_t>& counts) {
   std::uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a over the counts, a word at a time
   for (std::size_t c : counts) hash = (hash ^ c) * 0x100000001b3ull;
-  return {pack(op, type, ReduceOp::Sum, 0), hash};
+  return {pack_call(op, type, ReduceOp::Sum, 0), hash};
 }
 
 std::string call_disagreement(const CallDescriptor* by_rank, int n, const std::function<std::string(int)>& name) {

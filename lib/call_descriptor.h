@@ -31,10 +31,20 @@ struct CallDescriptor {
   bool operator!=(const CallDescriptor& o) const { return !(*this == o); }
 };
 
+inline std::uint64_t pack_call(CoreOp op, DataType type, ReduceOp reduce, int root) {
+  return static_cast<std::uint64_t>(op) | static_cast<std::uint64_t>(type) << 8 |
+         static_cast<std::uint64_t>(reduce) << 16 | static_cast<std::uint64_t>(static_cast<std::uint32_t>(root)) << 32;
+}
+
 // `root` counts only for broadcast and `reduce` only for the reducing ops:
 // the others pack 0, so no rank is told it disagrees about an unused argument.
-CallDescriptor describe_call(CoreOp op, DataType type, std::size_t count, ReduceOp reduce = ReduceOp::Sum,
-                             int root = 0);
+// Inline: every core call makes one.
+inline CallDescriptor describe_call(CoreOp op, DataType type, std::size_t count, ReduceOp reduce = ReduceOp::Sum,
+                                    int root = 0) {
+  if (op == CoreOp::Barrier) return {pack_call(op, DataType::UInt8, ReduceOp::Sum, 0), 0};
+  const bool reduces = op == CoreOp::Allreduce || op == CoreOp::Reducescatter;
+  return {pack_call(op, type, reduces ? reduce : ReduceOp::Sum, op == CoreOp::Broadcast ? root : 0), count};
+}
 // allgatherv: every rank passes every rank's count; they are what must agree.
 CallDescriptor describe_call(CoreOp op, DataType type, const std::vector<std::size_t>& counts);
 

@@ -20,14 +20,10 @@ bool fits(std::uint64_t a, std::uint64_t b, std::uint64_t& product) {
 
 }  // namespace
 
-std::size_t checked_bytes(std::size_t count, DataType type, std::size_t blocks) {
-  std::uint64_t elements = 0, bytes = 0;
-  if (!fits(count, blocks, elements) || !fits(elements, size_of(type), bytes)) {
-    std::string what = "count " + std::to_string(count) + " of " + to_string(type);
-    if (blocks != 1) what += ", times " + std::to_string(blocks) + " ranks,";
-    throw Error(Error::Code::InvalidArgument, what + " is " + too_big(count));
-  }
-  return bytes;
+void fail_bytes(std::size_t count, DataType type, std::size_t blocks) {
+  std::string what = "count " + std::to_string(count) + " of " + to_string(type);
+  if (blocks != 1) what += ", times " + std::to_string(blocks) + " ranks,";
+  throw Error(Error::Code::InvalidArgument, what + " is " + too_big(count));
 }
 
 std::size_t checked_bytes(const std::vector<std::size_t>& counts, DataType type) {

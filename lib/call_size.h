@@ -19,9 +19,19 @@ namespace trainrun::detail {
 // so no buffer can be larger; every transport below addresses that much.
 inline constexpr std::uint64_t kMaxCallBytes = std::uint64_t{1} << 47;
 
+[[noreturn]] void fail_bytes(std::size_t count, DataType type, std::size_t blocks);
+
 // Bytes of `blocks` blocks (one per rank for allgather, alltoall,
-// reducescatter) of `count` elements of `type`.
-std::size_t checked_bytes(std::size_t count, DataType type, std::size_t blocks = 1);
+// reducescatter) of `count` elements of `type`. Inline: every core call
+// makes one.
+inline std::size_t checked_bytes(std::size_t count, DataType type, std::size_t blocks = 1) {
+  std::uint64_t elements = 0, bytes = 0;
+  if (__builtin_mul_overflow(count, blocks, &elements) || __builtin_mul_overflow(elements, size_of(type), &bytes) ||
+      bytes > kMaxCallBytes) {
+    fail_bytes(count, type, blocks);
+  }
+  return bytes;
+}
 // Bytes of sum(counts) elements (allgatherv).
 std::size_t checked_bytes(const std::vector<std::size_t>& counts, DataType type);
 // Elements of a tensor of `shape` (dimensions >= 0) whose bytes fit;

@@ -13,15 +13,16 @@ namespace trainrun::detail {
 namespace {
 
 std::atomic<bool> g_live{false};     // a communicator exists in this process
-std::atomic<bool> g_forked{false};   // this process is a child forked while one did
 std::atomic<int> g_rank{-1};         // the rank it was
 std::atomic<pid_t> g_parent{0};      // the process that ran init()
 
 void in_child() {
-  if (g_live.load(std::memory_order_relaxed)) g_forked.store(true, std::memory_order_relaxed);
+  if (g_live.load(std::memory_order_relaxed)) g_forked_after_init.store(true, std::memory_order_relaxed);
 }
 
 }  // namespace
+
+std::atomic<bool> g_forked_after_init{false};
 
 void note_initialized(int rank) {
   static std::once_flag registered;
@@ -32,8 +33,6 @@ void note_initialized(int rank) {
 }
 
 void note_shut_down() { g_live = false; }
-
-bool forked_after_init() { return g_forked.load(std::memory_order_relaxed); }
 
 void fail_forked() {
   throw Error(Error::Code::Unsupported,

@@ -8,7 +8,12 @@
 // (fork handlers carry none of their own), safe from any thread.
 #pragma once
 
+#include <atomic>
+
 namespace trainrun::detail {
+
+// Set in the child by the fork handler; read on every call (inline: one load).
+extern std::atomic<bool> g_forked_after_init;
 
 // init() made the default communicator as `rank` in this process; a fork
 // from now on marks the child (the handler is registered once per process).
@@ -16,7 +21,7 @@ void note_initialized(int rank);
 // shutdown() tore it down: a later fork shares nothing.
 void note_shut_down();
 // True in a process forked (at any depth) while a communicator was live.
-bool forked_after_init();
+inline bool forked_after_init() { return g_forked_after_init.load(std::memory_order_relaxed); }
 // Throws Error(Unsupported) in such a process: "this process (pid 42) was
 // forked from rank 1 (pid 40) after trainrun::init(); ...".
 [[noreturn]] void fail_forked();

@@ -57,13 +57,14 @@ class ShmRounds {
  private:
   void wait_for(int peer, std::uint32_t target);
   void sleep_on(int peer, std::uint32_t target);
-  void check_call(const CallDescriptor& call) const;
+  void report_mismatch() const;  // throws Error(Mismatch)
 
   ShmControlLine* const lines_;
   const int index_;
   const int count_;
   const Options options_;
   std::uint32_t round_ = 0;
+  CallDescriptor posted_[2];  // what this rank's line holds, by parity
   std::atomic<bool> aborted_{false};
 };
 

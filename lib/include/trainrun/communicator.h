@@ -20,9 +20,9 @@
 // run by the engine's thread, in the order every rank made them.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -37,7 +37,6 @@ class Backend;
 class Engine;
 struct CallDescriptor;
 enum class CoreOp : std::uint8_t;
-struct Request;
 struct World;
 }  // namespace detail
 
@@ -77,18 +76,17 @@ class Communicator {
   detail::Engine& engine();
 
  private:
-  template <typename Check, typename Run>
-  void call(detail::CoreOp op, Check&& check, Run&& run);
-  bool engine_running();
+  template <typename Check, typename Negotiated, typename Run>
+  void call(detail::CoreOp op, Check&& check, Negotiated&& request, Run&& run);
+  // The engine while it runs, else null.
+  detail::Engine* running_engine();
   void check_call_agrees(const detail::CallDescriptor& call);
-  // Runs `body` (a backend call) now, or, while the engine runs, on the
-  // engine's thread once every rank has reached the call `request` describes.
-  void dispatch(const detail::Request& request, const std::function<void()>& body);
 
   std::unique_ptr<detail::World> world_;
   std::unique_ptr<detail::Backend> backend_;
   std::uint64_t core_calls_ = 0;  // numbers core calls in wait messages (lib/core_call.h)
   std::mutex engine_mutex_;
+  std::atomic<bool> engine_made_{false};    // engine_ set (it stays until the communicator goes)
   std::unique_ptr<detail::Engine> engine_;  // declared last: stops before the backend goes
 };
 
