@@ -165,7 +165,9 @@ Handle alltoall_async(const std::string& name, const Tensor& tensor, const std::
       }
       work.splits.assign(static_cast<std::size_t>(size), rows / size);
     }
-    const bool negative = std::any_of(work.splits.begin(), work.splits.end(), [](auto s) { return s < 0; });
+    // Each split at most `rows` (checked against 2^47 bytes): the sum below cannot overflow.
+    const bool negative =
+        std::any_of(work.splits.begin(), work.splits.end(), [rows](auto s) { return s < 0 || s > rows; });
     const std::int64_t sum = std::accumulate(work.splits.begin(), work.splits.end(), std::int64_t{0});
     if (static_cast<std::int64_t>(work.splits.size()) != size || negative || sum != rows) {
       invalid("'" + name + "': splits " + detail::shape_text(work.splits) + " must be " +
