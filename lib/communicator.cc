@@ -5,13 +5,18 @@
 #include <numeric>
 
 #include "backends/backend.h"
+#include "lib/call_descriptor.h"
+#include "lib/call_size.h"
 #include "lib/core_call.h"
 #include "lib/engine/engine.h"
+#include "lib/fork_guard.h"
 #include "lib/world.h"
 #include "trainrun/error.h"
 
 namespace trainrun {
 namespace {
+
+using detail::CoreOp;
 
 [[noreturn]] void invalid(const std::string& message) {
   throw Error(Error::Code::InvalidArgument, message);
@@ -62,107 +67,158 @@ detail::Engine& Communicator::engine() {
   std::lock_guard lock(engine_mutex_);
   if (!engine_) {
     engine_ = std::make_unique<detail::Engine>(*world_, *backend_, detail::engine_options_from_env(&std::getenv));
+    engine_made_.store(true, std::memory_order_release);
   }
   return *engine_;
 }
 
-void Communicator::dispatch(const detail::Request& request, const std::function<void()>& body) {
-  detail::Engine* engine = nullptr;
-  {
-    std::lock_guard lock(engine_mutex_);
-    if (engine_ && engine_->running()) engine = engine_.get();
-  }
-  if (engine) engine->run_core(request, body);
-  else body();
+// No lock until an engine exists: the core calls of a program that never
+// starts one pay nothing for it.
+detail::Engine* Communicator::running_engine() {
+  if (!engine_made_.load(std::memory_order_acquire)) return nullptr;
+  std::lock_guard lock(engine_mutex_);
+  return engine_ && engine_->running() ? engine_.get() : nullptr;
 }
 
-// Every error leaving a collective names the rank, its host and the op.
-// Backends may only enqueue (NCCL): the core API returns when done.
-template <typename Fn>
-void Communicator::call(const char* op, Fn&& fn) {
+// TRAINRUN_CHECK_CALLS: every rank's descriptor of this call, gathered
+// before the call itself, must agree.
+void Communicator::check_call_agrees(const detail::CallDescriptor& call) {
+  if (world_->size == 1) return;
+  std::vector<detail::CallDescriptor> all(static_cast<std::size_t>(world_->size));
+  backend_->allgather(&call, all.data(), sizeof call / sizeof(std::uint64_t), DataType::Int64);
+  detail::check_calls_agree(all.data(), world_->size, [](int r) { return "rank " + std::to_string(r); });
+}
+
+// Every core call: refused in a forked child, its arguments checked
+// (`check` validates them, sizes included, and describes the call), the
+// descriptor left where the shared-memory round carries it to the peers
+// (lib/core_call.h), then run: on this thread, or, while the engine runs,
+// on the engine's once every rank has reached the call `request()`
+// describes (the engine compares the requests itself). Every error leaving
+// a collective names the rank, its host and the op. Backends may only
+// enqueue (NCCL): the core API returns when done.
+template <typename Check, typename Negotiated, typename Run>
+void Communicator::call(detail::CoreOp op, Check&& check, Negotiated&& request, Run&& run) {
+  const char* name = detail::to_string(op);
   try {
-    const detail::CoreCallScope scope(op, ++core_calls_);
-    fn();
+    detail::check_not_forked();
+    const detail::CallDescriptor descriptor = check();
+    const detail::CoreCallScope scope(name, ++core_calls_, descriptor);
+    if (detail::Engine* engine = running_engine()) {
+      engine->run_core(request(), run);
+    } else {
+      if (world_->check_calls) check_call_agrees(descriptor);
+      run();
+    }
     backend_->synchronize();
   } catch (const Error& e) {
     throw Error(e.code(), "rank " + std::to_string(world_->rank) + " (" + world_->hostname + "): " +
-                              op + ": " + e.what());
+                              name + ": " + e.what());
   }
 }
 
 void Communicator::allreduce(const void* send, void* recv, std::size_t count, DataType type,
                              ReduceOp op) {
-  call("allreduce", [&] {
-    require(count == 0 || (send && recv), "send and recv must not be null");
-    dispatch(core_request("allreduce", type, {as_dim(count)}, op),
-             [&] { backend_->allreduce(send, recv, count, type, op); });
-  });
+  call(
+      CoreOp::Allreduce,
+      [&] {
+        detail::checked_bytes(count, type);
+        require(count == 0 || (send && recv), "send and recv must not be null");
+        return detail::describe_call(CoreOp::Allreduce, type, count, op);
+      },
+      [&] { return core_request("allreduce", type, {as_dim(count)}, op); },
+      [&] { backend_->allreduce(send, recv, count, type, op); });
 }
 
 void Communicator::allgather(const void* send, void* recv, std::size_t count, DataType type) {
-  call("allgather", [&] {
-    require(count == 0 || recv, "recv must not be null");
-    const bool in_place = !send || send == recv || send == offset(recv, count * world_->rank, type);
-    dispatch(core_request("allgather", type, {as_dim(count)}),
-             [&] { backend_->allgather(in_place ? nullptr : send, recv, count, type); });
-  });
+  bool in_place = false;
+  call(
+      CoreOp::Allgather,
+      [&] {
+        detail::checked_bytes(count, type, static_cast<std::size_t>(world_->size));
+        require(count == 0 || recv, "recv must not be null");
+        in_place = !send || send == recv || send == offset(recv, count * world_->rank, type);
+        return detail::describe_call(CoreOp::Allgather, type, count);
+      },
+      [&] { return core_request("allgather", type, {as_dim(count)}); },
+      [&] { backend_->allgather(in_place ? nullptr : send, recv, count, type); });
 }
 
 void Communicator::allgatherv(const void* send, std::size_t count, void* recv,
                               const std::vector<std::size_t>& counts, DataType type) {
-  call("allgatherv", [&] {
-    if (counts.size() != static_cast<std::size_t>(world_->size)) {
-      invalid("counts has " + std::to_string(counts.size()) + " entries, the world has " +
-              std::to_string(world_->size) + " ranks");
-    }
-    if (counts[world_->rank] != count) {
-      invalid("count " + std::to_string(count) + " differs from counts[" +
-              std::to_string(world_->rank) + "] = " + std::to_string(counts[world_->rank]));
-    }
-    const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
-    require(total == 0 || recv, "recv must not be null");
-    const std::size_t before = std::accumulate(counts.begin(), counts.begin() + world_->rank, std::size_t{0});
-    const bool in_place = !send || send == recv || send == offset(recv, before, type);
-    // Every rank passes the same counts, so they are what must agree.
-    std::vector<std::int64_t> shape(counts.begin(), counts.end());
-    dispatch(core_request("allgatherv", type, std::move(shape)),
-             [&] { backend_->allgatherv(in_place ? nullptr : send, recv, counts, type); });
-  });
+  bool in_place = false;
+  call(
+      CoreOp::Allgatherv,
+      [&] {
+        if (counts.size() != static_cast<std::size_t>(world_->size)) {
+          invalid("counts has " + std::to_string(counts.size()) + " entries, the world has " +
+                  std::to_string(world_->size) + " ranks");
+        }
+        if (counts[world_->rank] != count) {
+          invalid("count " + std::to_string(count) + " differs from counts[" + std::to_string(world_->rank) +
+                  "] = " + std::to_string(counts[world_->rank]));
+        }
+        require(detail::checked_bytes(counts, type) == 0 || recv, "recv must not be null");
+        const std::size_t before = std::accumulate(counts.begin(), counts.begin() + world_->rank, std::size_t{0});
+        in_place = !send || send == recv || send == offset(recv, before, type);
+        return detail::describe_call(CoreOp::Allgatherv, type, counts);
+      },
+      // Every rank passes the same counts, so they are what must agree.
+      [&] { return core_request("allgatherv", type, std::vector<std::int64_t>(counts.begin(), counts.end())); },
+      [&] { backend_->allgatherv(in_place ? nullptr : send, recv, counts, type); });
 }
 
 void Communicator::broadcast(void* buf, std::size_t count, DataType type, int root) {
-  call("broadcast", [&] {
-    if (root < 0 || root >= world_->size) {
-      invalid("root " + std::to_string(root) + " is not a rank of this " +
-              std::to_string(world_->size) + "-rank world");
-    }
-    require(count == 0 || buf, "buf must not be null");
-    dispatch(core_request("broadcast", type, {as_dim(count)}, ReduceOp::Sum, root),
-             [&] { backend_->broadcast(buf, count, type, root); });
-  });
+  call(
+      CoreOp::Broadcast,
+      [&] {
+        if (root < 0 || root >= world_->size) {
+          invalid("root " + std::to_string(root) + " is not a rank of this " + std::to_string(world_->size) +
+                  "-rank world");
+        }
+        detail::checked_bytes(count, type);
+        require(count == 0 || buf, "buf must not be null");
+        return detail::describe_call(CoreOp::Broadcast, type, count, ReduceOp::Sum, root);
+      },
+      [&] { return core_request("broadcast", type, {as_dim(count)}, ReduceOp::Sum, root); },
+      [&] { backend_->broadcast(buf, count, type, root); });
 }
 
 void Communicator::alltoall(const void* send, void* recv, std::size_t count, DataType type) {
-  call("alltoall", [&] {
-    require(count == 0 || (send && recv), "send and recv must not be null");
-    const std::vector<std::size_t> counts(static_cast<std::size_t>(world_->size), count);
-    dispatch(core_request("alltoall", type, {as_dim(count)}),
-             [&] { backend_->alltoall(send, counts, recv, counts, type); });
-  });
+  call(
+      CoreOp::Alltoall,
+      [&] {
+        detail::checked_bytes(count, type, static_cast<std::size_t>(world_->size));
+        require(count == 0 || (send && recv), "send and recv must not be null");
+        return detail::describe_call(CoreOp::Alltoall, type, count);
+      },
+      [&] { return core_request("alltoall", type, {as_dim(count)}); },
+      [&] {
+        const std::vector<std::size_t> counts(static_cast<std::size_t>(world_->size), count);
+        backend_->alltoall(send, counts, recv, counts, type);
+      });
 }
 
 void Communicator::reducescatter(const void* send, void* recv, std::size_t count, DataType type,
                                  ReduceOp op) {
-  call("reducescatter", [&] {
-    require(count == 0 || (send && recv), "send and recv must not be null");
-    const std::vector<std::size_t> counts(static_cast<std::size_t>(world_->size), count);
-    dispatch(core_request("reducescatter", type, {as_dim(count)}, op),
-             [&] { backend_->reducescatter(send, recv, counts, type, op); });
-  });
+  call(
+      CoreOp::Reducescatter,
+      [&] {
+        detail::checked_bytes(count, type, static_cast<std::size_t>(world_->size));
+        require(count == 0 || (send && recv), "send and recv must not be null");
+        return detail::describe_call(CoreOp::Reducescatter, type, count, op);
+      },
+      [&] { return core_request("reducescatter", type, {as_dim(count)}, op); },
+      [&] {
+        const std::vector<std::size_t> counts(static_cast<std::size_t>(world_->size), count);
+        backend_->reducescatter(send, recv, counts, type, op);
+      });
 }
 
 void Communicator::barrier() {
-  call("barrier", [&] { dispatch(core_request("barrier", DataType::UInt8, {}), [&] { backend_->barrier(); }); });
+  call(
+      CoreOp::Barrier, [] { return detail::describe_call(CoreOp::Barrier, DataType::UInt8, 0); },
+      [] { return core_request("barrier", DataType::UInt8, {}); }, [&] { backend_->barrier(); });
 }
 
 }  // namespace trainrun

@@ -13,7 +13,8 @@ std::atomic<std::uint64_t> g_finished{0};
 
 const CoreCall* current_core_call() { return t_current; }
 
-CoreCallScope::CoreCallScope(const char* op, std::uint64_t number) : call_{op, number}, outer_(t_current) {
+CoreCallScope::CoreCallScope(const char* op, std::uint64_t number, CallDescriptor descriptor)
+    : call_{op, number, descriptor}, outer_(t_current) {
   t_current = &call_;
 }
 

@@ -1,6 +1,8 @@
-// The core collective the calling thread is in (its op and its call number
-// on this communicator), so that a layer below the Communicator that waits
-// for a peer (backends/gloo/socket_mesh.h) can say which call waits. Set by
+// The core collective the calling thread is in (its op, its call number on
+// this communicator and its descriptor), so that a layer below the
+// Communicator that waits for a peer (backends/gloo/socket_mesh.h) can say
+// which call waits, and the shared-memory round can check that every rank
+// is in the same call (backends/shm/shm_collectives.h). Set by
 // Communicator::call for the duration of a core call on the caller's
 // thread; ops the engine runs on its own thread carry none (the engine's
 // stall inspector reports those). Thread-local; no other state.
@@ -10,15 +12,23 @@
 #include <cstdint>
 #include <string>
 
+#include "lib/call_descriptor.h"
+
 namespace trainrun::detail {
 
 struct CoreCall {
   const char* op = "";        // "allreduce", ...
   std::uint64_t number = 0;   // 1 for this communicator's first core call
+  CallDescriptor descriptor;  // what every rank must agree on
 };
 
 // The innermost core call of this thread, or nullptr.
 const CoreCall* current_core_call();
+// Its descriptor; empty outside a core call (the engine's thread).
+inline CallDescriptor current_call_descriptor() {
+  const CoreCall* call = current_core_call();
+  return call ? call->descriptor : CallDescriptor{};
+}
 
 // Whether this process's collectives move: how many are in progress and
 // how many have finished. Core calls (CoreCallScope) and the engine's
@@ -42,7 +52,7 @@ CollectiveProgress collective_progress();
 
 class CoreCallScope {
  public:
-  CoreCallScope(const char* op, std::uint64_t number);
+  CoreCallScope(const char* op, std::uint64_t number, CallDescriptor descriptor = {});
   ~CoreCallScope();
   CoreCallScope(const CoreCallScope&) = delete;
   CoreCallScope& operator=(const CoreCallScope&) = delete;

@@ -12,6 +12,7 @@
 #include "lib/elastic/generation_join.h"
 #include "lib/elastic/generation_watcher.h"
 #include "lib/elastic/membership.h"
+#include "lib/fork_guard.h"
 #include "lib/rendezvous_client.h"
 #include "lib/world.h"
 #include "rendezvous/elastic_protocol.h"
@@ -24,10 +25,20 @@ namespace {
 
 namespace ep = elastic_protocol;
 
+// A process forked after init() must not run the parent's teardown (join
+// threads it does not have, close the parent's connections): it leaves the
+// inherited objects be, at shutdown() and at exit.
+struct UnlessForked {
+  template <typename T>
+  void operator()(T* p) const {
+    if (!detail::forked_after_init()) delete p;
+  }
+};
+
 std::mutex g_mutex;
-std::unique_ptr<Communicator> g_communicator;
+std::unique_ptr<Communicator, UnlessForked> g_communicator;
 // Declared after the communicator: destroyed first, since it aborts its backend.
-std::unique_ptr<detail::GenerationWatcher> g_watcher;
+std::unique_ptr<detail::GenerationWatcher, UnlessForked> g_watcher;
 int g_generation = 0;       // communicators made (non-elastic backend scopes)
 int g_joined = -1;          // elastic: the generation last joined
 detail::Membership g_membership;
@@ -82,6 +93,12 @@ std::string who(const detail::World& world) {
 }  // namespace
 
 Communicator& init() {
+  // A forked child gets the inherited communicator, whose collectives fail
+  // (lib/fork_guard.h); never the lock, which the parent's threads may have held.
+  if (detail::forked_after_init()) {
+    if (!g_communicator) detail::fail_forked();
+    return *g_communicator;
+  }
   std::lock_guard lock(g_mutex);
   if (g_communicator) return *g_communicator;
   auto world = std::make_unique<detail::World>(detail::world_from_env(&std::getenv));
@@ -107,8 +124,9 @@ Communicator& init() {
     ++g_generation;
     const detail::World made = *world;
     g_membership = {made.elastic, made.worker_id, made.generation, made.generation};
-    g_communicator = std::make_unique<Communicator>(std::move(world), std::move(backend));
-    if (joined) g_watcher = start_watcher(made, *std::move(joined), g_communicator->backend());
+    g_communicator.reset(new Communicator(std::move(world), std::move(backend)));
+    detail::note_initialized(made.rank);
+    if (joined) g_watcher.reset(start_watcher(made, *std::move(joined), g_communicator->backend()).release());
   } catch (const Error& e) {
     throw Error(e.code(), whom + ": init: " + e.what());
   }
@@ -116,9 +134,11 @@ Communicator& init() {
 }
 
 void shutdown() {
+  if (detail::forked_after_init()) return;  // the parent's to shut down
   std::lock_guard lock(g_mutex);
   g_watcher.reset();
   g_communicator.reset();
+  detail::note_shut_down();
 }
 
 bool is_initialized() {

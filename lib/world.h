@@ -42,6 +42,8 @@ struct World {
   std::chrono::milliseconds wait_warning{60'000};
   // TRAINRUN_SHM: whether ranks on one host may use shared memory (gloo).
   bool shm = true;
+  // TRAINRUN_CHECK_CALLS: gather every core call's descriptor first (lib/call_descriptor.h).
+  bool check_calls = false;
 
   // CUDA buffers (backends/nccl): TRAINRUN_CUDA_DEVICE (-1 when unset),
   // whether CUDA_VISIBLE_DEVICES is set, and how long an NCCL call may take.

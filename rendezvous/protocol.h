@@ -38,6 +38,12 @@ inline constexpr const char* kEnvCollectiveTimeout = "TRAINRUN_COLLECTIVE_TIMEOU
 // gloo backend then uses its TCP mesh everywhere); 1, the default, allows it
 // (launcher --no-shm sets 0).
 inline constexpr const char* kEnvShm = "TRAINRUN_SHM";
+// 1: before each core call every rank gathers what the others called (op,
+// dtype, count, reduce op, root) and a disagreement is Error(Mismatch) on
+// every rank naming the rank, as torch's TORCH_DISTRIBUTED_DEBUG=DETAIL does;
+// one small allgather per call (launcher --check-calls). 0, the default:
+// only the shared-memory transport checks, for free.
+inline constexpr const char* kEnvCheckCalls = "TRAINRUN_CHECK_CALLS";
 // Seconds an NCCL call may take before its communicator is aborted and the
 // call fails with Error::Code::Timeout (default: TRAINRUN_COLLECTIVE_TIMEOUT
 // when that is set, else 600).
@@ -81,7 +87,7 @@ inline constexpr const char* kEnvStragglerWindow = "TRAINRUN_STRAGGLER_WINDOW";
 // Job-level settings (the same for every rank) that a launcher forwards when
 // it hands the job to another engine (mpirun -x NAME); never per-rank names.
 inline constexpr const char* kJobEnv[] = {kEnvBackend, kEnvIface, kEnvStartTimeout,
-                                          kEnvCollectiveTimeout};
+                                          kEnvCollectiveTimeout, kEnvCheckCalls};
 
 // Compatibility exports so existing Horovod / torch code runs unchanged.
 inline constexpr const char* kEnvHorovodRank = "HOROVOD_RANK";

@@ -69,7 +69,7 @@ void ShmCollectives::allreduce_small(const void* send, void* recv, std::size_t b
                                      ReduceFn reduce) {
   const int p = rounds_.parity();
   std::memcpy(slot(p, index_), send, bytes);
-  rounds_.sync();
+  round();
   std::vector<const char*> operands(static_cast<std::size_t>(ranks_));
   for (int k = 0; k < ranks_; ++k) operands[k] = slot(p, k);
   reduce_in_order(static_cast<char*>(recv), operands.data(), ranks_, bytes, element, reduce);
@@ -77,6 +77,7 @@ void ShmCollectives::allreduce_small(const void* send, void* recv, std::size_t b
 
 void ShmCollectives::allreduce(const void* send, void* recv, std::size_t count, std::size_t element,
                                ReduceFn reduce) {
+  call_ = current_call_descriptor();
   const std::size_t bytes = count * element;
   if (bytes == 0) return;
   if (bytes <= kSmallBytes) return allreduce_small(send, recv, bytes, element, reduce);
@@ -96,7 +97,7 @@ void ShmCollectives::allreduce(const void* send, void* recv, std::size_t count, 
     // Only peers read the slot: this rank's own slice stays where it is.
     copy(slot(p, index_), in + offset, lo);
     copy(slot(p, index_) + hi, in + offset + hi, length - hi);
-    rounds_.sync();
+    round();
     if (j > 0) std::memcpy(out + offset - chunk, slot(1 - p, ranks_), std::min(chunk, bytes - (offset - chunk)));
     if (hi == lo) continue;
     for (int k = 0; k < ranks_; ++k) operands[k] = (k == index_ ? in + offset : slot(p, k)) + lo;
@@ -106,6 +107,7 @@ void ShmCollectives::allreduce(const void* send, void* recv, std::size_t count, 
 
 void ShmCollectives::reducescatter(const void* send, void* recv, const std::vector<std::size_t>& counts,
                                    std::size_t element, ReduceFn reduce) {
+  call_ = current_call_descriptor();
   const char* in = static_cast<const char*>(send);
   const auto offsets = block_offsets(counts, element);
   const std::size_t piece = piece_bytes();
@@ -115,7 +117,7 @@ void ShmCollectives::reducescatter(const void* send, void* recv, const std::vect
   for (std::size_t j = 0; j < rounds; ++j) {
     const int p = rounds_.parity();
     stage_pieces(p, in, offsets, counts, element, j, piece);
-    rounds_.sync();
+    round();
     const auto [begin, length] = piece_of(mine, j, piece);
     if (length == 0) continue;
     for (int k = 0; k < ranks_; ++k) {
@@ -127,6 +129,7 @@ void ShmCollectives::reducescatter(const void* send, void* recv, const std::vect
 
 void ShmCollectives::allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts,
                                 std::size_t element) {
+  call_ = current_call_descriptor();
   char* out = static_cast<char*>(recv);
   const auto offsets = block_offsets(counts, element);
   const std::size_t mine = counts[index_] * element;
@@ -137,7 +140,7 @@ void ShmCollectives::allgatherv(const void* send, void* recv, const std::vector<
     const int p = rounds_.parity();
     const auto [begin, length] = piece_of(mine, j, piece);
     copy(slot(p, index_), out + offsets[index_] + begin, length);
-    rounds_.sync();
+    round();
     for (int k = 0; k < ranks_; ++k) {
       if (k == index_) continue;
       const auto [from, bytes] = piece_of(counts[k] * element, j, piece);
@@ -147,6 +150,7 @@ void ShmCollectives::allgatherv(const void* send, void* recv, const std::vector<
 }
 
 void ShmCollectives::broadcast(void* data, std::size_t bytes, int root) {
+  call_ = current_call_descriptor();
   char* buf = static_cast<char*>(data);
   // Only the root writes: the whole parity (every slot) carries its data.
   const std::size_t piece = layout_.parity_bytes();
@@ -155,13 +159,14 @@ void ShmCollectives::broadcast(void* data, std::size_t bytes, int root) {
     const int p = rounds_.parity();
     const auto [begin, length] = piece_of(bytes, j, piece);
     if (index_ == root) std::memcpy(slot(p, 0), buf + begin, length);
-    rounds_.sync();
+    round();
     if (index_ != root) std::memcpy(buf + begin, slot(p, 0), length);
   }
 }
 
 void ShmCollectives::alltoall(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
                               const std::vector<std::size_t>& recv_counts, std::size_t element) {
+  call_ = current_call_descriptor();
   const char* in = static_cast<const char*>(send);
   char* out = static_cast<char*>(recv);
   const auto send_offsets = block_offsets(send_counts, element);
@@ -175,7 +180,7 @@ void ShmCollectives::alltoall(const void* send, const std::vector<std::size_t>& 
   for (std::size_t j = 0; j < rounds; ++j) {
     const int p = rounds_.parity();
     stage_pieces(p, in, send_offsets, send_counts, element, j, piece);
-    rounds_.sync(largest);
+    round(largest);
     if (j == 0) {
       std::uint64_t most = 0;
       for (int k = 0; k < ranks_; ++k) most = std::max(most, rounds_.value(k));

@@ -11,17 +11,22 @@
 // order (rank 0's value first), so each element is computed once, by one
 // rank, identically on every rank. Messages up to kSmallBytes take one
 // round: every rank reduces the whole vector itself, in the same order.
-// Ranks here are indices in the group (0..ranks-1).
+// Ranks here are indices in the group (0..ranks-1). The first round of
+// each collective carries the calling core call's descriptor: a rank in
+// another call, or with another dtype, count, reduce op or root, makes it
+// Error(Mismatch) on every rank (backends/shm/shm_rounds.h).
 // Not thread-safe; abort() may come from any thread.
 #pragma once
 
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 #include "backends/reduction.h"
 #include "backends/shm/shm_layout.h"
 #include "backends/shm/shm_rounds.h"
 #include "backends/shm/shm_segment.h"
+#include "lib/core_call.h"
 
 namespace trainrun::detail {
 
@@ -46,10 +51,16 @@ class ShmCollectives {
   // Block r of send goes to rank r; block r of recv comes from rank r.
   void alltoall(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
                 const std::vector<std::size_t>& recv_counts, std::size_t element);
-  void barrier() { rounds_.sync(); }
+  void barrier() {
+    call_ = current_call_descriptor();
+    round();
+  }
   void abort() noexcept { rounds_.abort(); }
 
  private:
+  // Completes a round; the first of each collective carries the core
+  // call's descriptor (lib/core_call.h), which every rank checks.
+  void round(std::uint64_t value = 0) { rounds_.sync(value, std::exchange(call_, CallDescriptor{})); }
   char* slot(int parity, int r) const { return segment_.base() + layout_.slot_offset(parity, r); }
   void allreduce_small(const void* send, void* recv, std::size_t bytes, std::size_t element, ReduceFn reduce);
   // Bytes of one peer's sub-slot when a slot is split among the ranks.
@@ -65,6 +76,7 @@ class ShmCollectives {
   const int index_;
   const int ranks_;
   ShmRounds rounds_;
+  CallDescriptor call_;  // set as a collective starts, sent with its first round
 };
 
 }  // namespace trainrun::detail

@@ -16,13 +16,17 @@
 namespace trainrun::detail {
 
 // One rank's flags. The owner writes `round` (a futex word: the last round
-// it posted) and `value`; peers read them, and touch `sleepers` only on
-// their slow path, so the fast path moves one cache line per peer.
+// it posted), `value` and `call`; peers read them, and touch `sleepers`
+// only on their slow path, so the fast path moves one cache line per peer.
 struct alignas(128) ShmControlLine {
   std::atomic<std::uint32_t> round;
   std::atomic<std::uint32_t> sleepers;  // peers in futex_wait on `round`
   std::atomic<std::uint64_t> value[2];  // published with the round, by parity
+  // The descriptor of the core call whose first round this is (lib/call_descriptor.h), by parity; 0 0: none.
+  std::atomic<std::uint64_t> call[2][2];
 };
+static_assert(sizeof(std::atomic<std::uint32_t>) * 2 + sizeof(std::atomic<std::uint64_t>) * 6 <= 64,
+              "the fast path's flags stay in one 64-byte cache line");
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free && std::atomic<std::uint64_t>::is_always_lock_free,
               "shared-memory flags must be lock-free to work across processes");
 

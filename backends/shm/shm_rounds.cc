@@ -7,6 +7,7 @@
 
 #include <climits>
 #include <ctime>
+#include <vector>
 
 #include "trainrun/error.h"
 
@@ -52,16 +53,48 @@ std::uint64_t ShmRounds::value(int peer) const {
   return lines_[peer].value[round_ & 1u].load(std::memory_order_acquire);
 }
 
-void ShmRounds::sync(std::uint64_t value) {
+void ShmRounds::sync(std::uint64_t value, CallDescriptor call) {
   const std::uint32_t target = round_ + 1;
   ShmControlLine& mine = lines_[index_];
   mine.value[target & 1u].store(value, std::memory_order_relaxed);
+  // A store to this line while a peer spins on it can cost a transfer of
+  // the line each: the descriptor is written only when it changed (a
+  // training loop repeats its calls).
+  if (CallDescriptor& last = posted_[target & 1u]; call != last) {
+    mine.call[target & 1u][0].store(call.what, std::memory_order_relaxed);
+    mine.call[target & 1u][1].store(call.count, std::memory_order_relaxed);
+    last = call;
+  }
   // seq_cst store, then the sleepers load: pairs with the sleeper's
   // increment-then-recheck, so a wake-up is never lost.
   mine.round.store(target, std::memory_order_seq_cst);
   if (mine.sleepers.load(std::memory_order_seq_cst) != 0) futex_wake(&mine.round);
-  for (int k = 1; k < count_; ++k) wait_for((index_ + k) % count_, target);
+  // Each peer's descriptor is read as soon as its round arrived, while the
+  // wait's acquire load has just brought its line in; a rank outside a
+  // core call (0 0) is not compared. Every wait completes before a
+  // mismatch throws, so the ranks stay in step.
+  const unsigned p = target & 1u;
+  bool differs = false;
+  for (int k = 1; k < count_; ++k) {
+    const int peer = (index_ + k) % count_;
+    wait_for(peer, target);
+    if (call.empty()) continue;
+    const std::uint64_t what = lines_[peer].call[p][0].load(std::memory_order_relaxed);
+    differs |= what != 0 && (what != call.what || lines_[peer].call[p][1].load(std::memory_order_relaxed) != call.count);
+  }
   round_ = target;
+  if (differs) report_mismatch();
+}
+
+void ShmRounds::report_mismatch() const {
+  const unsigned p = round_ & 1u;
+  std::vector<CallDescriptor> all;
+  for (int k = 0; k < count_; ++k) {
+    all.push_back({lines_[k].call[p][0].load(std::memory_order_relaxed), lines_[k].call[p][1].load(std::memory_order_relaxed)});
+  }
+  check_calls_agree(all.data(), count_, [this](int k) {
+    return options_.peer_name ? options_.peer_name(k) : "rank " + std::to_string(k);
+  });
 }
 
 void ShmRounds::wait_for(int peer, std::uint32_t target) {

@@ -24,6 +24,7 @@
 #include <string>
 
 #include "backends/shm/shm_layout.h"
+#include "lib/call_descriptor.h"
 
 namespace trainrun::detail {
 
@@ -44,7 +45,11 @@ class ShmRounds {
   // The data parity the next sync() completes.
   int parity() const { return static_cast<int>((round_ + 1) & 1u); }
   // Posts the next round with `value` and waits for every peer to post it.
-  void sync(std::uint64_t value = 0);
+  // A non-empty `call` (the first round of a core call) is compared with
+  // the peers' afterwards: a disagreement throws Error(Mismatch) on every
+  // rank that posted one, naming the first rank that differs (the round is
+  // complete, so the ranks stay in step for the calls after).
+  void sync(std::uint64_t value = 0, CallDescriptor call = {});
   // The value rank `peer` posted with the last completed round.
   std::uint64_t value(int peer) const;
   void abort() noexcept;
@@ -52,12 +57,14 @@ class ShmRounds {
  private:
   void wait_for(int peer, std::uint32_t target);
   void sleep_on(int peer, std::uint32_t target);
+  void report_mismatch() const;  // throws Error(Mismatch)
 
   ShmControlLine* const lines_;
   const int index_;
   const int count_;
   const Options options_;
   std::uint32_t round_ = 0;
+  CallDescriptor posted_[2];  // what this rank's line holds, by parity
   std::atomic<bool> aborted_{false};
 };
 

@@ -53,6 +53,7 @@ void append_engine_settings(const Options& o, EnvList& env) {
     env.emplace_back(p::kEnvStragglerWarning, detail::shortest_decimal(o.straggler_warning_pct));
   }
   if (!o.shm) env.emplace_back(p::kEnvShm, "0");
+  if (o.check_calls) env.emplace_back(p::kEnvCheckCalls, "1");
 }
 
 // Why -x may not give a rank `name`, or "": trainrun sets it itself, after
@@ -87,6 +88,7 @@ std::string refused_variable(const std::string& name, const Options& o) {
       {p::kEnvStallShutdown, "--stall-shutdown", o.stall_shutdown_s >= 0},
       {p::kEnvStragglerWarning, "--straggler-warning", o.straggler_warning_pct >= 0},
       {p::kEnvShm, "--no-shm", !o.shm},
+      {p::kEnvCheckCalls, "--check-calls", o.check_calls},
   };
   for (const auto& v : by_option) {
     if (v.given && name == v.name) {

@@ -83,6 +83,11 @@ void build(CLI::App& app, Options& o) {
   app.add_flag_callback("--no-shm", [&o] { o.shm = false; },
                         "Ranks on one host talk over TCP instead of shared memory (sets TRAINRUN_SHM=0)")
       ->group(job);
+  app.add_flag("--check-calls", o.check_calls,
+               "Check before each core call that every rank makes the same one (op, dtype, count, reduce op, "
+               "root) and fail naming the rank that differs; costs one small allgather per call over TCP "
+               "(sets TRAINRUN_CHECK_CALLS=1; shared memory always checks)")
+      ->group(job);
 
   const char* output = "Output";
   app.add_option("--output-filename", o.output_dir,

@@ -18,6 +18,7 @@ struct Options {
   std::vector<std::string> env_forward;  // -x NAME or NAME=VALUE, in order
   std::string backend;
   bool shm = true;                     // --no-shm: TRAINRUN_SHM=0 for every rank
+  bool check_calls = false;            // --check-calls: TRAINRUN_CHECK_CALLS=1 for every rank
   // Output
   std::string output_dir;
   bool tag_output = true;

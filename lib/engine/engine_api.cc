@@ -6,7 +6,9 @@
 #include <numeric>
 #include <set>
 
+#include "lib/call_size.h"
 #include "lib/engine/engine.h"
+#include "lib/fork_guard.h"
 #include "trainrun/communicator.h"
 #include "trainrun/engine.h"
 
@@ -32,6 +34,7 @@ template <typename Fn>
 auto call(const char* what, Fn&& fn) {
   Communicator* comm = nullptr;
   try {
+    detail::check_not_forked();
     if (!is_initialized()) invalid("call trainrun::init() before using the engine");
     comm = &init();
     return fn(comm->engine());
@@ -58,7 +61,8 @@ Request tensor_request(OpType op, const std::string& name, const Tensor& t) {
     throw Error(Error::Code::Unsupported, "'" + name + "' is on CUDA device " + std::to_string(t.device) +
                                               "; the engine takes host memory (device kCpu) only");
   }
-  if (!t.data && t.count() > 0) invalid("'" + name + "' has no data (null pointer)");
+  const std::size_t count = detail::checked_elements(t.shape, t.type, "'" + name + "' has shape " + detail::shape_text(t.shape));
+  if (!t.data && count > 0) invalid("'" + name + "' has no data (null pointer)");
   const bool rows = op == OpType::Allgather || op == OpType::Alltoall || op == OpType::Reducescatter;
   if (rows && t.shape.empty()) {
     invalid("'" + name + "': " + detail::to_string(op) + " needs a tensor with at least one dimension");
@@ -161,7 +165,9 @@ Handle alltoall_async(const std::string& name, const Tensor& tensor, const std::
       }
       work.splits.assign(static_cast<std::size_t>(size), rows / size);
     }
-    const bool negative = std::any_of(work.splits.begin(), work.splits.end(), [](auto s) { return s < 0; });
+    // Each split at most `rows` (checked against 2^47 bytes): the sum below cannot overflow.
+    const bool negative =
+        std::any_of(work.splits.begin(), work.splits.end(), [rows](auto s) { return s < 0 || s > rows; });
     const std::int64_t sum = std::accumulate(work.splits.begin(), work.splits.end(), std::int64_t{0});
     if (static_cast<std::int64_t>(work.splits.size()) != size || negative || sum != rows) {
       invalid("'" + name + "': splits " + detail::shape_text(work.splits) + " must be " +

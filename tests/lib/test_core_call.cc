@@ -26,7 +26,7 @@ TEST_CASE("the current core call is per thread and nests") {
 }
 
 TEST_CASE("the wait message names the rank, the call and the peer with its host") {
-  const CoreCall call{"allreduce", 3};
+  const CoreCall call{"allreduce", 3, {}};
   CHECK(core_wait_message(0, "h1", call, 2, "h3, 10.0.0.3", std::chrono::seconds(60)) ==
         "trainrun: rank 0 (h1): waiting: allreduce (core call #3) has waited 60 s for rank 2 (h3, 10.0.0.3); "
         "still waiting");

@@ -20,9 +20,9 @@
 // run by the engine's thread, in the order every rank made them.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -35,7 +35,8 @@ namespace trainrun {
 namespace detail {
 class Backend;
 class Engine;
-struct Request;
+struct CallDescriptor;
+enum class CoreOp : std::uint8_t;
 struct World;
 }  // namespace detail
 
@@ -75,16 +76,17 @@ class Communicator {
   detail::Engine& engine();
 
  private:
-  template <typename Fn>
-  void call(const char* op, Fn&& fn);
-  // Runs `body` (a backend call) now, or, while the engine runs, on the
-  // engine's thread once every rank has reached the call `request` describes.
-  void dispatch(const detail::Request& request, const std::function<void()>& body);
+  template <typename Check, typename Negotiated, typename Run>
+  void call(detail::CoreOp op, Check&& check, Negotiated&& request, Run&& run);
+  // The engine while it runs, else null.
+  detail::Engine* running_engine();
+  void check_call_agrees(const detail::CallDescriptor& call);
 
   std::unique_ptr<detail::World> world_;
   std::unique_ptr<detail::Backend> backend_;
   std::uint64_t core_calls_ = 0;  // numbers core calls in wait messages (lib/core_call.h)
   std::mutex engine_mutex_;
+  std::atomic<bool> engine_made_{false};    // engine_ set (it stays until the communicator goes)
   std::unique_ptr<detail::Engine> engine_;  // declared last: stops before the backend goes
 };
 

@@ -1,0 +1,61 @@
+// CallDescriptor: what every rank must agree on for one core collective
+// (the op, the dtype, the reduce op, the root, the count), packed in two
+// 64-bit words so that a transport can carry it beside its own
+// synchronisation for almost nothing: the shared-memory round publishes
+// it with the round (backends/shm/shm_rounds.h), and the checking mode
+// (TRAINRUN_CHECK_CALLS) allgathers it before each core call. A mismatch
+// becomes Error(Mismatch) on every rank with the same text, naming the
+// first rank that disagrees with the lowest one and how. Value type, pure.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "trainrun/types.h"
+
+namespace trainrun::detail {
+
+enum class CoreOp : std::uint8_t { Allreduce = 1, Allgather, Allgatherv, Broadcast, Alltoall, Reducescatter, Barrier };
+
+const char* to_string(CoreOp op);
+
+struct CallDescriptor {
+  std::uint64_t what = 0;   // op | dtype << 8 | reduce op << 16 | root << 32; 0: nothing to check
+  std::uint64_t count = 0;  // elements per rank, or a hash of allgatherv's counts
+
+  bool empty() const { return what == 0; }
+  bool operator==(const CallDescriptor& o) const { return what == o.what && count == o.count; }
+  bool operator!=(const CallDescriptor& o) const { return !(*this == o); }
+};
+
+inline std::uint64_t pack_call(CoreOp op, DataType type, ReduceOp reduce, int root) {
+  return static_cast<std::uint64_t>(op) | static_cast<std::uint64_t>(type) << 8 |
+         static_cast<std::uint64_t>(reduce) << 16 | static_cast<std::uint64_t>(static_cast<std::uint32_t>(root)) << 32;
+}
+
+// `root` counts only for broadcast and `reduce` only for the reducing ops:
+// the others pack 0, so no rank is told it disagrees about an unused argument.
+// Inline: every core call makes one.
+inline CallDescriptor describe_call(CoreOp op, DataType type, std::size_t count, ReduceOp reduce = ReduceOp::Sum,
+                                    int root = 0) {
+  if (op == CoreOp::Barrier) return {pack_call(op, DataType::UInt8, ReduceOp::Sum, 0), 0};
+  const bool reduces = op == CoreOp::Allreduce || op == CoreOp::Reducescatter;
+  return {pack_call(op, type, reduces ? reduce : ReduceOp::Sum, op == CoreOp::Broadcast ? root : 0), count};
+}
+// allgatherv: every rank passes every rank's count; they are what must agree.
+CallDescriptor describe_call(CoreOp op, DataType type, const std::vector<std::size_t>& counts);
+
+// "rank 1 (h1) called broadcast with root 1, rank 0 (h1) with root 0", or
+// "" when every non-empty descriptor (by rank, `n` of them) is the same.
+// `name(i)` names descriptor i's rank. Empty descriptors (a rank outside a
+// core call, e.g. the engine's thread) are not compared.
+std::string call_disagreement(const CallDescriptor* by_rank, int n, const std::function<std::string(int)>& name);
+
+// Throws Error(Mismatch) with call_disagreement's text (and what to do) when
+// it is not empty.
+void check_calls_agree(const CallDescriptor* by_rank, int n, const std::function<std::string(int)>& name);
+
+}  // namespace trainrun::detail
