@@ -9,8 +9,7 @@
 #include <csignal>
 #include <string>
 
-#include "tests/integration/elastic_steps.h"
-#include "tests/integration/trainrun_runner.h"
+#include "tests/integration/elastic_checks.h"
 
 using namespace trainrun::test;
 using std::chrono::seconds;
@@ -37,20 +36,7 @@ void kill_during(const std::string& collective, int victim) {
   const bool reformed = job.wait_for_output(" size 2 gen 1 ", seconds(60));
   CHECK_MESSAGE(reformed, "the survivors did not re-form within 60 s of the kill (TRAINRUN_COLLECTIVE_TIMEOUT is 600 s)");
   if (!reformed) job.signal_group(SIGKILL);
-  const ProcessResult r = job.wait();
-  INFO(r.err);
-  CHECK(r.exit_code == 0);
-  CHECK(contains(r.err, "trainrun: elastic: worker " + std::to_string(victim) + " (host "));
-  CHECK(contains(r.err, "was killed by SIGKILL"));
-  const std::vector<ElasticStep> steps = elastic_steps(r.out);
-  REQUIRE(!steps.empty());
-  CHECK(steps.back().step == 300);
-  CHECK(steps.back().size == 2);
-  const long long recovery = recovery_ms(steps, 3);
-  CHECK(recovery >= 0);
-  CHECK(recovery < 20'000);
-  CHECK(count(r.out, "done at step 300 size 2") == 2);
-  CHECK(!contains(r.out, "wrong result"));
+  check_survivors_finished(job.wait(), victim, 3, 300);
   CHECK(nothing_left(tag, seconds(5)));
 }
 
