@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iostream>
 
+#include "cli/plan/argv_scan.h"
 #include "cli/plan/host_list.h"
 #include "cli/plan/printable.h"
 #include "trainrun/version.h"
@@ -170,37 +171,32 @@ void build(CLI::App& app, Options& o) {
       ->group(info);
 }
 
-bool takes_value(const std::string& token, void* ctx) {
-  auto* app = static_cast<CLI::App*>(ctx);
-  if (token.find('=') != std::string::npos) return false;
-  const CLI::Option* opt = app->get_option_no_throw(token);
-  return opt && opt->get_items_expected_min() > 0;
+// Every name CLI11 knows, for the scan of argv before it (cli/plan/argv_scan.h).
+OptionNames option_names(const CLI::App& app) {
+  OptionNames names;
+  for (const CLI::Option* opt : app.get_options()) {
+    if (opt == app.get_help_ptr()) continue;  // only "-h" and "--help" (cli/plan/argv_scan.h)
+    const bool value = opt->get_items_expected_min() > 0;
+    for (const std::string& name : opt->get_lnames()) names.long_names[name] = value;
+    for (const std::string& name : opt->get_snames()) names.short_names[name[0]] = value;
+    for (const std::string& name : opt->get_fnames()) names.long_names.emplace(name, false);
+  }
+  return names;
 }
 
 }  // namespace
-
-std::vector<std::string> rewrite_np(const std::vector<std::string>& args,
-                                    bool (*value_follows)(const std::string&, void*), void* ctx) {
-  std::vector<std::string> out = args;
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    std::string& token = out[i];
-    if (token == "--" || token.empty() || token[0] != '-' || token == "-") break;
-    if (token == "-np" || token.rfind("-np=", 0) == 0) {
-      token.insert(0, "-");
-      if (token == "--np") ++i;
-      continue;
-    }
-    if (value_follows(token, ctx)) ++i;
-  }
-  return out;
-}
 
 ParseResult parse_options(int argc, const char* const* argv) {
   ParseResult result;
   CLI::App app("trainrun", "trainrun");
   build(app, result.options);
-  std::vector<std::string> args(argv + 1, argv + argc);
-  args = rewrite_np(args, takes_value, &app);
+  ArgvScan scan = scan_options(std::vector<std::string>(argv + 1, argv + argc), option_names(app));
+  if (!scan.error.empty()) {
+    std::cerr << "trainrun: error: " << scan.error << "\n";
+    result.exit_code = 2;
+    return result;
+  }
+  std::vector<std::string> args = std::move(scan.args);
   std::reverse(args.begin(), args.end());  // CLI11 2.1 parses a reversed vector
   try {
     app.parse(args);
@@ -211,8 +207,8 @@ ParseResult parse_options(int argc, const char* const* argv) {
     result.exit_code = app.exit(e);
     return result;
   } catch (const CLI::ParseError& e) {
-    std::cerr << "trainrun: error: " << printable(e.what(), kMessageBytes) << "\n"
-              << "Run 'trainrun --help' for usage.\n";
+    // One line, like every usage error (the help is only ever -h/--help).
+    std::cerr << "trainrun: error: " << printable(e.what(), kMessageBytes) << " (see trainrun --help)\n";
     result.exit_code = 2;
     return result;
   }
@@ -228,8 +224,7 @@ ParseResult parse_options(int argc, const char* const* argv) {
   std::vector<std::string> command = app.remaining();
   if (!command.empty() && command.front() == "--") command.erase(command.begin());
   else if (!command.empty() && command.front().size() > 1 && command.front()[0] == '-') {
-    std::cerr << "trainrun: error: unknown option " << quoted(command.front()) << "\n"
-              << "Run 'trainrun --help' for usage.\n";
+    std::cerr << "trainrun: error: unknown option " << quoted(command.front()) << " (trainrun --help lists every option)\n";
     result.exit_code = 2;
     return result;
   }

@@ -66,11 +66,4 @@ struct ParseResult {
 
 ParseResult parse_options(int argc, const char* const* argv);
 
-// mpirun spells it -np; CLI11 allows one-letter short names only. Rewrites
-// "-np" (and "-np=N") to "--np" in the option part of argv, never in the
-// user's command, using `takes_value(token)` to skip option values.
-std::vector<std::string> rewrite_np(const std::vector<std::string>& args,
-                                    bool (*takes_value)(const std::string& token, void* ctx),
-                                    void* ctx);
-
 }  // namespace trainrun::cli
