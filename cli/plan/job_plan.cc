@@ -214,9 +214,13 @@ PlanResult make_plan(const Options& o, const std::string& local_host_name, const
   int slots = 0;
   for (const auto& h : plan.hosts) slots += h.slots;
   const int np = o.np > 0 ? o.np : slots;
+  // mpirun's --oversubscribe: the ranks beyond the slots go round-robin over the hosts.
+  for (std::size_t h = 0; o.oversubscribe && slots < np; h = (h + 1) % plan.hosts.size(), ++slots) {
+    ++plan.hosts[h].slots;
+  }
   if (np > slots) {
     return fail("-np " + std::to_string(np) + " exceeds the " + std::to_string(slots) + " slot(s) of " +
-                hosts_text(plan.hosts));
+                hosts_text(plan.hosts) + " (--oversubscribe allows it)");
   }
   plan.ranks = plan_ranks(plan.hosts, np);
   // Hosts after the last one used get no rank: drop them.

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/plan/argv_scan.h"
+#include "cli/plan/compat_options.h"
 #include "cli/plan/host_list.h"
 #include "cli/plan/printable.h"
 #include "trainrun/version.h"
@@ -24,8 +25,8 @@ constexpr const char* kDescription =
     "Options come before the program; everything from the program name on is\n"
     "passed to the program untouched. man trainrun has every option and exit code.\n";
 
-// Every floating-point option: finite and within [min, max]. CLI::Range
-// alone lets nan through (every comparison with nan is false).
+}  // namespace
+
 CLI::Option* add_float(CLI::App& app, const char* name, double& value, const char* description, double min,
                        double max) {
   const CLI::Validator finite(
@@ -39,6 +40,8 @@ CLI::Option* add_float(CLI::App& app, const char* name, double& value, const cha
       "", "FINITE");
   return app.add_option(name, value, description)->check(finite)->check(CLI::Range(min, max));
 }
+
+namespace {
 
 // Multi-host: SSH and network choices (cli/plan/remote_options.h).
 void add_remote_options(CLI::App& app, RemoteOptions& r) {
@@ -91,6 +94,8 @@ void build(CLI::App& app, Options& o) {
                  "cannot be written is named once on stderr; the console keeps every line)")->group(output);
   app.add_flag("--tag-output,!--no-tag-output", o.tag_output,
                "Prefix each line with [rank] (on by default)")->group(output);
+  app.add_flag("--timestamp-output", o.timestamp_output,
+               "Prefix each console line with the local time it arrived (before the [rank] tag)")->group(output);
   app.add_option("--rank-filter", o.rank_filter,
                  "Only these ranks' output reaches the console, e.g. 0 or 0,2-3")->group(output);
 
@@ -169,6 +174,8 @@ void build(CLI::App& app, Options& o) {
       ->group(info);
   app.add_flag("--check-build", o.check_build, "Print the built backends and their versions")
       ->group(info);
+
+  add_compat_options(app, o);  // last in --help
 }
 
 // Every name CLI11 knows, for the scan of argv before it (cli/plan/argv_scan.h).
@@ -229,6 +236,9 @@ ParseResult parse_options(int argc, const char* const* argv) {
     return result;
   }
   result.options.command = std::move(command);
+  Options& o = result.options;
+  if (o.log_level == "TRACE" || o.log_level == "DEBUG") o.verbose = true;
+  for (const std::string& note : o.notes) std::cerr << "trainrun: note: " << note << "\n";
   return result;
 }
 

@@ -18,9 +18,11 @@ struct Options {
   std::vector<std::string> env_forward;  // -x NAME or NAME=VALUE, in order
   std::string backend;
   bool shm = true;                     // --no-shm: TRAINRUN_SHM=0 for every rank
+  bool oversubscribe = false;          // more ranks than slots: round-robin over the hosts
   // Output
   std::string output_dir;
   bool tag_output = true;
+  bool timestamp_output = false;       // each console line starts with the time it arrived
   std::string rank_filter;
   // Supervision
   int start_timeout_s = 30;
@@ -48,6 +50,8 @@ struct Options {
   std::string report;
   // Information
   bool verbose = false;
+  std::string log_level;               // horovodrun's --log-level: TRACE, DEBUG (= --verbose), ...
+  std::vector<std::string> notes;      // what accepted compatibility options do instead (stderr)
   bool dry_run = false;
   // --launcher mpirun (alias --mpi): hand the job to Open MPI's mpirun;
   // srun: agents as Slurm steps (cli/srun). Empty: srun inside a Slurm

@@ -5,6 +5,9 @@
 // the same plan and rank environment (--dry-run) as trainrun's own.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <regex>
 #include <set>
 #include <string>
@@ -90,7 +93,8 @@ TEST_CASE("nothing but -h and --help prints the help and exits 0") {
     args.insert(args.end(), {"--dry-run", "-np", "1", "true"});
     const ProcessResult r = run_trainrun(args);
     CHECK_FALSE(is_help(r));
-    if (r.exit_code == 2) CHECK(count(r.err, "\n") == 1);  // a usage error: one line
+    // A usage error: one line (after the note of an option accepted for compatibility).
+    if (r.exit_code == 2) CHECK(count(r.err, "\n") - count(r.err, "trainrun: note: ") == 1);
   }
 }
 
@@ -98,4 +102,112 @@ TEST_CASE("the program's own options are never touched") {
   const ProcessResult r = run_trainrun({"-np", "1", "--dry-run", "true", "-hostfile", "x", "-h", "--help"});
   CHECK(r.exit_code == 0);
   CHECK(contains(r.out, " true -hostfile x -h --help\n"));
+}
+
+namespace {
+
+// trainrun --dry-run ARGS -np-less true: its stdout (the plan and each
+// rank's environment), after checking it succeeded.
+std::string dry_run(std::vector<std::string> args, std::string* err = nullptr) {
+  CAPTURE(args);
+  args.insert(args.end(), {"--dry-run", "true"});
+  const ProcessResult r = run_trainrun(args);
+  CHECK(r.exit_code == 0);
+  CHECK_FALSE(is_help(r));
+  if (err) *err = r.err;
+  return r.out;
+}
+
+struct Spelling {
+  std::vector<std::string> alias;  // mpirun's or horovodrun's
+  std::vector<std::string> own;    // trainrun's
+  std::string shows;               // in the dry run of both
+};
+
+}  // namespace
+
+TEST_CASE("every compatibility spelling plans exactly what trainrun's own spelling plans") {
+  char dir[] = "/tmp/trainrun-compat-XXXXXX";
+  REQUIRE(::mkdtemp(dir));
+  const std::string hostfile = std::string(dir) + "/hosts";
+  { FILE* f = std::fopen(hostfile.c_str(), "w"); std::fputs("localhost slots=2\n", f); std::fclose(f); }
+  const std::vector<std::string> np2 = {"-np", "2"};
+  auto with = [](std::vector<std::string> a, const std::vector<std::string>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  const std::vector<Spelling> table = {
+      {{"-n", "2"}, {"--np", "2"}, "2 rank(s) on 1 host(s)"},
+      {{"-np", "2"}, {"--np", "2"}, "2 rank(s) on 1 host(s)"},
+      {{"-np=2"}, {"--np=2"}, "2 rank(s) on 1 host(s)"},
+      {{"--num-proc", "2"}, {"--np", "2"}, "2 rank(s) on 1 host(s)"},
+      {{"-num-proc", "2"}, {"--np", "2"}, "2 rank(s) on 1 host(s)"},
+      {{"--host", "localhost:2"}, {"-H", "localhost:2"}, "  1  localhost"},
+      {{"-host", "localhost:2"}, {"--hosts", "localhost:2"}, "  1  localhost"},
+      {{"-H", "localhost:2"}, {"--hosts=localhost:2"}, "  1  localhost"},
+      {{"--machinefile", hostfile}, {"--hostfile", hostfile}, "  1  localhost"},
+      {{"-machinefile", hostfile}, {"--hostfile", hostfile}, "  1  localhost"},
+      {{"-hostfile", hostfile}, {"--hostfile", hostfile}, "  1  localhost"},
+      {{"--oversubscribe", "-H", "localhost:1", "-np", "3"}, {"-H", "localhost:3", "-np", "3"}, "  2  localhost"},
+      {with({"--gloo"}, np2), with({"--backend", "gloo"}, np2), "TRAINRUN_BACKEND=gloo"},
+      {with({"--timeline-filename", "/tmp/t.json"}, np2), with({"--timeline", "/tmp/t.json"}, np2),
+       "TRAINRUN_TIMELINE=/tmp/t.json"},
+      {with({"--stall-check-warning-time-seconds", "7"}, np2), with({"--stall-warning", "7"}, np2),
+       "TRAINRUN_STALL_WARNING=7 "},
+      {with({"--stall-check-shutdown-time-seconds", "9"}, np2), with({"--stall-shutdown", "9"}, np2),
+       "TRAINRUN_STALL_SHUTDOWN=9 "},
+      {with({"--no-stall-check"}, np2), with({"--stall-warning", "0", "--stall-shutdown", "0"}, np2),
+       "TRAINRUN_STALL_WARNING=0 TRAINRUN_STALL_SHUTDOWN=0 "},
+      {with({"--network-interfaces", "lo"}, np2), with({"--network-interface", "lo"}, np2), "TRAINRUN_IFACE=lo"},
+      {with({"--fusion-threshold-mb", "32"}, np2), with({"-fusion-threshold-mb", "32"}, np2),
+       "TRAINRUN_FUSION_THRESHOLD=33554432"},
+      {with({"--cycle-time-ms", "2.5"}, np2), with({"-cycle-time-ms=2.5"}, np2), "TRAINRUN_CYCLE_TIME_MS=2.5"},
+      {with({"--cache-capacity", "10"}, np2), with({"-cache-capacity", "10"}, np2), "TRAINRUN_CACHE_CAPACITY=10"},
+      {with({"--log-level", "debug"}, np2), with({"--verbose"}, np2), "2 rank(s)"},
+      {with({"--tag-output"}, np2), np2, "2 rank(s)"},
+      {with({"-tag-output"}, np2), np2, "2 rank(s)"},
+  };
+  for (const Spelling& s : table) {
+    CAPTURE(s.alias);
+    const std::string alias = dry_run(s.alias);
+    CHECK(alias == dry_run(s.own));
+    CHECK(contains(alias, s.shows));
+  }
+  ::unlink(hostfile.c_str());
+  ::rmdir(dir);
+}
+
+TEST_CASE("options accepted for compatibility say in one line what trainrun does instead") {
+  const std::string plain = dry_run({"-np", "2"});
+  for (const char* option : {"--hierarchical-allreduce", "--hierarchical-allgather", "--timeline-mark-cycles"}) {
+    CAPTURE(option);
+    std::string err;
+    CHECK(dry_run({option, "-np", "2"}, &err) == plain);
+    CHECK(err.rfind(std::string("trainrun: note: ") + option + ": ", 0) == 0);
+    CHECK(count(err, "\n") == 1);
+  }
+  check_one_line_error({"--network-interfaces", "lo,eth0", "-np", "2", "true"},
+                       "--network-interfaces: trainrun uses one interface on every host; give one name (see trainrun "
+                       "--help)");
+  check_one_line_error({"-H", "localhost:1", "-np", "2", "true"},
+                       "-np 2 exceeds the 1 slot(s) of localhost:1 (--oversubscribe allows it)");
+  for (const char* cb : {"-cb", "--cb"}) {
+    const ProcessResult r = run_trainrun({cb});
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == run_trainrun({"--check-build"}).out);
+  }
+}
+
+TEST_CASE("--timestamp-output and --prefix-output-with-timestamp stamp each console line") {
+  const std::regex stamped(R"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} \[[01]\] hi\n)");
+  for (const char* option : {"--timestamp-output", "--prefix-output-with-timestamp", "-timestamp-output"}) {
+    CAPTURE(option);
+    std::string tag;
+    const ProcessResult r = run_trainrun({option, "-np", "2", "sh", "-c", "echo hi"}, &tag);
+    CHECK(r.exit_code == 0);
+    CHECK(count(r.out, "\n") == 2);
+    CHECK(std::regex_search(r.out, stamped));
+    CHECK(std::regex_replace(r.out, stamped, "") == "");
+    CHECK(nothing_left(tag));
+  }
 }
