@@ -19,6 +19,10 @@ struct Options {
   std::string backend;
   bool shm = true;                     // --no-shm: TRAINRUN_SHM=0 for every rank
   bool oversubscribe = false;          // more ranks than slots: round-robin over the hosts
+  // Placement (cli/plan/rank_plan.h, cli/agent/cpu_binding.h)
+  std::string bind_to = "none";        // none | core | socket | numa
+  std::string map_by = "slot";         // slot | node
+  bool report_bindings = false;
   // Output
   std::string output_dir;
   bool tag_output = true;

@@ -7,7 +7,10 @@
 
 #include <unistd.h>
 
+#include <sched.h>
+
 #include <cstdio>
+#include <map>
 #include <regex>
 #include <set>
 #include <string>
@@ -210,4 +213,83 @@ TEST_CASE("--timestamp-output and --prefix-output-with-timestamp stamp each cons
     CHECK(std::regex_replace(r.out, stamped, "") == "");
     CHECK(nothing_left(tag));
   }
+}
+
+namespace {
+
+// How many CPUs this test may use (its affinity mask).
+int usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+}
+
+// Each rank's "Cpus_allowed_list" as the rank itself reads it from /proc/PID/status.
+std::map<int, std::string> allowed_lists(const std::string& out) {
+  std::map<int, std::string> lists;
+  const std::regex line(R"(\[(\d+)\] Cpus_allowed_list:\s*(\S+)\n)");
+  for (std::sregex_iterator it(out.begin(), out.end(), line), end; it != end; ++it) {
+    lists[std::stoi((*it)[1])] = (*it)[2];
+  }
+  return lists;
+}
+
+const std::vector<std::string> kPrintAllowed = {"sh", "-c", "grep Cpus_allowed_list /proc/$$/status"};
+
+}  // namespace
+
+TEST_CASE("--bind-to core pins each rank to its own core; --report-bindings says so") {
+  if (usable_cpus() < 2) {
+    MESSAGE("skipped: fewer than 2 CPUs");
+    return;
+  }
+  for (const char* spelling : {"--bind-to", "-bind-to"}) {
+    std::vector<std::string> args = {"-np", "2", spelling, "core", "--report-bindings"};
+    args.insert(args.end(), kPrintAllowed.begin(), kPrintAllowed.end());
+    std::string tag;
+    const ProcessResult r = run_trainrun(args, &tag);
+    CHECK(r.exit_code == 0);
+    const auto lists = allowed_lists(r.out);
+    REQUIRE(lists.size() == 2);
+    CHECK(lists.at(0) != lists.at(1));
+    for (const auto& [rank, list] : lists) {
+      CAPTURE(rank);
+      CHECK(list.find_first_of(",-") == std::string::npos);  // one CPU each (a core without siblings here)
+      CHECK(contains(r.err, "[" + std::to_string(rank) + "] trainrun: rank " + std::to_string(rank) + " on ") );
+      CHECK(contains(r.err, "bound to core " + std::to_string(rank) + " (cpus " + list + ")\n"));
+    }
+    CHECK(nothing_left(tag));
+  }
+  // Unbound (the default): every rank may use every CPU trainrun may.
+  std::vector<std::string> args = {"-np", "2", "--report-bindings"};
+  args.insert(args.end(), kPrintAllowed.begin(), kPrintAllowed.end());
+  const ProcessResult r = run_trainrun(args);
+  const auto lists = allowed_lists(r.out);
+  REQUIRE(lists.size() == 2);
+  CHECK(lists.at(0) == lists.at(1));
+  CHECK(count(r.err, " not bound (cpus " + lists.at(0) + ")\n") == 2);
+}
+
+TEST_CASE("--map-by node deals ranks over the hosts; slot (the default) fills each host first") {
+  const std::vector<std::string> hosts = {"-H", "localhost:2,127.0.0.1:2"};
+  auto host_of_rank = [](const std::string& out) {
+    std::vector<std::string> host;
+    const std::regex row(R"(\n +(\d+)  (\S+) )");
+    for (std::sregex_iterator it(out.begin(), out.end(), row), end; it != end; ++it) host.push_back((*it)[2]);
+    return host;
+  };
+  std::vector<std::string> by_node = hosts, by_node_single = hosts, by_slot = hosts;
+  by_node.insert(by_node.end(), {"--map-by", "node"});
+  by_node_single.insert(by_node_single.end(), {"-map-by", "node"});
+  by_slot.insert(by_slot.end(), {"--map-by", "slot"});
+  const std::vector<std::string> dealt = {"localhost", "127.0.0.1", "localhost", "127.0.0.1"};
+  const std::vector<std::string> filled = {"localhost", "localhost", "127.0.0.1", "127.0.0.1"};
+  CHECK(host_of_rank(dry_run(by_node)) == dealt);
+  CHECK(dry_run(by_node_single) == dry_run(by_node));
+  CHECK(host_of_rank(dry_run(by_slot)) == filled);
+  CHECK(dry_run(by_slot) == dry_run(hosts));
+  CHECK(contains(dry_run({"-np", "2", "--bind-to", "core", "--report-bindings"}),
+                 "TRAINRUN_BIND_TO=core TRAINRUN_REPORT_BINDINGS=1 "));
+  check_one_line_error({"--bind-to", "hwthread", "-np", "2", "true"},
+                       "--bind-to: hwthread not in {none,core,socket,numa} (see trainrun --help)");
 }
