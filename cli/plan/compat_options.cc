@@ -69,6 +69,10 @@ void add_horovodrun(CLI::App& app, Options& o) {
                "horovodrun: time-stamp each console line [--timestamp-output]")
       ->group(kGroup);
   app.add_flag("--cb", o.check_build, "horovodrun: also -cb [--check-build]")->group(kGroup);
+  app.add_option("--config-file", o.config_file,
+                 "horovodrun: YAML file of settings (params, timeline, stall_check, logging, ...); "
+                 "the command line wins")
+      ->type_name("FILE")->group(kGroup);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "cli/plan/argv_scan.h"
 #include "cli/plan/compat_options.h"
+#include "cli/plan/config_file.h"
 #include "cli/plan/host_list.h"
 #include "cli/plan/printable.h"
 #include "trainrun/version.h"
@@ -203,36 +204,36 @@ OptionNames option_names(const CLI::App& app) {
 
 }  // namespace
 
-ParseResult parse_options(int argc, const char* const* argv) {
-  ParseResult result;
-  CLI::App app("trainrun", "trainrun");
-  build(app, result.options);
-  ArgvScan scan = scan_options(std::vector<std::string>(argv + 1, argv + argc), option_names(app));
-  if (!scan.error.empty()) {
-    std::cerr << "trainrun: error: " << scan.error << "\n";
-    result.exit_code = 2;
-    return result;
-  }
-  std::vector<std::string> args = std::move(scan.args);
+namespace {
+
+// CLI11 over `args` (scanned, in order) into `result`; false when parsing
+// stopped, with result.exit_code set (the help, the version, an error).
+bool parse_args(CLI::App& app, std::vector<std::string> args, ParseResult& result) {
   std::reverse(args.begin(), args.end());  // CLI11 2.1 parses a reversed vector
   try {
     app.parse(args);
+    return true;
   } catch (const CLI::CallForHelp& e) {
     result.exit_code = app.exit(e);
-    return result;
   } catch (const CLI::CallForVersion& e) {
     result.exit_code = app.exit(e);
-    return result;
   } catch (const CLI::ParseError& e) {
     // One line, like every usage error (the help is only ever -h/--help).
     std::cerr << "trainrun: error: " << printable(e.what(), kMessageBytes) << " (see trainrun --help)\n";
     result.exit_code = 2;
-    return result;
   }
+  return false;
+}
+
+// After a successful parse: the checks CLI11 cannot make, the program, the notes.
+ParseResult finish(const CLI::App& app, ParseResult result) {
   // An empty -H or --hostfile is a mistake, not "no hosts given".
+  Options& o = result.options;
   std::string empty;
-  if (app.count("--hosts") && result.options.hosts.empty()) empty = parse_host_option("").error;
-  if (app.count("--hostfile") && result.options.hostfile.empty()) empty = "--hostfile: empty file name";
+  if ((app.count("--hosts") || app.count("--host")) && o.hosts.empty()) empty = parse_host_option("").error;
+  if ((app.count("--hostfile") || app.count("--machinefile")) && o.hostfile.empty()) {
+    empty = "--hostfile: empty file name";
+  }
   if (!empty.empty()) {
     std::cerr << "trainrun: error: " << empty << "\n";
     result.exit_code = 2;
@@ -245,11 +246,44 @@ ParseResult parse_options(int argc, const char* const* argv) {
     result.exit_code = 2;
     return result;
   }
-  result.options.command = std::move(command);
-  Options& o = result.options;
+  o.command = std::move(command);
   if (o.log_level == "TRACE" || o.log_level == "DEBUG") o.verbose = true;
   for (const std::string& note : o.notes) std::cerr << "trainrun: note: " << note << "\n";
   return result;
+}
+
+}  // namespace
+
+ParseResult parse_options(int argc, const char* const* argv) {
+  ParseResult result;
+  CLI::App app("trainrun", "trainrun");
+  build(app, result.options);
+  ArgvScan scan = scan_options(std::vector<std::string>(argv + 1, argv + argc), option_names(app));
+  if (!scan.error.empty()) {
+    std::cerr << "trainrun: error: " << scan.error << "\n";
+    result.exit_code = 2;
+    return result;
+  }
+  if (!parse_args(app, scan.args, result)) return result;
+  if (result.options.config_file.empty()) return finish(app, std::move(result));
+
+  // horovodrun's --config-file: its settings as options before the command
+  // line's, leaving out those the command line gives (cli/plan/config_file.h).
+  const ConfigTokens config =
+      config_file_tokens(result.options.config_file, [&app](const std::string& name) { return app.count(name) > 0; });
+  if (!config.error.empty()) {
+    std::cerr << "trainrun: error: " << config.error << "\n";
+    result.exit_code = 2;
+    return result;
+  }
+  ParseResult again;
+  CLI::App with_config("trainrun", "trainrun");
+  build(with_config, again.options);
+  std::vector<std::string> args = config.tokens;
+  args.insert(args.end(), scan.args.begin(), scan.args.end());
+  if (!parse_args(with_config, std::move(args), again)) return again;
+  again.options.notes.insert(again.options.notes.begin(), config.notes.begin(), config.notes.end());
+  return finish(with_config, std::move(again));
 }
 
 }  // namespace trainrun::cli

@@ -56,6 +56,7 @@ struct Options {
   bool verbose = false;
   std::string log_level;               // horovodrun's --log-level: TRACE, DEBUG (= --verbose), ...
   std::vector<std::string> notes;      // what accepted compatibility options do instead (stderr)
+  std::string config_file;             // horovodrun's YAML --config-file (cli/plan/config_file.h)
   bool dry_run = false;
   // --launcher mpirun (alias --mpi): hand the job to Open MPI's mpirun;
   // srun: agents as Slurm steps (cli/srun). Empty: srun inside a Slurm

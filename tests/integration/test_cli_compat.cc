@@ -293,3 +293,82 @@ TEST_CASE("--map-by node deals ranks over the hosts; slot (the default) fills ea
   check_one_line_error({"--bind-to", "hwthread", "-np", "2", "true"},
                        "--bind-to: hwthread not in {none,core,socket,numa} (see trainrun --help)");
 }
+
+namespace {
+
+// A file with `content` under a fresh directory, removed at the end.
+class ConfigFile {
+ public:
+  explicit ConfigFile(const std::string& content) {
+    char dir[] = "/tmp/trainrun-config-XXXXXX";
+    REQUIRE(::mkdtemp(dir));
+    dir_ = dir;
+    path_ = dir_ + "/horovod.yaml";
+    FILE* f = std::fopen(path_.c_str(), "w");
+    REQUIRE(f);
+    std::fputs(content.c_str(), f);
+    std::fclose(f);
+  }
+  ~ConfigFile() {
+    ::unlink(path_.c_str());
+    ::rmdir(dir_.c_str());
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string dir_, path_;
+};
+
+}  // namespace
+
+TEST_CASE("horovodrun's --config-file: its settings as trainrun's options; the command line wins") {
+  const ConfigFile config(
+      "controller: gloo\n"
+      "params:\n  fusion_threshold_mb: 32\n  cycle_time_ms: 2.5\n  cache_capacity: 100\n"
+      "timeline:\n  filename: /tmp/tl.json\n  mark_cycles: false\n"
+      "stall_check:\n  enabled: true\n  warning_time_seconds: 7\n  shutdown_time_seconds: 9\n"
+      "logging:\n  level: INFO\n"
+      "autotune:\n  enabled: false\n"
+      "library_options:\n  gloo_timeout_seconds: 30\n");
+  std::string err;
+  CHECK(dry_run({"--config-file", config.path(), "-np", "2"}, &err) ==
+        dry_run({"--backend", "gloo", "--fusion-threshold-mb", "32", "--cycle-time-ms", "2.5", "--cache-capacity",
+                 "100", "--timeline", "/tmp/tl.json", "--stall-warning", "7", "--stall-shutdown", "9", "-x",
+                 "TRAINRUN_COLLECTIVE_TIMEOUT=30", "-np", "2"}));
+  CHECK(err.empty());
+  // The command line wins, whichever spelling it uses.
+  const std::string mixed = dry_run({"-config-file", config.path(), "--cycle-time-ms", "4",
+                                     "--stall-check-warning-time-seconds", "1", "--timeline-filename", "/tmp/x.json",
+                                     "-np", "2"});
+  CHECK(contains(mixed, "TRAINRUN_CYCLE_TIME_MS=4 "));
+  CHECK(contains(mixed, "TRAINRUN_STALL_WARNING=1 "));
+  CHECK(contains(mixed, "TRAINRUN_TIMELINE=/tmp/x.json "));
+  CHECK(contains(mixed, "TRAINRUN_FUSION_THRESHOLD=33554432 "));
+  // Settings trainrun has no use for are accepted with a note.
+  const ConfigFile noted("autotune:\n  enabled: true\nlibrary_options:\n  num_nccl_streams: 2\n"
+                         "stall_check:\n  enabled: false\n");
+  CHECK(dry_run({"--config-file", noted.path(), "-np", "2"}, &err) ==
+        dry_run({"--no-stall-check", "-np", "2"}));
+  CHECK(count(err, "trainrun: note: --config-file " + noted.path() + ": ") == 2);
+  CHECK(contains(err, "autotune.enabled: trainrun does not autotune"));
+  CHECK(contains(err, "library_options.num_nccl_streams: no such setting in trainrun"));
+}
+
+TEST_CASE("a bad --config-file is one line naming the file and the key") {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"params:\n  fusion_threshold_mb: 32\n  fusion_treshold: 1\n", "unknown key 'params.fusion_treshold'"},
+      {"bogus: 1\n", "unknown key 'bogus'"},
+      {"stall_check: {enabled: maybe}\n", "stall_check.enabled: 'maybe' is not true or false"},
+      {"- a\n", "not a YAML mapping of settings"},
+      {"params: 5\n", "params: not a mapping of settings"},
+      {"controller: nccl\n", "controller: 'nccl' is not gloo or mpi"},
+      {"params: {cycle_time_ms: [1]}\n", "params.cycle_time_ms: not a single value"},
+  };
+  for (const auto& [yaml, message] : cases) {
+    const ConfigFile config(yaml);
+    check_one_line_error({"--config-file", config.path(), "-np", "1", "true"},
+                         "--config-file " + config.path() + ": " + message);
+  }
+  check_one_line_error({"--config-file", "/nonexistent/h.yaml", "-np", "1", "true"},
+                       "--config-file /nonexistent/h.yaml: No such file or directory");
+}
