@@ -247,6 +247,15 @@ ParseResult finish(const CLI::App& app, ParseResult result) {
     return result;
   }
   o.command = std::move(command);
+  // Elastic jobs place ranks themselves (cli/elastic): refused, never ignored.
+  const char* elastic_refuses = o.map_by == "node" ? "--map-by node" : o.oversubscribe ? "--oversubscribe" : nullptr;
+  if (o.elastic() && elastic_refuses) {
+    std::cerr << "trainrun: error: " << elastic_refuses
+              << " cannot be used in an elastic job (--min-np, --max-np, --host-discovery-script): elastic jobs "
+                 "fill each host's slots in order\n";
+    result.exit_code = 2;
+    return result;
+  }
   if (o.log_level == "TRACE" || o.log_level == "DEBUG") o.verbose = true;
   for (const std::string& note : o.notes) std::cerr << "trainrun: note: " << note << "\n";
   return result;

@@ -290,6 +290,15 @@ TEST_CASE("--map-by node deals ranks over the hosts; slot (the default) fills ea
   CHECK(dry_run(by_slot) == dry_run(hosts));
   CHECK(contains(dry_run({"-np", "2", "--bind-to", "core", "--report-bindings"}),
                  "TRAINRUN_BIND_TO=core TRAINRUN_REPORT_BINDINGS=1 "));
+  for (const char* option : {"--map-by", "--oversubscribe"}) {
+    std::vector<std::string> args = {"--min-np", "1", "-np", "2", option};
+    if (std::string(option) == "--map-by") args.push_back("node");
+    args.push_back("true");
+    check_one_line_error(args, std::string(option == std::string("--map-by") ? "--map-by node" : option) +
+                                   " cannot be used in an elastic job (--min-np, --max-np, --host-discovery-script): "
+                                   "elastic jobs fill each host's slots in order");
+  }
+  check_one_line_error({"-np", "2"}, "no program given (see trainrun --help)");
   check_one_line_error({"--bind-to", "hwthread", "-np", "2", "true"},
                        "--bind-to: hwthread not in {none,core,socket,numa} (see trainrun --help)");
 }
