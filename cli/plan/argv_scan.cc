@@ -25,6 +25,9 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 
 std::string unknown(const std::string& token, const std::string& name, const OptionNames& names) {
   std::string line = "unknown option " + quoted(token);
+  if (name == "mca" || name == "gmca") {  // Open MPI's own parameters: they belong to mpirun
+    return line + "; MCA parameters go to Open MPI: --launcher mpirun --mpi-args '--mca NAME VALUE'";
+  }
   const std::string near = name.size() <= 64 ? nearest_name(name, names) : "";
   if (!near.empty()) line += "; did you mean --" + near + "?";
   return line + " (trainrun --help lists every option)";

@@ -70,6 +70,9 @@ TEST_CASE("unknown options: exit 2, one line naming the token, did you mean") {
                        "unknown option '--tag-outptu'; did you mean --tag-output? (trainrun --help lists every option)");
   check_one_line_error({"-np", "2", "--qqqqqqqq", "true"},
                        "unknown option '--qqqqqqqq' (trainrun --help lists every option)");
+  check_one_line_error({"-np", "2", "-mca", "btl", "tcp,self", "true"},
+                       "unknown option '-mca'; MCA parameters go to Open MPI: --launcher mpirun --mpi-args '--mca NAME "
+                       "VALUE'");
   check_one_line_error({"-hx", "-np", "1", "true"}, "unknown option '-hx' (trainrun --help lists every option)");
   check_one_line_error({"-ho", "-np", "1", "true"}, "unknown option '-ho' (trainrun --help lists every option)");
 }
