@@ -66,6 +66,19 @@ void add_remote_options(CLI::App& app, RemoteOptions& r) {
       ->excludes(network)->group(group);
 }
 
+// Where ranks go and which CPUs they may use (cli/plan/rank_plan.h, cli/agent/cpu_binding.h).
+void add_placement_options(CLI::App& app, Options& o) {
+  const char* placement = "Placement (also mpirun's names)";
+  app.add_option("--map-by", o.map_by,
+                 "slot: fill each host's slots in turn (default); node: one rank per host in turn")
+      ->check(CLI::IsMember({"slot", "node"}))->group(placement);
+  app.add_option("--bind-to", o.bind_to,
+                 "Pin each rank, by local rank, to its own core, socket or NUMA node of its host (default none)")
+      ->check(CLI::IsMember({"none", "core", "socket", "numa"}))->group(placement);
+  app.add_flag("--report-bindings", o.report_bindings,
+               "Print one line per rank: its host and the cores and CPUs it may run on")->group(placement);
+}
+
 void build(CLI::App& app, Options& o) {
   app.description(kDescription);
   app.prefix_command();  // everything from the program name on belongs to the program
@@ -89,15 +102,7 @@ void build(CLI::App& app, Options& o) {
                         "Ranks on one host talk over TCP instead of shared memory (sets TRAINRUN_SHM=0)")
       ->group(job);
 
-  const char* placement = "Placement (also mpirun's names)";
-  app.add_option("--map-by", o.map_by,
-                 "slot: fill each host's slots in turn (default); node: one rank per host in turn")
-      ->check(CLI::IsMember({"slot", "node"}))->group(placement);
-  app.add_option("--bind-to", o.bind_to,
-                 "Pin each rank, by local rank, to its own core, socket or NUMA node of its host (default none)")
-      ->check(CLI::IsMember({"none", "core", "socket", "numa"}))->group(placement);
-  app.add_flag("--report-bindings", o.report_bindings,
-               "Print one line per rank: its host and the cores and CPUs it may run on")->group(placement);
+  add_placement_options(app, o);
 
   const char* output = "Output";
   app.add_option("--output-filename", o.output_dir,
