@@ -10,6 +10,7 @@
 #include <sched.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <regex>
 #include <set>
@@ -87,11 +88,16 @@ TEST_CASE("nothing but -h and --help prints the help and exits 0") {
   // tokens starting with h: none of them is the help.
   std::vector<std::vector<std::string>> cases = {{"-hostfile"}, {"-host"}, {"-help"}, {"-hel"}, {"--hel"},
                                                  {"-hh"}, {"-H"}, {"--help=1"}, {"-h=1"}};
+  // A value that is a path in a fresh directory: --report and the like
+  // write there, never into the test's working directory.
+  char dir[] = "/tmp/trainrun-help-XXXXXX";
+  REQUIRE(::mkdtemp(dir));
+  const std::string value = std::string(dir) + "/value";
   for (const std::string& name : long_options()) {
     if (name == "help") continue;
     cases.push_back({"-" + name});
     cases.push_back({"--" + name});
-    cases.push_back({"-" + name, "1"});
+    cases.push_back({"-" + name, value});
     cases.push_back({"-" + name + "x"});
   }
   for (std::vector<std::string> args : cases) {
@@ -102,6 +108,7 @@ TEST_CASE("nothing but -h and --help prints the help and exits 0") {
     // A usage error: one line (after the note of an option accepted for compatibility).
     if (r.exit_code == 2) CHECK(count(r.err, "\n") - count(r.err, "trainrun: note: ") == 1);
   }
+  CHECK(std::system(("rm -rf " + std::string(dir)).c_str()) == 0);
 }
 
 TEST_CASE("the program's own options are never touched") {
