@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
   const Options& options = parsed.options;
   if (options.check_build) return check_build();
   if (options.command.empty()) {
-    std::cerr << "trainrun: error: no program given\nRun 'trainrun --help' for usage.\n";
+    std::cerr << "trainrun: error: no program given (see trainrun --help)\n";
     return kExitUsage;
   }
   const char* report_env = std::getenv(kEnvReport);

@@ -9,6 +9,8 @@ packages=(
   g++ meson ninja-build pkg-config cmake python3
   # libraries (DESIGN §6)
   libcli11-dev libboost-dev libssl-dev libgloo-dev libopenmpi-dev doctest-dev libssh-dev
+  # horovodrun's YAML --config-file (cli/plan/config_file.cc)
+  libyaml-cpp-dev
   # LibTorch for <trainrun/torch.h> and the MNIST example (~120 MB download)
   libtorch-dev
   # the Python package trainrun (trainrun.torch, Runner) for /usr/bin/python3, and its tests

@@ -2,6 +2,7 @@
 #include "cli/agent/child_process.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -21,11 +22,13 @@
 #include <vector>
 
 #include "cli/agent/agent_protocol.h"
+#include "cli/agent/cpu_binding.h"
 #include "cli/agent/host_probe.h"
 #include "cli/agent/process_tree.h"
 #include "cli/report/exit_record.h"
 #include "cli/plan/rank_env.h"
 #include "cli/report/stack_capture.h"
+#include "rendezvous/protocol.h"
 #include "trainrun/version.h"
 
 extern char** environ;
@@ -71,6 +74,7 @@ class Agent {
   void handle_frame(const Frame& frame);
   void start(JobSpec&& part, bool more);
   void spawn(RankProcess& rank);
+  std::optional<CpuBinding> binding(const EnvList& env, std::string* report);
   void spawn_all(std::vector<RankSpec>& specs);
   void read_input();
   void read_output(RankProcess& rank, int& fd, std::uint8_t stream);
@@ -107,6 +111,7 @@ class Agent {
   std::optional<std::chrono::milliseconds> ping_window_;
   Clock::time_point ping_deadline_;
   HostProbe probe_;
+  std::optional<CpuTopology> topology_;  // read at the first rank that is bound or reports
   std::vector<RankSpec> deferred_;  // added during a Terminate: started once it is over
 };
 
@@ -122,6 +127,29 @@ void Agent::setup_signals() {
   for (int sig : {SIGCHLD, SIGTERM, SIGHUP}) sigaddset(&mask, sig);
   ::sigprocmask(SIG_BLOCK, &mask, &original_mask_);
   signal_fd_ = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+// `env`'s value of `name`, or "".
+std::string env_value(const EnvList& env, const char* name) {
+  for (const auto& [key, value] : env) {
+    if (key == name) return value;
+  }
+  return "";
+}
+
+// The rank's CPU binding (--bind-to, by its local rank), and in `report`
+// its --report-bindings line, or "" when not asked for.
+std::optional<CpuBinding> Agent::binding(const EnvList& env, std::string* report) {
+  namespace p = protocol;
+  const std::string bind_to = env_value(env, p::kEnvBindTo);
+  const bool reports = env_value(env, p::kEnvReportBindings) == "1";
+  if (bind_to.empty() && !reports) return std::nullopt;
+  if (!topology_) topology_ = read_cpu_topology();
+  const std::string local = env_value(env, p::kEnvLocalRank);
+  const std::optional<CpuBinding> chosen =
+      choose_binding(*topology_, bind_to, local.empty() ? 0 : std::atoi(local.c_str()));
+  if (reports) *report = binding_line(env_value(env, p::kEnvRank), env_value(env, p::kEnvHostname), chosen, *topology_);
+  return chosen;
 }
 
 void Agent::spawn(RankProcess& rank) {
@@ -140,6 +168,13 @@ void Agent::spawn(RankProcess& rank) {
     overrides.emplace_back(entry.substr(0, eq), eq == std::string::npos ? "" : entry.substr(eq + 1));
   }
   std::vector<std::string> env = merge_environment(base, overrides);
+  std::string binding_report;
+  const std::optional<CpuBinding> bound = binding(overrides, &binding_report);
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  if (bound) {
+    for (int cpu : bound->cpus) CPU_SET(cpu, &cpus);
+  }
   std::vector<char*> argv, envp;
   for (auto& a : rank.spec.argv) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -161,6 +196,10 @@ void Agent::spawn(RankProcess& rank) {
     ::dup2(out[1], 1);
     ::dup2(err[1], 2);
     close_inherited_descriptors();
+    if (bound && ::sched_setaffinity(0, sizeof cpus, &cpus) != 0) {
+      std::fprintf(stderr, "trainrun: cannot bind this rank to cpus %s: %s\n",
+                   format_cpu_list(bound->cpus).c_str(), std::strerror(errno));
+    }
     if (!job_.cwd.empty() && ::chdir(job_.cwd.c_str()) != 0) {
       std::fprintf(stderr, "trainrun: cannot enter directory %s: %s\n", job_.cwd.c_str(), std::strerror(errno));
       ::_exit(126);
@@ -194,6 +233,7 @@ void Agent::spawn(RankProcess& rank) {
   rank.pid = pid;
   rank.running = pid > 0;
   queue(FrameType::Started, rank.spec.rank, 0, std::to_string(pid));
+  if (!binding_report.empty()) queue(FrameType::Output, rank.spec.rank, 2, binding_report);
 }
 
 // One Job frame: its ranks start at once, the next frame adds more.

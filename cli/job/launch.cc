@@ -282,6 +282,7 @@ int launch_planned(const Options& options, const SrunMode* srun, ReportRecorder&
 
   OutputRouter::Options output_options;
   output_options.tag = options.tag_output;
+  output_options.timestamp = options.timestamp_output;
   output_options.console_ranks = plan.console_ranks;
   output_options.directory = options.output_dir;
   output_options.size = static_cast<int>(plan.ranks.size());

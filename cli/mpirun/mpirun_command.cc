@@ -32,9 +32,11 @@ std::vector<std::string> mpirun_command(const MpirunJob& job) {
   std::vector<std::string> argv = {job.mpirun, "-np", std::to_string(job.np), "-H",
                                    job.hosts.empty() ? "localhost:" + std::to_string(job.np)
                                                      : host_list(job.hosts),
-                                   // trainrun's placement: ranks fill hosts in order and
-                                   // are not pinned (frameworks run their own threads).
-                                   "--bind-to", "none", "--map-by", "slot"};
+                                   // trainrun's placement options, by default: ranks fill hosts
+                                   // in order and are not pinned (frameworks run their own threads).
+                                   "--bind-to", job.bind_to, "--map-by", job.map_by};
+  if (job.report_bindings) argv.push_back("--report-bindings");
+  if (job.timestamp_output) argv.push_back("--timestamp-output");
   // -H localhost:np tells Open MPI there are np slots, so it would busy-poll
   // even with more ranks than CPUs: np=4 conformance on 2 CPUs took 3x as long.
   if (job.hosts.empty() && job.local_cpus > 0 && job.np > job.local_cpus) {

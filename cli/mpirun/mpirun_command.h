@@ -21,6 +21,10 @@ struct MpirunJob {
   std::vector<std::string> forward_env;  // -x NAME: mpirun sends its own value
   EnvList job_env;                       // -x NAME=VALUE, e.g. TRAINRUN_BACKEND
   bool tag_output = true;                // --tag-output
+  bool timestamp_output = false;         // --timestamp-output
+  std::string bind_to = "none";          // --bind-to, as trainrun's option
+  std::string map_by = "slot";           // --map-by, as trainrun's option
+  bool report_bindings = false;          // --report-bindings
   std::string mpi_args;                  // passed through, split like a shell would
   bool as_root = false;                  // adds --allow-run-as-root
   std::vector<std::string> command;      // the program and its arguments

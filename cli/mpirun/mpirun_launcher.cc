@@ -45,6 +45,10 @@ MpirunJob describe_job(const Options& options, const JobPlan& plan, const std::s
     if (std::getenv(name)) job.forward_env.emplace_back(name);
   }
   job.tag_output = options.tag_output;
+  job.timestamp_output = options.timestamp_output;
+  job.bind_to = options.bind_to;
+  job.map_by = options.map_by;
+  job.report_bindings = options.report_bindings;
   job.mpi_args = options.mpi_args;
   job.as_root = ::geteuid() == 0;
   job.command = options.command;

@@ -6,12 +6,26 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <ctime>
 #include <cstring>
 
 #include "trainrun/error.h"
 
 namespace trainrun::cli {
 namespace {
+
+// "2026-11-25 12:47:03.123": local time, milliseconds (--timestamp-output).
+std::string timestamp_now() {
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  tm local{};
+  ::localtime_r(&now.tv_sec, &local);
+  char text[40];
+  const std::size_t n = std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &local);
+  std::snprintf(text + n, sizeof text - n, ".%03ld", now.tv_nsec / 1'000'000);
+  return text;
+}
 
 // Writes at most this much after a POLLOUT: a pipe that polls writable has at
 // least PIPE_BUF free, so a write this size does not block.
@@ -116,6 +130,7 @@ void OutputRouter::to_console(int rank, int stream, std::string_view piece, bool
   // Someone else's line is open on this console: end it before ours.
   if (open && open_rank != rank) queue.push_back('\n');
   const bool same_line = open && open_rank == rank && continues;
+  if (options_.timestamp && !same_line) queue += timestamp_now() + " ";
   if (options_.tag && !same_line) queue += "[" + std::to_string(rank) + "] ";
   queue.append(piece);
   open = !piece.empty() && piece.back() != '\n' && piece.back() != '\r';

@@ -28,6 +28,7 @@ class OutputRouter {
   using Clock = std::chrono::steady_clock;
   struct Options {
     bool tag = true;
+    bool timestamp = false;       // each line starts with the local time it arrived (--timestamp-output)
     std::set<int> console_ranks;  // empty: all
     std::string directory;        // empty: no files
     int size = 1;                 // number of ranks (file name width)

@@ -54,6 +54,8 @@ void append_engine_settings(const Options& o, EnvList& env) {
   }
   if (!o.shm) env.emplace_back(p::kEnvShm, "0");
   if (o.check_calls) env.emplace_back(p::kEnvCheckCalls, "1");
+  if (o.bind_to != "none") env.emplace_back(p::kEnvBindTo, o.bind_to);
+  if (o.report_bindings) env.emplace_back(p::kEnvReportBindings, "1");
 }
 
 // Why -x may not give a rank `name`, or "": trainrun sets it itself, after
@@ -89,6 +91,8 @@ std::string refused_variable(const std::string& name, const Options& o) {
       {p::kEnvStragglerWarning, "--straggler-warning", o.straggler_warning_pct >= 0},
       {p::kEnvShm, "--no-shm", !o.shm},
       {p::kEnvCheckCalls, "--check-calls", o.check_calls},
+      {p::kEnvBindTo, "--bind-to", o.bind_to != "none"},
+      {p::kEnvReportBindings, "--report-bindings", o.report_bindings},
   };
   for (const auto& v : by_option) {
     if (v.given && name == v.name) {
@@ -216,13 +220,19 @@ PlanResult make_plan(const Options& o, const std::string& local_host_name, const
   int slots = 0;
   for (const auto& h : plan.hosts) slots += h.slots;
   const int np = o.np > 0 ? o.np : slots;
+  // mpirun's --oversubscribe: the ranks beyond the slots go round-robin over the hosts.
+  for (std::size_t h = 0; o.oversubscribe && slots < np; h = (h + 1) % plan.hosts.size(), ++slots) {
+    ++plan.hosts[h].slots;
+  }
   if (np > slots) {
     return fail("-np " + std::to_string(np) + " exceeds the " + std::to_string(slots) + " slot(s) of " +
-                hosts_text(plan.hosts));
+                hosts_text(plan.hosts) + " (--oversubscribe allows it)");
   }
-  plan.ranks = plan_ranks(plan.hosts, np);
+  plan.ranks = plan_ranks(plan.hosts, np, o.map_by == "node" ? MapBy::Node : MapBy::Slot);
   // Hosts after the last one used get no rank: drop them.
-  plan.hosts.resize(static_cast<std::size_t>(plan.ranks.back().host_index + 1));
+  int last_host = 0;
+  for (const RankSlot& slot : plan.ranks) last_host = std::max(last_host, slot.host_index);
+  plan.hosts.resize(static_cast<std::size_t>(last_host + 1));
 
   if (!o.rank_filter.empty()) {
     std::string why;

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <iostream>
 
+#include "cli/plan/argv_scan.h"
+#include "cli/plan/compat_options.h"
+#include "cli/plan/config_file.h"
 #include "cli/plan/host_list.h"
 #include "cli/plan/printable.h"
 #include "trainrun/version.h"
@@ -23,8 +26,8 @@ constexpr const char* kDescription =
     "Options come before the program; everything from the program name on is\n"
     "passed to the program untouched. man trainrun has every option and exit code.\n";
 
-// Every floating-point option: finite and within [min, max]. CLI::Range
-// alone lets nan through (every comparison with nan is false).
+}  // namespace
+
 CLI::Option* add_float(CLI::App& app, const char* name, double& value, const char* description, double min,
                        double max) {
   const CLI::Validator finite(
@@ -38,6 +41,8 @@ CLI::Option* add_float(CLI::App& app, const char* name, double& value, const cha
       "", "FINITE");
   return app.add_option(name, value, description)->check(finite)->check(CLI::Range(min, max));
 }
+
+namespace {
 
 // Multi-host: SSH and network choices (cli/plan/remote_options.h).
 void add_remote_options(CLI::App& app, RemoteOptions& r) {
@@ -59,6 +64,19 @@ void add_remote_options(CLI::App& app, RemoteOptions& r) {
   app.add_option("--network-interface", r.network_interface,
                  "Interface the job uses, the same name on every host")
       ->excludes(network)->group(group);
+}
+
+// Where ranks go and which CPUs they may use (cli/plan/rank_plan.h, cli/agent/cpu_binding.h).
+void add_placement_options(CLI::App& app, Options& o) {
+  const char* placement = "Placement (also mpirun's names)";
+  app.add_option("--map-by", o.map_by,
+                 "slot: fill each host's slots in turn (default); node: one rank per host in turn")
+      ->check(CLI::IsMember({"slot", "node"}))->group(placement);
+  app.add_option("--bind-to", o.bind_to,
+                 "Pin each rank, by local rank, to its own core, socket or NUMA node of its host (default none)")
+      ->check(CLI::IsMember({"none", "core", "socket", "numa"}))->group(placement);
+  app.add_flag("--report-bindings", o.report_bindings,
+               "Print one line per rank: its host and the cores and CPUs it may run on")->group(placement);
 }
 
 void build(CLI::App& app, Options& o) {
@@ -89,12 +107,16 @@ void build(CLI::App& app, Options& o) {
                "(sets TRAINRUN_CHECK_CALLS=1; shared memory always checks)")
       ->group(job);
 
+  add_placement_options(app, o);
+
   const char* output = "Output";
   app.add_option("--output-filename", o.output_dir,
                  "Also write each rank's output to DIR/rank.NN/stdout and stderr (a file that "
                  "cannot be written is named once on stderr; the console keeps every line)")->group(output);
   app.add_flag("--tag-output,!--no-tag-output", o.tag_output,
                "Prefix each line with [rank] (on by default)")->group(output);
+  app.add_flag("--timestamp-output", o.timestamp_output,
+               "Prefix each console line with the local time it arrived (before the [rank] tag)")->group(output);
   app.add_option("--rank-filter", o.rank_filter,
                  "Only these ranks' output reaches the console, e.g. 0 or 0,2-3")->group(output);
 
@@ -179,58 +201,55 @@ void build(CLI::App& app, Options& o) {
       ->group(info);
   app.add_flag("--check-build", o.check_build, "Print the built backends and their versions")
       ->group(info);
+
+  add_compat_options(app, o);  // last in --help
 }
 
-bool takes_value(const std::string& token, void* ctx) {
-  auto* app = static_cast<CLI::App*>(ctx);
-  if (token.find('=') != std::string::npos) return false;
-  const CLI::Option* opt = app->get_option_no_throw(token);
-  return opt && opt->get_items_expected_min() > 0;
+// Every name CLI11 knows, for the scan of argv before it (cli/plan/argv_scan.h).
+OptionNames option_names(const CLI::App& app) {
+  OptionNames names;
+  for (const CLI::Option* opt : app.get_options()) {
+    if (opt == app.get_help_ptr()) continue;  // only "-h" and "--help" (cli/plan/argv_scan.h)
+    const bool value = opt->get_items_expected_min() > 0;
+    for (const std::string& name : opt->get_lnames()) names.long_names[name] = value;
+    for (const std::string& name : opt->get_snames()) names.short_names[name[0]] = value;
+    for (const std::string& name : opt->get_fnames()) names.long_names.emplace(name, false);
+  }
+  return names;
 }
 
 }  // namespace
 
-std::vector<std::string> rewrite_np(const std::vector<std::string>& args,
-                                    bool (*value_follows)(const std::string&, void*), void* ctx) {
-  std::vector<std::string> out = args;
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    std::string& token = out[i];
-    if (token == "--" || token.empty() || token[0] != '-' || token == "-") break;
-    if (token == "-np" || token.rfind("-np=", 0) == 0) {
-      token.insert(0, "-");
-      if (token == "--np") ++i;
-      continue;
-    }
-    if (value_follows(token, ctx)) ++i;
-  }
-  return out;
-}
+namespace {
 
-ParseResult parse_options(int argc, const char* const* argv) {
-  ParseResult result;
-  CLI::App app("trainrun", "trainrun");
-  build(app, result.options);
-  std::vector<std::string> args(argv + 1, argv + argc);
-  args = rewrite_np(args, takes_value, &app);
+// CLI11 over `args` (scanned, in order) into `result`; false when parsing
+// stopped, with result.exit_code set (the help, the version, an error).
+bool parse_args(CLI::App& app, std::vector<std::string> args, ParseResult& result) {
   std::reverse(args.begin(), args.end());  // CLI11 2.1 parses a reversed vector
   try {
     app.parse(args);
+    return true;
   } catch (const CLI::CallForHelp& e) {
     result.exit_code = app.exit(e);
-    return result;
   } catch (const CLI::CallForVersion& e) {
     result.exit_code = app.exit(e);
-    return result;
   } catch (const CLI::ParseError& e) {
-    std::cerr << "trainrun: error: " << printable(e.what(), kMessageBytes) << "\n"
-              << "Run 'trainrun --help' for usage.\n";
+    // One line, like every usage error (the help is only ever -h/--help).
+    std::cerr << "trainrun: error: " << printable(e.what(), kMessageBytes) << " (see trainrun --help)\n";
     result.exit_code = 2;
-    return result;
   }
+  return false;
+}
+
+// After a successful parse: the checks CLI11 cannot make, the program, the notes.
+ParseResult finish(const CLI::App& app, ParseResult result) {
   // An empty -H or --hostfile is a mistake, not "no hosts given".
+  Options& o = result.options;
   std::string empty;
-  if (app.count("--hosts") && result.options.hosts.empty()) empty = parse_host_option("").error;
-  if (app.count("--hostfile") && result.options.hostfile.empty()) empty = "--hostfile: empty file name";
+  if ((app.count("--hosts") || app.count("--host")) && o.hosts.empty()) empty = parse_host_option("").error;
+  if ((app.count("--hostfile") || app.count("--machinefile")) && o.hostfile.empty()) {
+    empty = "--hostfile: empty file name";
+  }
   if (!empty.empty()) {
     std::cerr << "trainrun: error: " << empty << "\n";
     result.exit_code = 2;
@@ -239,13 +258,57 @@ ParseResult parse_options(int argc, const char* const* argv) {
   std::vector<std::string> command = app.remaining();
   if (!command.empty() && command.front() == "--") command.erase(command.begin());
   else if (!command.empty() && command.front().size() > 1 && command.front()[0] == '-') {
-    std::cerr << "trainrun: error: unknown option " << quoted(command.front()) << "\n"
-              << "Run 'trainrun --help' for usage.\n";
+    std::cerr << "trainrun: error: unknown option " << quoted(command.front()) << " (trainrun --help lists every option)\n";
     result.exit_code = 2;
     return result;
   }
-  result.options.command = std::move(command);
+  o.command = std::move(command);
+  // Elastic jobs place ranks themselves (cli/elastic): refused, never ignored.
+  const char* elastic_refuses = o.map_by == "node" ? "--map-by node" : o.oversubscribe ? "--oversubscribe" : nullptr;
+  if (o.elastic() && elastic_refuses) {
+    std::cerr << "trainrun: error: " << elastic_refuses
+              << " cannot be used in an elastic job (--min-np, --max-np, --host-discovery-script): elastic jobs "
+                 "fill each host's slots in order\n";
+    result.exit_code = 2;
+    return result;
+  }
+  if (o.log_level == "TRACE" || o.log_level == "DEBUG") o.verbose = true;
+  for (const std::string& note : o.notes) std::cerr << "trainrun: note: " << note << "\n";
   return result;
+}
+
+}  // namespace
+
+ParseResult parse_options(int argc, const char* const* argv) {
+  ParseResult result;
+  CLI::App app("trainrun", "trainrun");
+  build(app, result.options);
+  ArgvScan scan = scan_options(std::vector<std::string>(argv + 1, argv + argc), option_names(app));
+  if (!scan.error.empty()) {
+    std::cerr << "trainrun: error: " << scan.error << "\n";
+    result.exit_code = 2;
+    return result;
+  }
+  if (!parse_args(app, scan.args, result)) return result;
+  if (result.options.config_file.empty()) return finish(app, std::move(result));
+
+  // horovodrun's --config-file: its settings as options before the command
+  // line's, leaving out those the command line gives (cli/plan/config_file.h).
+  const ConfigTokens config =
+      config_file_tokens(result.options.config_file, [&app](const std::string& name) { return app.count(name) > 0; });
+  if (!config.error.empty()) {
+    std::cerr << "trainrun: error: " << config.error << "\n";
+    result.exit_code = 2;
+    return result;
+  }
+  ParseResult again;
+  CLI::App with_config("trainrun", "trainrun");
+  build(with_config, again.options);
+  std::vector<std::string> args = config.tokens;
+  args.insert(args.end(), scan.args.begin(), scan.args.end());
+  if (!parse_args(with_config, std::move(args), again)) return again;
+  again.options.notes.insert(again.options.notes.begin(), config.notes.begin(), config.notes.end());
+  return finish(with_config, std::move(again));
 }
 
 }  // namespace trainrun::cli

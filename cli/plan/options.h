@@ -19,9 +19,15 @@ struct Options {
   std::string backend;
   bool shm = true;                     // --no-shm: TRAINRUN_SHM=0 for every rank
   bool check_calls = false;            // --check-calls: TRAINRUN_CHECK_CALLS=1 for every rank
+  bool oversubscribe = false;          // more ranks than slots: round-robin over the hosts
+  // Placement (cli/plan/rank_plan.h, cli/agent/cpu_binding.h)
+  std::string bind_to = "none";        // none | core | socket | numa
+  std::string map_by = "slot";         // slot | node
+  bool report_bindings = false;
   // Output
   std::string output_dir;
   bool tag_output = true;
+  bool timestamp_output = false;       // each console line starts with the time it arrived
   std::string rank_filter;
   // Supervision
   int start_timeout_s = 30;
@@ -50,6 +56,9 @@ struct Options {
   std::string report;
   // Information
   bool verbose = false;
+  std::string log_level;               // horovodrun's --log-level: TRACE, DEBUG (= --verbose), ...
+  std::vector<std::string> notes;      // what accepted compatibility options do instead (stderr)
+  std::string config_file;             // horovodrun's YAML --config-file (cli/plan/config_file.h)
   bool dry_run = false;
   // --launcher mpirun (alias --mpi): hand the job to Open MPI's mpirun;
   // srun: agents as Slurm steps (cli/srun). Empty: srun inside a Slurm
@@ -67,12 +76,5 @@ struct ParseResult {
 };
 
 ParseResult parse_options(int argc, const char* const* argv);
-
-// mpirun spells it -np; CLI11 allows one-letter short names only. Rewrites
-// "-np" (and "-np=N") to "--np" in the option part of argv, never in the
-// user's command, using `takes_value(token)` to skip option values.
-std::vector<std::string> rewrite_np(const std::vector<std::string>& args,
-                                    bool (*takes_value)(const std::string& token, void* ctx),
-                                    void* ctx);
 
 }  // namespace trainrun::cli

@@ -6,27 +6,48 @@
 
 namespace trainrun::cli {
 
-std::vector<RankSlot> plan_ranks(const std::vector<HostSlots>& hosts, int np) {
-  std::vector<int> used(hosts.size(), 0);
-  int remaining = np;
-  for (std::size_t h = 0; h < hosts.size() && remaining > 0; ++h) {
-    used[h] = std::min(hosts[h].slots, remaining);
-    remaining -= used[h];
-  }
-  std::vector<RankSlot> plan;
-  plan.reserve(static_cast<std::size_t>(np));
-  for (std::size_t h = 0; h < hosts.size(); ++h) {
-    for (int local = 0; local < used[h]; ++local) {
-      RankSlot slot;
-      slot.rank = static_cast<int>(plan.size());
-      slot.host_index = static_cast<int>(h);
-      slot.host = hosts[h].host;
-      slot.local_rank = local;
-      slot.local_size = used[h];
-      std::tie(slot.cross_rank, slot.cross_size) =
-          detail::cross_rank_and_size(used, static_cast<int>(h), local);
-      plan.push_back(slot);
+namespace {
+
+// The host of each rank, in rank order.
+std::vector<int> rank_hosts(const std::vector<HostSlots>& hosts, int np, MapBy map_by) {
+  std::vector<int> host_of;
+  host_of.reserve(static_cast<std::size_t>(np));
+  if (map_by == MapBy::Slot) {
+    for (std::size_t h = 0; h < hosts.size(); ++h) {
+      for (int s = 0; s < hosts[h].slots && static_cast<int>(host_of.size()) < np; ++s) {
+        host_of.push_back(static_cast<int>(h));
+      }
     }
+    return host_of;
+  }
+  for (int round = 0; static_cast<int>(host_of.size()) < np; ++round) {
+    bool any = false;
+    for (std::size_t h = 0; h < hosts.size() && static_cast<int>(host_of.size()) < np; ++h) {
+      if (hosts[h].slots > round) host_of.push_back(static_cast<int>(h)), any = true;
+    }
+    if (!any) break;  // np above the slots: the caller's error
+  }
+  return host_of;
+}
+
+}  // namespace
+
+std::vector<RankSlot> plan_ranks(const std::vector<HostSlots>& hosts, int np, MapBy map_by) {
+  const std::vector<int> host_of = rank_hosts(hosts, np, map_by);
+  std::vector<int> used(hosts.size(), 0);
+  for (int h : host_of) ++used[static_cast<std::size_t>(h)];
+  std::vector<int> next_local(hosts.size(), 0);
+  std::vector<RankSlot> plan;
+  plan.reserve(host_of.size());
+  for (int h : host_of) {
+    RankSlot slot;
+    slot.rank = static_cast<int>(plan.size());
+    slot.host_index = h;
+    slot.host = hosts[static_cast<std::size_t>(h)].host;
+    slot.local_rank = next_local[static_cast<std::size_t>(h)]++;
+    slot.local_size = used[static_cast<std::size_t>(h)];
+    std::tie(slot.cross_rank, slot.cross_size) = detail::cross_rank_and_size(used, h, slot.local_rank);
+    plan.push_back(slot);
   }
   return plan;
 }

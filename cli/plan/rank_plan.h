@@ -23,8 +23,14 @@ struct RankSlot {
   int cross_size = 1;
 };
 
-// Fills hosts in order; np must not exceed the total slots (checked by the
-// caller, which knows how to word the error). np ranks in the result.
-std::vector<RankSlot> plan_ranks(const std::vector<HostSlots>& hosts, int np);
+// How ranks are spread (mpirun's --map-by): Slot fills each host's slots
+// before the next host (ranks 0,1 on h1, 2,3 on h2); Node deals them out
+// one per host in turn, skipping full hosts (0,2 on h1, 1,3 on h2).
+enum class MapBy { Slot, Node };
+
+// np must not exceed the total slots (checked by the caller, which knows
+// how to word the error). np ranks in the result, in rank order; each
+// host's ranks have local ranks 0, 1, ... in rank order.
+std::vector<RankSlot> plan_ranks(const std::vector<HostSlots>& hosts, int np, MapBy map_by = MapBy::Slot);
 
 }  // namespace trainrun::cli

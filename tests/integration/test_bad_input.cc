@@ -125,7 +125,7 @@ TEST_CASE("every float option refuses nan and inf, naming the option and the val
       std::string tag;
       const ProcessResult r = run_trainrun({option, value, "-np", "1", "true"}, &tag);
       CHECK(r.exit_code == 2);
-      CHECK(r.err.rfind(std::string("trainrun: error: ") + option + ": Value " + value + " is not a finite number\n",
+      CHECK(r.err.rfind(std::string("trainrun: error: ") + option + ": Value " + value + " is not a finite number (see trainrun --help)\n",
                         0) == 0);
       CHECK(nothing_left(tag));
     }

@@ -236,7 +236,7 @@ TEST_CASE("usage errors exit 2 with one line naming the bad token; nothing start
       {{"-np", "0", "p"}, "--np: Value 0 not in range"},
       {{"-np", "2"}, "no program given"},
       {{"--frobnicate", "-np", "2", "p"}, "--frobnicate"},
-      {{"-np", "5", "-H", "localhost:2,127.0.0.1:2", "p"}, "-np 5 exceeds the 4 slot(s) of localhost:2,127.0.0.1:2"},
+      {{"-np", "5", "-H", "localhost:2,127.0.0.1:2", "p"}, "-np 5 exceeds the 4 slot(s) of localhost:2,127.0.0.1:2 (--oversubscribe allows it)"},
       {{"-H", "localhost:x", "p"}, "-H: host 1 'localhost:x': slots must be an integer"},
       {{"-H", "localhost,bad host", "p"}, "-H: host 2 'bad host': host name contains whitespace"},
       {{"-H", "localhost,,x", "p"}, "-H: host 2 '': empty host name"},

@@ -55,7 +55,7 @@ TEST_CASE("-np defaults to every slot; fewer ranks fill hosts in order and drop 
   REQUIRE(some.plan);
   CHECK(some.plan->hosts.size() == 1);
   CHECK(some.plan->ranks[1].host == "a");
-  CHECK(plan(with(5, "a:2,b:2")).error == "-np 5 exceeds the 4 slot(s) of a:2,b:2");
+  CHECK(plan(with(5, "a:2,b:2")).error == "-np 5 exceeds the 4 slot(s) of a:2,b:2 (--oversubscribe allows it)");
 }
 
 TEST_CASE("hostfile is read through the reader, its errors are named") {

@@ -4,6 +4,7 @@
 
 #include <fstream>
 
+#include "cli/plan/argv_scan.h"
 #include "cli/plan/options.h"
 #include "cli/plan/program_path.h"
 
@@ -41,11 +42,21 @@ TEST_CASE("usage errors exit 2") {
   CHECK(parse({"--no-such-option"}).exit_code == 2);
 }
 
-TEST_CASE("rewrite_np stops at -- and at the program") {
-  auto never = [](const std::string&, void*) { return false; };
-  CHECK(rewrite_np({"-np", "2", "--", "-np"}, never, nullptr) ==
-        std::vector<std::string>{"--np", "2", "--", "-np"});
-  CHECK(rewrite_np({"prog", "-np"}, never, nullptr) == std::vector<std::string>{"prog", "-np"});
+TEST_CASE("the argv scan stops at -- and at the program") {
+  OptionNames names;
+  names.long_names = {{"np", true}, {"hostfile", true}};
+  names.short_names = {{'v', false}, {'x', true}};
+  CHECK(scan_options({"-np", "2", "--", "-np"}, names).args == std::vector<std::string>{"--np", "2", "--", "-np"});
+  CHECK(scan_options({"prog", "-np"}, names).args == std::vector<std::string>{"prog", "-np"});
+  CHECK(scan_options({"-x", "-np", "-hostfile", "h", "p", "-hostfile"}, names).args ==
+        std::vector<std::string>{"-x", "-np", "--hostfile", "h", "p", "-hostfile"});
+  CHECK(scan_options({"-hostfle", "h"}, names).error ==
+        "unknown option '-hostfle'; did you mean --hostfile? (trainrun --help lists every option)");
+  CHECK(scan_options({"--zzzzzz"}, names).error == "unknown option '--zzzzzz' (trainrun --help lists every option)");
+  CHECK(scan_options({"-vx"}, names).error.empty());  // a cluster: -v, then -x
+  CHECK(scan_options({"-h", "--help"}, names).error.empty());
+  CHECK_FALSE(scan_options({"-hx"}, names).error.empty());  // the help is never part of a cluster
+  CHECK_FALSE(scan_options({"-help"}, names).error.empty());
 }
 
 TEST_CASE("programs are found like execvp finds them, or named in the error") {

@@ -68,3 +68,22 @@ TEST_CASE("merge_environment overrides and appends without duplicates") {
   const auto merged = merge_environment({"A=1", "B=2", "A=3"}, {{"B", "x"}, {"C", "y=z"}});
   CHECK(merged == std::vector<std::string>{"A=3", "B=x", "C=y=z"});
 }
+
+TEST_CASE("--map-by node deals ranks one per host in turn, skipping full hosts") {
+  const auto plan = plan_ranks({{"a", 1, ""}, {"b", 3, ""}, {"c", 2, ""}}, 5, MapBy::Node);
+  REQUIRE(plan.size() == 5);
+  const char* hosts[] = {"a", "b", "c", "b", "c"};
+  const int locals[] = {0, 0, 0, 1, 1};
+  for (int r = 0; r < 5; ++r) {
+    CAPTURE(r);
+    CHECK(plan[r].rank == r);
+    CHECK(plan[r].host == hosts[r]);
+    CHECK(plan[r].local_rank == locals[r]);
+  }
+  CHECK(plan[1].local_size == 2);  // b holds ranks 1 and 3 of 5
+  CHECK(plan[0].local_size == 1);
+  CHECK(plan[3].cross_rank == 0);  // local rank 1 exists on b and c
+  CHECK(plan[3].cross_size == 2);
+  CHECK(plan[2].cross_rank == 2);
+  CHECK(plan[2].cross_size == 3);
+}

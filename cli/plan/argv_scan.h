@@ -1,0 +1,34 @@
+// The option part of trainrun's argv, checked before CLI11 sees it. CLI11
+// reads "-hostfile" as the flag cluster "-h -o -s ...", i.e. --help, so
+// mpirun's single-dash long spellings (-np, -hostfile, -host, -cb, ...)
+// become their double-dash forms here, and every token that names no
+// option is refused with one line (and a "did you mean"). Everything from
+// the program name (or "--") on is the program's and is never touched.
+// Pure; no I/O.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace trainrun::cli {
+
+// What the scan knows of the options: each name, and whether it takes a
+// value. The help is not among them: only "-h" and "--help" ask for it.
+struct OptionNames {
+  std::map<std::string, bool> long_names;  // "hostfile" -> takes a value
+  std::map<char, bool> short_names;        // 'H' -> takes a value
+};
+
+struct ArgvScan {
+  std::vector<std::string> args;  // rewritten (valid when error is empty)
+  std::string error;              // one line, without "trainrun: error: "
+};
+
+ArgvScan scan_options(const std::vector<std::string>& args, const OptionNames& names);
+
+// The known long name nearest to `name` (edit distance), or "" when none
+// is close enough to be a likely typo.
+std::string nearest_name(const std::string& name, const OptionNames& names);
+
+}  // namespace trainrun::cli

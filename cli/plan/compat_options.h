@@ -1,0 +1,24 @@
+// mpirun's and horovodrun's spellings of trainrun's options, listed in
+// --help under "Compatibility": each sets the Options field of trainrun's
+// own option, or is accepted with a note (Options::notes) saying what
+// trainrun does instead. README "Coming from mpirun / horovodrun / torchrun"
+// has the table. Called from cli/plan/options.cc while the app is built.
+#pragma once
+
+namespace CLI {
+class App;
+class Option;
+}
+
+namespace trainrun::cli {
+
+struct Options;
+
+void add_compat_options(CLI::App& app, Options& o);
+
+// A floating-point option: finite and within [min, max] (CLI::Range alone
+// lets nan through: every comparison with nan is false). In options.cc.
+CLI::Option* add_float(CLI::App& app, const char* name, double& value, const char* description, double min,
+                       double max);
+
+}  // namespace trainrun::cli

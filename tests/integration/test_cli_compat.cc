@@ -1,0 +1,393 @@
+// The launcher's command line as users of mpirun, horovodrun and torchrun
+// type it, through the real trainrun binary: no option but -h/--help ever
+// prints the help (exit 0); an unknown option is exit 2 with one line and,
+// where one is near, "did you mean"; every compatibility spelling gives
+// the same plan and rank environment (--dry-run) as trainrun's own.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <sched.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tests/integration/trainrun_runner.h"
+
+using namespace trainrun::test;
+
+namespace {
+
+bool is_help(const ProcessResult& r) { return contains(r.out, "Usage: trainrun") || contains(r.err, "Usage: trainrun"); }
+
+// Every long option name --help lists ("--np", "--hostfile", ...).
+std::set<std::string> long_options() {
+  const ProcessResult help = run_trainrun({"--help"});
+  REQUIRE(help.exit_code == 0);
+  std::set<std::string> names;
+  const std::regex option(R"((^|[ ,])--([a-z][a-z0-9-]+))");
+  for (std::sregex_iterator it(help.out.begin(), help.out.end(), option), end; it != end; ++it) {
+    names.insert((*it)[2]);
+  }
+  REQUIRE(names.count("hostfile"));
+  return names;
+}
+
+// trainrun ARGS: exit 2, one line on stderr, nothing on stdout, no help.
+void check_one_line_error(const std::vector<std::string>& args, const std::string& expected) {
+  CAPTURE(args);
+  std::string tag;
+  const ProcessResult r = run_trainrun(args, &tag);
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK(count(r.err, "\n") == 1);
+  CHECK(r.err == "trainrun: error: " + expected + "\n");
+  CHECK(nothing_left(tag));
+}
+
+}  // namespace
+
+TEST_CASE("mpirun's single-dash long options are options, never the help") {
+  // Was: "-hostfile" read as "-h ostfile": the whole help, exit 0.
+  const ProcessResult hostfile = run_trainrun({"-np", "2", "-hostfile", "/nonexistent/hosts", "true"});
+  CHECK(hostfile.exit_code == 2);
+  CHECK_FALSE(is_help(hostfile));
+  CHECK(hostfile.err == "trainrun: error: --hostfile /nonexistent/hosts: No such file or directory\n");
+  const ProcessResult hosts = run_trainrun({"-np", "2", "-hosts", "localhost:2", "--dry-run", "true"});
+  CHECK(hosts.exit_code == 0);
+  CHECK_FALSE(is_help(hosts));
+  CHECK(contains(hosts.out, "2 rank(s) on 1 host(s)"));
+}
+
+TEST_CASE("unknown options: exit 2, one line naming the token, did you mean") {
+  check_one_line_error({"-np", "2", "-hostfle", "h", "true"},
+                       "unknown option '-hostfle'; did you mean --hostfile? (trainrun --help lists every option)");
+  check_one_line_error({"--tag-outptu", "-np", "2", "true"},
+                       "unknown option '--tag-outptu'; did you mean --tag-output? (trainrun --help lists every option)");
+  check_one_line_error({"-np", "2", "--qqqqqqqq", "true"},
+                       "unknown option '--qqqqqqqq' (trainrun --help lists every option)");
+  check_one_line_error({"-np", "2", "-mca", "btl", "tcp,self", "true"},
+                       "unknown option '-mca'; MCA parameters go to Open MPI: --launcher mpirun --mpi-args '--mca NAME "
+                       "VALUE'");
+  check_one_line_error({"-hx", "-np", "1", "true"}, "unknown option '-hx' (trainrun --help lists every option)");
+  check_one_line_error({"-ho", "-np", "1", "true"}, "unknown option '-ho' (trainrun --help lists every option)");
+}
+
+TEST_CASE("nothing but -h and --help prints the help and exits 0") {
+  for (const char* help : {"-h", "--help"}) {
+    const ProcessResult r = run_trainrun({help});
+    CHECK(r.exit_code == 0);
+    CHECK(is_help(r));
+  }
+  // Every option with one dash and two, with and without a value, and
+  // tokens starting with h: none of them is the help.
+  std::vector<std::vector<std::string>> cases = {{"-hostfile"}, {"-host"}, {"-help"}, {"-hel"}, {"--hel"},
+                                                 {"-hh"}, {"-H"}, {"--help=1"}, {"-h=1"}};
+  // A value that is a path in a fresh directory: --report and the like
+  // write there, never into the test's working directory.
+  char dir[] = "/tmp/trainrun-help-XXXXXX";
+  REQUIRE(::mkdtemp(dir));
+  const std::string value = std::string(dir) + "/value";
+  for (const std::string& name : long_options()) {
+    if (name == "help") continue;
+    cases.push_back({"-" + name});
+    cases.push_back({"--" + name});
+    cases.push_back({"-" + name, value});
+    cases.push_back({"-" + name + "x"});
+  }
+  for (std::vector<std::string> args : cases) {
+    CAPTURE(args);
+    args.insert(args.end(), {"--dry-run", "-np", "1", "true"});
+    const ProcessResult r = run_trainrun(args);
+    CHECK_FALSE(is_help(r));
+    // A usage error: one line (after the note of an option accepted for compatibility).
+    if (r.exit_code == 2) CHECK(count(r.err, "\n") - count(r.err, "trainrun: note: ") == 1);
+  }
+  CHECK(std::system(("rm -rf " + std::string(dir)).c_str()) == 0);
+}
+
+TEST_CASE("the program's own options are never touched") {
+  const ProcessResult r = run_trainrun({"-np", "1", "--dry-run", "true", "-hostfile", "x", "-h", "--help"});
+  CHECK(r.exit_code == 0);
+  CHECK(contains(r.out, " true -hostfile x -h --help\n"));
+}
+
+namespace {
+
+// trainrun --dry-run ARGS -np-less true: its stdout (the plan and each
+// rank's environment), after checking it succeeded.
+std::string dry_run(std::vector<std::string> args, std::string* err = nullptr) {
+  CAPTURE(args);
+  args.insert(args.end(), {"--dry-run", "true"});
+  const ProcessResult r = run_trainrun(args);
+  CHECK(r.exit_code == 0);
+  CHECK_FALSE(is_help(r));
+  if (err) *err = r.err;
+  return r.out;
+}
+
+struct Spelling {
+  std::vector<std::string> alias;  // mpirun's or horovodrun's
+  std::vector<std::string> own;    // trainrun's
+  std::string shows;               // in the dry run of both
+};
+
+}  // namespace
+
+TEST_CASE("every compatibility spelling plans exactly what trainrun's own spelling plans") {
+  char dir[] = "/tmp/trainrun-compat-XXXXXX";
+  REQUIRE(::mkdtemp(dir));
+  const std::string hostfile = std::string(dir) + "/hosts";
+  { FILE* f = std::fopen(hostfile.c_str(), "w"); std::fputs("localhost slots=2\n", f); std::fclose(f); }
+  const std::vector<std::string> np2 = {"-np", "2"};
+  auto with = [](std::vector<std::string> a, const std::vector<std::string>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  const std::vector<Spelling> table = {
+      {{"-n", "2"}, {"--np", "2"}, "2 rank(s) on 1 host(s)"},
+      {{"-np", "2"}, {"--np", "2"}, "2 rank(s) on 1 host(s)"},
+      {{"-np=2"}, {"--np=2"}, "2 rank(s) on 1 host(s)"},
+      {{"--num-proc", "2"}, {"--np", "2"}, "2 rank(s) on 1 host(s)"},
+      {{"-num-proc", "2"}, {"--np", "2"}, "2 rank(s) on 1 host(s)"},
+      {{"--host", "localhost:2"}, {"-H", "localhost:2"}, "  1  localhost"},
+      {{"-host", "localhost:2"}, {"--hosts", "localhost:2"}, "  1  localhost"},
+      {{"-H", "localhost:2"}, {"--hosts=localhost:2"}, "  1  localhost"},
+      {{"--machinefile", hostfile}, {"--hostfile", hostfile}, "  1  localhost"},
+      {{"-machinefile", hostfile}, {"--hostfile", hostfile}, "  1  localhost"},
+      {{"-hostfile", hostfile}, {"--hostfile", hostfile}, "  1  localhost"},
+      {{"--oversubscribe", "-H", "localhost:1", "-np", "3"}, {"-H", "localhost:3", "-np", "3"}, "  2  localhost"},
+      {with({"--gloo"}, np2), with({"--backend", "gloo"}, np2), "TRAINRUN_BACKEND=gloo"},
+      {with({"--timeline-filename", "/tmp/t.json"}, np2), with({"--timeline", "/tmp/t.json"}, np2),
+       "TRAINRUN_TIMELINE=/tmp/t.json"},
+      {with({"--stall-check-warning-time-seconds", "7"}, np2), with({"--stall-warning", "7"}, np2),
+       "TRAINRUN_STALL_WARNING=7 "},
+      {with({"--stall-check-shutdown-time-seconds", "9"}, np2), with({"--stall-shutdown", "9"}, np2),
+       "TRAINRUN_STALL_SHUTDOWN=9 "},
+      {with({"--no-stall-check"}, np2), with({"--stall-warning", "0", "--stall-shutdown", "0"}, np2),
+       "TRAINRUN_STALL_WARNING=0 TRAINRUN_STALL_SHUTDOWN=0 "},
+      {with({"--network-interfaces", "lo"}, np2), with({"--network-interface", "lo"}, np2), "TRAINRUN_IFACE=lo"},
+      {with({"--fusion-threshold-mb", "32"}, np2), with({"-fusion-threshold-mb", "32"}, np2),
+       "TRAINRUN_FUSION_THRESHOLD=33554432"},
+      {with({"--cycle-time-ms", "2.5"}, np2), with({"-cycle-time-ms=2.5"}, np2), "TRAINRUN_CYCLE_TIME_MS=2.5"},
+      {with({"--cache-capacity", "10"}, np2), with({"-cache-capacity", "10"}, np2), "TRAINRUN_CACHE_CAPACITY=10"},
+      {with({"--log-level", "debug"}, np2), with({"--verbose"}, np2), "2 rank(s)"},
+      {with({"--tag-output"}, np2), np2, "2 rank(s)"},
+      {with({"-tag-output"}, np2), np2, "2 rank(s)"},
+  };
+  for (const Spelling& s : table) {
+    CAPTURE(s.alias);
+    const std::string alias = dry_run(s.alias);
+    CHECK(alias == dry_run(s.own));
+    CHECK(contains(alias, s.shows));
+  }
+  ::unlink(hostfile.c_str());
+  ::rmdir(dir);
+}
+
+TEST_CASE("options accepted for compatibility say in one line what trainrun does instead") {
+  const std::string plain = dry_run({"-np", "2"});
+  for (const char* option : {"--hierarchical-allreduce", "--hierarchical-allgather", "--timeline-mark-cycles"}) {
+    CAPTURE(option);
+    std::string err;
+    CHECK(dry_run({option, "-np", "2"}, &err) == plain);
+    CHECK(err.rfind(std::string("trainrun: note: ") + option + ": ", 0) == 0);
+    CHECK(count(err, "\n") == 1);
+  }
+  check_one_line_error({"--network-interfaces", "lo,eth0", "-np", "2", "true"},
+                       "--network-interfaces: trainrun uses one interface on every host; give one name (see trainrun "
+                       "--help)");
+  check_one_line_error({"-H", "localhost:1", "-np", "2", "true"},
+                       "-np 2 exceeds the 1 slot(s) of localhost:1 (--oversubscribe allows it)");
+  for (const char* cb : {"-cb", "--cb"}) {
+    const ProcessResult r = run_trainrun({cb});
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == run_trainrun({"--check-build"}).out);
+  }
+}
+
+TEST_CASE("--timestamp-output and --prefix-output-with-timestamp stamp each console line") {
+  const std::regex stamped(R"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} \[[01]\] hi\n)");
+  for (const char* option : {"--timestamp-output", "--prefix-output-with-timestamp", "-timestamp-output"}) {
+    CAPTURE(option);
+    std::string tag;
+    const ProcessResult r = run_trainrun({option, "-np", "2", "sh", "-c", "echo hi"}, &tag);
+    CHECK(r.exit_code == 0);
+    CHECK(count(r.out, "\n") == 2);
+    CHECK(std::regex_search(r.out, stamped));
+    CHECK(std::regex_replace(r.out, stamped, "") == "");
+    CHECK(nothing_left(tag));
+  }
+}
+
+namespace {
+
+// How many CPUs this test may use (its affinity mask).
+int usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+}
+
+// Each rank's "Cpus_allowed_list" as the rank itself reads it from /proc/PID/status.
+std::map<int, std::string> allowed_lists(const std::string& out) {
+  std::map<int, std::string> lists;
+  const std::regex line(R"(\[(\d+)\] Cpus_allowed_list:\s*(\S+)\n)");
+  for (std::sregex_iterator it(out.begin(), out.end(), line), end; it != end; ++it) {
+    lists[std::stoi((*it)[1])] = (*it)[2];
+  }
+  return lists;
+}
+
+const std::vector<std::string> kPrintAllowed = {"sh", "-c", "grep Cpus_allowed_list /proc/$$/status"};
+
+}  // namespace
+
+TEST_CASE("--bind-to core pins each rank to its own core; --report-bindings says so") {
+  if (usable_cpus() < 2) {
+    MESSAGE("skipped: fewer than 2 CPUs");
+    return;
+  }
+  for (const char* spelling : {"--bind-to", "-bind-to"}) {
+    std::vector<std::string> args = {"-np", "2", spelling, "core", "--report-bindings"};
+    args.insert(args.end(), kPrintAllowed.begin(), kPrintAllowed.end());
+    std::string tag;
+    const ProcessResult r = run_trainrun(args, &tag);
+    CHECK(r.exit_code == 0);
+    const auto lists = allowed_lists(r.out);
+    REQUIRE(lists.size() == 2);
+    CHECK(lists.at(0) != lists.at(1));
+    for (const auto& [rank, list] : lists) {
+      CAPTURE(rank);
+      CHECK(list.find_first_of(",-") == std::string::npos);  // one CPU each (a core without siblings here)
+      CHECK(contains(r.err, "[" + std::to_string(rank) + "] trainrun: rank " + std::to_string(rank) + " on ") );
+      CHECK(contains(r.err, "bound to core " + std::to_string(rank) + " (cpus " + list + ")\n"));
+    }
+    CHECK(nothing_left(tag));
+  }
+  // Unbound (the default): every rank may use every CPU trainrun may.
+  std::vector<std::string> args = {"-np", "2", "--report-bindings"};
+  args.insert(args.end(), kPrintAllowed.begin(), kPrintAllowed.end());
+  const ProcessResult r = run_trainrun(args);
+  const auto lists = allowed_lists(r.out);
+  REQUIRE(lists.size() == 2);
+  CHECK(lists.at(0) == lists.at(1));
+  CHECK(count(r.err, " not bound (cpus " + lists.at(0) + ")\n") == 2);
+}
+
+TEST_CASE("--map-by node deals ranks over the hosts; slot (the default) fills each host first") {
+  const std::vector<std::string> hosts = {"-H", "localhost:2,127.0.0.1:2"};
+  auto host_of_rank = [](const std::string& out) {
+    std::vector<std::string> host;
+    const std::regex row(R"(\n +(\d+)  (\S+) )");
+    for (std::sregex_iterator it(out.begin(), out.end(), row), end; it != end; ++it) host.push_back((*it)[2]);
+    return host;
+  };
+  std::vector<std::string> by_node = hosts, by_node_single = hosts, by_slot = hosts;
+  by_node.insert(by_node.end(), {"--map-by", "node"});
+  by_node_single.insert(by_node_single.end(), {"-map-by", "node"});
+  by_slot.insert(by_slot.end(), {"--map-by", "slot"});
+  const std::vector<std::string> dealt = {"localhost", "127.0.0.1", "localhost", "127.0.0.1"};
+  const std::vector<std::string> filled = {"localhost", "localhost", "127.0.0.1", "127.0.0.1"};
+  CHECK(host_of_rank(dry_run(by_node)) == dealt);
+  CHECK(dry_run(by_node_single) == dry_run(by_node));
+  CHECK(host_of_rank(dry_run(by_slot)) == filled);
+  CHECK(dry_run(by_slot) == dry_run(hosts));
+  CHECK(contains(dry_run({"-np", "2", "--bind-to", "core", "--report-bindings"}),
+                 "TRAINRUN_BIND_TO=core TRAINRUN_REPORT_BINDINGS=1 "));
+  for (const char* option : {"--map-by", "--oversubscribe"}) {
+    std::vector<std::string> args = {"--min-np", "1", "-np", "2", option};
+    if (std::string(option) == "--map-by") args.push_back("node");
+    args.push_back("true");
+    check_one_line_error(args, std::string(option == std::string("--map-by") ? "--map-by node" : option) +
+                                   " cannot be used in an elastic job (--min-np, --max-np, --host-discovery-script): "
+                                   "elastic jobs fill each host's slots in order");
+  }
+  check_one_line_error({"-np", "2"}, "no program given (see trainrun --help)");
+  check_one_line_error({"--bind-to", "hwthread", "-np", "2", "true"},
+                       "--bind-to: hwthread not in {none,core,socket,numa} (see trainrun --help)");
+}
+
+namespace {
+
+// A file with `content` under a fresh directory, removed at the end.
+class ConfigFile {
+ public:
+  explicit ConfigFile(const std::string& content) {
+    char dir[] = "/tmp/trainrun-config-XXXXXX";
+    REQUIRE(::mkdtemp(dir));
+    dir_ = dir;
+    path_ = dir_ + "/horovod.yaml";
+    FILE* f = std::fopen(path_.c_str(), "w");
+    REQUIRE(f);
+    std::fputs(content.c_str(), f);
+    std::fclose(f);
+  }
+  ~ConfigFile() {
+    ::unlink(path_.c_str());
+    ::rmdir(dir_.c_str());
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string dir_, path_;
+};
+
+}  // namespace
+
+TEST_CASE("horovodrun's --config-file: its settings as trainrun's options; the command line wins") {
+  const ConfigFile config(
+      "controller: gloo\n"
+      "params:\n  fusion_threshold_mb: 32\n  cycle_time_ms: 2.5\n  cache_capacity: 100\n"
+      "timeline:\n  filename: /tmp/tl.json\n  mark_cycles: false\n"
+      "stall_check:\n  enabled: true\n  warning_time_seconds: 7\n  shutdown_time_seconds: 9\n"
+      "logging:\n  level: INFO\n"
+      "autotune:\n  enabled: false\n"
+      "library_options:\n  gloo_timeout_seconds: 30\n");
+  std::string err;
+  CHECK(dry_run({"--config-file", config.path(), "-np", "2"}, &err) ==
+        dry_run({"--backend", "gloo", "--fusion-threshold-mb", "32", "--cycle-time-ms", "2.5", "--cache-capacity",
+                 "100", "--timeline", "/tmp/tl.json", "--stall-warning", "7", "--stall-shutdown", "9", "-x",
+                 "TRAINRUN_COLLECTIVE_TIMEOUT=30", "-np", "2"}));
+  CHECK(err.empty());
+  // The command line wins, whichever spelling it uses.
+  const std::string mixed = dry_run({"-config-file", config.path(), "--cycle-time-ms", "4",
+                                     "--stall-check-warning-time-seconds", "1", "--timeline-filename", "/tmp/x.json",
+                                     "-np", "2"});
+  CHECK(contains(mixed, "TRAINRUN_CYCLE_TIME_MS=4 "));
+  CHECK(contains(mixed, "TRAINRUN_STALL_WARNING=1 "));
+  CHECK(contains(mixed, "TRAINRUN_TIMELINE=/tmp/x.json "));
+  CHECK(contains(mixed, "TRAINRUN_FUSION_THRESHOLD=33554432 "));
+  // Settings trainrun has no use for are accepted with a note.
+  const ConfigFile noted("autotune:\n  enabled: true\nlibrary_options:\n  num_nccl_streams: 2\n"
+                         "stall_check:\n  enabled: false\n");
+  CHECK(dry_run({"--config-file", noted.path(), "-np", "2"}, &err) ==
+        dry_run({"--no-stall-check", "-np", "2"}));
+  CHECK(count(err, "trainrun: note: --config-file " + noted.path() + ": ") == 2);
+  CHECK(contains(err, "autotune.enabled: trainrun does not autotune"));
+  CHECK(contains(err, "library_options.num_nccl_streams: no such setting in trainrun"));
+}
+
+TEST_CASE("a bad --config-file is one line naming the file and the key") {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"params:\n  fusion_threshold_mb: 32\n  fusion_treshold: 1\n", "unknown key 'params.fusion_treshold'"},
+      {"bogus: 1\n", "unknown key 'bogus'"},
+      {"stall_check: {enabled: maybe}\n", "stall_check.enabled: 'maybe' is not true or false"},
+      {"- a\n", "not a YAML mapping of settings"},
+      {"params: 5\n", "params: not a mapping of settings"},
+      {"controller: nccl\n", "controller: 'nccl' is not gloo or mpi"},
+      {"params: {cycle_time_ms: [1]}\n", "params.cycle_time_ms: not a single value"},
+  };
+  for (const auto& [yaml, message] : cases) {
+    const ConfigFile config(yaml);
+    check_one_line_error({"--config-file", config.path(), "-np", "1", "true"},
+                         "--config-file " + config.path() + ": " + message);
+  }
+  check_one_line_error({"--config-file", "/nonexistent/h.yaml", "-np", "1", "true"},
+                       "--config-file /nonexistent/h.yaml: No such file or directory");
+}
