@@ -47,6 +47,9 @@ void in_step(trainrun::Communicator& comm) {
   int value = comm.rank(), sum = 0;
   comm.allreduce(&value, &sum, 1, DataType::Int32, ReduceOp::Sum);
   say(comm.rank(), "in step, sum=" + std::to_string(sum));
+  // Every rank has printed before any exits: a rank exiting non-zero stops
+  // the job, and its peers' lines must not be cut off by that.
+  comm.barrier();
 }
 
 int overflow(trainrun::Communicator& comm) {
