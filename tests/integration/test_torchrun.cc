@@ -185,3 +185,23 @@ TEST_CASE("--max-restarts 2: a rank that always fails restarts the job twice, th
   CHECK(read_all(dir.path + "/runs") == "1\n");
   CHECK(nothing_left(tag));
 }
+
+TEST_CASE("--max-restarts 2: a torch DDP job whose rank fails once exits 0 after one restart; failing thrice, 3") {
+  if (std::system("/usr/bin/python3 -c 'import torch.distributed' 2>/dev/null") != 0) return;  // no torch
+  const std::string script = std::string(TORCHRUN_TEST_DIR) + "/ddp_restart.py";  // 0644: runs with python3
+  std::string tag;
+  const ProcessResult once = run_trainrun({"-np", "2", "--max-restarts", "2", script, "1"}, &tag);
+  CHECK(once.exit_code == 0);
+  CHECK(count(once.err, "; restarting the job (restart ") == 1);
+  CHECK(contains(once.out, "[1] rank 1 fails in run 0\n"));
+  CHECK(contains(once.out, "[0] rank 0 done in run 1 "));
+  CHECK(contains(once.out, "[1] rank 1 done in run 1 "));
+  CHECK(nothing_left(tag));
+
+  const ProcessResult always = run_trainrun({"-np", "2", "--max-restarts", "2", script, "9"}, &tag);
+  CHECK(always.exit_code == 3);
+  CHECK(count(always.err, "; restarting the job (restart ") == 2);
+  CHECK(count(always.out, "[1] rank 1 fails in run ") == 3);
+  CHECK(contains(always.err, "trainrun: job failed: rank 1 "));
+  CHECK(nothing_left(tag));
+}
