@@ -11,6 +11,7 @@
 #include "cli/job/launch.h"
 #include "cli/mpirun/mpirun_launcher.h"
 #include "cli/plan/options.h"
+#include "cli/plan/program_path.h"
 #include "cli/report/report_recorder.h"
 #include "trainrun/error.h"
 #include "trainrun/version.h"
@@ -45,6 +46,7 @@ int main(int argc, char** argv) {
 
   ParseResult parsed = parse_options(argc, argv);
   if (parsed.exit_code >= 0) return parsed.exit_code;
+  parsed.options.command = with_interpreter(std::move(parsed.options.command), std::getenv("PATH"));  // train.py
   const Options& options = parsed.options;
   if (options.check_build) return check_build();
   if (options.command.empty()) {

@@ -109,6 +109,16 @@ inline constexpr const char* kEnvTorchLocalRank = "LOCAL_RANK";
 inline constexpr const char* kEnvTorchLocalWorldSize = "LOCAL_WORLD_SIZE";
 inline constexpr const char* kEnvTorchMasterAddr = "MASTER_ADDR";
 inline constexpr const char* kEnvTorchMasterPort = "MASTER_PORT";
+// torchrun's (torch.distributed.run) worker names: one role, one group per host.
+inline constexpr const char* kEnvTorchGroupRank = "GROUP_RANK";            // the host's index (cross rank)
+inline constexpr const char* kEnvTorchGroupWorldSize = "GROUP_WORLD_SIZE";  // hosts (cross size)
+inline constexpr const char* kEnvTorchRoleRank = "ROLE_RANK";              // = RANK
+inline constexpr const char* kEnvTorchRoleWorldSize = "ROLE_WORLD_SIZE";    // = WORLD_SIZE
+inline constexpr const char* kEnvTorchRestartCount = "TORCHELASTIC_RESTART_COUNT";  // whole-job restarts so far
+inline constexpr const char* kEnvTorchMaxRestarts = "TORCHELASTIC_MAX_RESTARTS";    // --max-restarts (0: none)
+inline constexpr const char* kEnvTorchRunId = "TORCHELASTIC_RUN_ID";                // the job id
+// Set to 1 for every rank when several ranks share a host and the user did not set it (as torchrun does).
+inline constexpr const char* kEnvOmpNumThreads = "OMP_NUM_THREADS";
 
 // Fallback worlds when trainrun did not start the process.
 inline constexpr const char* kEnvOmpiRank = "OMPI_COMM_WORLD_RANK";

@@ -184,6 +184,10 @@ bool ElasticDriver::usable(const std::string& host) const {
   if (blacklist_.blocked(host, now)) return false;
   const auto failed = last_failure_.find(host);
   if (failed == last_failure_.end()) return true;
+  // Below --min-np, the job's only host takes a new worker in place of a
+  // failed one (until its failures blacklist it): else the job could only
+  // wait out --elastic-timeout for a host that will never come.
+  if (hosts_.size() == 1 && count(Phase::Active) < options_.min_np) return true;
   return options_.cooldown.count() > 0 && now - failed->second >= options_.cooldown;
 }
 

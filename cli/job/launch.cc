@@ -42,6 +42,7 @@ JobEnv job_environment(const Options& options, const JobPlan& plan, const Remote
   job.size = static_cast<int>(plan.ranks.size());
   job.backend = options.backend;
   job.start_timeout_s = options.start_timeout_s;
+  job.max_restarts = std::max(options.reset_limit, 0);
   job.extra = plan.forwarded;
   job.extra.insert(job.extra.end(), remote.rank_env().begin(), remote.rank_env().end());
   job.rendezvous_addr = remote.bind_address();
@@ -135,7 +136,7 @@ int dry_run(const Options& options, const JobPlan& plan, const RemotePlan& remot
     for (const auto& [name, value] : rank_environment(slot, job)) {
       const bool secret = name == protocol::kEnvSecret;
       const bool later = name == protocol::kEnvRendezvousPort || name == protocol::kEnvJobId ||
-                         name == protocol::kEnvTorchMasterPort;
+                         name == protocol::kEnvTorchMasterPort || name == protocol::kEnvTorchRunId;
       words.push_back(name + "=" + (secret ? "<secret>" : later ? "<at launch>" : value));
     }
     words.insert(words.end(), options.command.begin(), options.command.end());
@@ -215,8 +216,21 @@ SrunDecision srun_decision(const Options& options) {
   return decide_srun_mode(options, &std::getenv, srun.path, agent);
 }
 
+// One run of a non-elastic job under --max-restarts (torchrun's whole-job
+// restarts): which run this is, and the line that announced a restart.
+struct Attempt {
+  int number = 0;        // restarts before this run
+  int max = 0;           // --max-restarts
+  bool restarting = false;  // this run failed and the job starts again
+};
+
+// Whether `state`'s end starts the job again: a rank failed and restarts remain.
+bool restarts(const JobState& state, const Attempt* attempt) {
+  return attempt && attempt->number < attempt->max && state.outcome() == "rank_failed" && state.failed_rank();
+}
+
 int launch_planned(const Options& options, const SrunMode* srun, ReportRecorder& report,
-                   elastic::ElasticStart* elastic) {
+                   elastic::ElasticStart* elastic, Attempt* attempt = nullptr) {
   std::string plan_error;
   const std::optional<PlannedJob> planned = plan_job(options, &plan_error);
   if (!planned) {
@@ -235,6 +249,11 @@ int launch_planned(const Options& options, const SrunMode* srun, ReportRecorder&
     std::cerr << "trainrun: error: " << program.error << "\n";
     report.failed("preflight_failed", "trainrun: error: " + program.error);
     return program.exit_code;
+  }
+  // (A dry run shows OMP_NUM_THREADS=1 in each rank's command.)
+  if (plan.omp_threads_default && !options.dry_run && (!attempt || attempt->number == 0)) {
+    std::cerr << "trainrun: note: OMP_NUM_THREADS=1 for every rank, as several share a host (set OMP_NUM_THREADS "
+                 "or -x OMP_NUM_THREADS=N to choose)\n";
   }
   if (options.dry_run) return dry_run(options, plan, remote, srun);
   if (srun && srun->automatic) std::cerr << srun->announcement() << "\n";
@@ -266,6 +285,7 @@ int launch_planned(const Options& options, const SrunMode* srun, ReportRecorder&
   job.rendezvous_port = server.port();
   job.job_id = rendezvous::random_hex(8);
   job.secret_hex = rendezvous::to_hex(secret);
+  job.restart_count = attempt ? attempt->number : 0;
   // torch's env:// store runs in rank 0, so MASTER_ADDR is rank 0's host.
   const bool probed_master = remote.is_remote(0) && !srun;
   job.master_addr = probed_master ? remote_agents.answers[0].address
@@ -308,6 +328,10 @@ int launch_planned(const Options& options, const SrunMode* srun, ReportRecorder&
   supervision.start_timeout_s = options.start_timeout_s;
   supervision.verbose = options.verbose;
   supervision.events = &report;
+  if (attempt && attempt->number < attempt->max) {
+    supervision.on_failure = "restarting the job (restart " + std::to_string(attempt->number + 1) + " of " +
+                             std::to_string(attempt->max) + ")";
+  }
   Supervisor supervisor(supervision, state, output, &server.table());
   report::StackDumps stacks(stack_dump_options(options), rank_hosts);
   supervisor.attach_stacks(stacks);
@@ -323,7 +347,9 @@ int launch_planned(const Options& options, const SrunMode* srun, ReportRecorder&
   supervisor.run(agents, jobs);
   report.finished(state);
 
-  const std::string summary = state.summary();
+  if (attempt) attempt->restarting = restarts(state, attempt);
+  // A restart was announced when the rank failed: no summary.
+  const std::string summary = attempt && attempt->restarting ? "" : state.summary();
   const bool said = summary.find("did not reach the rendezvous") != std::string::npos || supervisor.noted(summary);
   if (!summary.empty() && !said) output.note(summary);
   if (options.verbose && summary.empty()) output.note("trainrun: all " + std::to_string(plan.ranks.size()) + " rank(s) exited 0");
@@ -359,7 +385,17 @@ int launch(const Options& given, ReportRecorder& report) {
   }
   if (srun.mode) options.hosts = srun.mode->allocation.host_option();
   const SrunMode* srun_mode = srun.mode ? &*srun.mode : nullptr;
-  return launch_planned(options, srun_mode, report, nullptr);
+  // torchrun's --max-restarts: after a rank fails, every rank is stopped and
+  // the whole job starts again through the same path (a fresh rendezvous
+  // and job id), at most N times; the last failure ends the job.
+  Attempt attempt;
+  attempt.max = options.dry_run ? 0 : std::max(options.reset_limit, 0);
+  while (true) {
+    const int status = launch_planned(options, srun_mode, report, nullptr, &attempt);
+    if (!attempt.restarting) return status;
+    report.restarted();
+    ++attempt.number;
+  }
 }
 
 }  // namespace trainrun::cli

@@ -137,7 +137,7 @@ void Supervisor::on_frame(Peer& peer, const Frame& frame) {
       if (control_ && rank < state_.size() && control_->absorb_exit(rank, status)) return state_.retired(rank, status);
       const JobState::Action action = state_.exited(rank, status);
       if (action == JobState::Action::Teardown) {
-        output_.note("trainrun: " + state_.describe(rank) + "; stopping the job");
+        output_.note("trainrun: " + state_.describe(rank) + "; " + options_.on_failure);
       } else if (options_.verbose) {
         output_.note("trainrun: " + state_.describe(rank));
       }

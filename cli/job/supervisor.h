@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "cli/agent/agent_link.h"
@@ -34,6 +35,9 @@ struct SupervisorOptions {
   int stdin_rank = 0;          // -1: nobody reads trainrun's stdin
   bool verbose = false;
   RankEvents* events = nullptr;  // the JSON report's ranks (cli/report), or none
+  // What the line naming the rank whose failure ends this run says next
+  // ("restarting the job (restart 1 of 2)" under --max-restarts).
+  std::string on_failure = "stopping the job";
 };
 
 // An elastic job's driver (cli/elastic): it decides what a rank's failure

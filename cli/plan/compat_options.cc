@@ -7,7 +7,7 @@
 namespace trainrun::cli {
 namespace {
 
-constexpr const char* kGroup = "Compatibility (mpirun and horovodrun spellings; trainrun's own name in brackets)";
+constexpr const char* kGroup = "Compatibility (mpirun, horovodrun and torchrun spellings; trainrun's own name in brackets)";
 
 // mpirun's names for the job's size and hosts.
 void add_mpirun(CLI::App& app, Options& o) {
@@ -75,11 +75,23 @@ void add_horovodrun(CLI::App& app, Options& o) {
       ->type_name("FILE")->group(kGroup);
 }
 
+// torchrun's names (torch.distributed.run); --max-restarts is trainrun's own (Elastic).
+void add_torchrun(CLI::App& app, Options& o) {
+  app.add_option("--nproc-per-node,--nproc_per_node", o.nproc_per_node,
+                 "torchrun: ranks on every host; with -H/--hostfile each host gets this many [-H host:N], "
+                 "-np is hosts x N")
+      ->check(CLI::Range(1, 1 << 20))->group(kGroup);
+  app.add_option("--nnodes", o.nnodes, "torchrun: how many hosts; must match -H/--hostfile (one number, no MIN:MAX)")
+      ->check(CLI::Range(1, 1 << 20))->group(kGroup);
+  app.add_flag("--standalone", o.local, "torchrun: one host, rendezvous here [--local]")->group(kGroup);
+}
+
 }  // namespace
 
 void add_compat_options(CLI::App& app, Options& o) {
   add_mpirun(app, o);
   add_horovodrun(app, o);
+  add_torchrun(app, o);
 }
 
 }  // namespace trainrun::cli

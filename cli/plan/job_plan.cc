@@ -67,7 +67,10 @@ std::string refused_variable(const std::string& name, const Options& o) {
                           p::kEnvJobId, p::kEnvSecret, p::kEnvHorovodRank, p::kEnvHorovodSize,
                           p::kEnvHorovodLocalRank, p::kEnvHorovodLocalSize, p::kEnvHorovodCrossRank,
                           p::kEnvHorovodCrossSize, p::kEnvTorchRank, p::kEnvTorchWorldSize, p::kEnvTorchLocalRank,
-                          p::kEnvTorchLocalWorldSize, p::kEnvTorchMasterAddr, p::kEnvTorchMasterPort}) {
+                          p::kEnvTorchLocalWorldSize, p::kEnvTorchMasterAddr, p::kEnvTorchMasterPort,
+                          p::kEnvTorchGroupRank, p::kEnvTorchGroupWorldSize, p::kEnvTorchRoleRank,
+                          p::kEnvTorchRoleWorldSize, p::kEnvTorchRestartCount, p::kEnvTorchMaxRestarts,
+                          p::kEnvTorchRunId}) {
     if (name == set) return "trainrun sets this variable for every rank; it cannot be forwarded";
   }
   // Job-wide settings (protocol::kJobEnv and the engine's) stay the user's
@@ -101,6 +104,38 @@ std::string refused_variable(const std::string& name, const Options& o) {
     }
   }
   return "";
+}
+
+// torchrun's --nnodes and --nproc-per-node (every host runs P ranks): the
+// hosts' slots and the rank count `np` (0: not given yet); why not, or "".
+std::string torchrun_shape(const Options& o, bool hosts_given, std::vector<HostSlots>& hosts, int& np) {
+  const std::string nnodes = "--nnodes " + std::to_string(o.nnodes);
+  if (o.nnodes > 0 && hosts_given && o.nnodes != static_cast<int>(hosts.size())) {
+    return nnodes + " does not match the " + std::to_string(hosts.size()) + " host(s) of " +
+           (o.hosts.empty() ? "--hostfile" : "-H") + " (" + hosts_text(hosts) + ")";
+  }
+  if (o.nproc_per_node <= 0) return "";
+  for (HostSlots& h : hosts) h.slots = o.nproc_per_node;
+  const int total = o.nproc_per_node * static_cast<int>(hosts.size());
+  if (np > 0 && np != total) {
+    return "-np " + std::to_string(np) + " does not match --nproc-per-node " + std::to_string(o.nproc_per_node) +
+           " x " + std::to_string(hosts.size()) + " host(s) = " + std::to_string(total) + " (give one of them)";
+  }
+  np = total;
+  return "";
+}
+
+// torchrun's default: one OpenMP thread per rank when ranks share a host,
+// unless the user set OMP_NUM_THREADS (here or with -x).
+bool default_omp_threads(const JobPlan& plan, const GetEnv& getenv) {
+  if (getenv(protocol::kEnvOmpNumThreads)) return false;
+  for (const auto& [name, value] : plan.forwarded) {
+    if (name == protocol::kEnvOmpNumThreads) return false;
+  }
+  for (const RankSlot& slot : plan.ranks) {
+    if (slot.local_size > 1) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -214,12 +249,21 @@ PlanResult make_plan(const Options& o, const std::string& local_host_name, const
     if (!parsed.ok()) return fail(parsed.error);
     plan.hosts = parsed.hosts;
   } else {
-    if (o.np < 1) return fail("-np N is required (how many ranks to start)");
-    plan.hosts = {{local_host_name, o.np, ""}};
+    if (o.nnodes > 1) {
+      return fail("--nnodes " + std::to_string(o.nnodes) +
+                  " needs the hosts, -H h1,h2 or --hostfile: trainrun starts every host's ranks itself");
+    }
+    const int ranks = o.np > 0 ? o.np : o.nproc_per_node;
+    if (ranks < 1) return fail("-np N is required (how many ranks to start)");
+    plan.hosts = {{local_host_name, ranks, ""}};
+  }
+  int np = o.np;
+  if (auto why = torchrun_shape(o, !o.hosts.empty() || !o.hostfile.empty(), plan.hosts, np); !why.empty()) {
+    return fail(why);
   }
   int slots = 0;
   for (const auto& h : plan.hosts) slots += h.slots;
-  const int np = o.np > 0 ? o.np : slots;
+  if (np <= 0) np = slots;
   // mpirun's --oversubscribe: the ranks beyond the slots go round-robin over the hosts.
   for (std::size_t h = 0; o.oversubscribe && slots < np; h = (h + 1) % plan.hosts.size(), ++slots) {
     ++plan.hosts[h].slots;
@@ -253,6 +297,8 @@ PlanResult make_plan(const Options& o, const std::string& local_host_name, const
       return fail("-x " + name + ": " + name + " is not set in trainrun's environment (use -x " + name + "=VALUE)");
     }
   }
+  plan.omp_threads_default = default_omp_threads(plan, getenv);
+  if (plan.omp_threads_default) plan.forwarded.emplace_back(protocol::kEnvOmpNumThreads, "1");
   append_engine_settings(o, plan.forwarded);
   result.plan = std::move(plan);
   return result;

@@ -21,6 +21,7 @@ struct JobPlan {
   std::vector<RankSlot> ranks;
   std::set<int> console_ranks;   // --rank-filter; empty: all
   EnvList forwarded;             // -x
+  bool omp_threads_default = false;  // OMP_NUM_THREADS=1 added: ranks share a host, the user set none
 };
 
 struct PlanResult {

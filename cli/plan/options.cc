@@ -151,7 +151,8 @@ void build(CLI::App& app, Options& o) {
                  "(instead of -H); enables elastic mode")
       ->type_name("PATH")->group(elastic);
   app.add_option("--reset-limit,--max-restarts", o.reset_limit,
-                 "Membership changes after which the job gives up (default: no limit)")
+                 "Elastic job: membership changes after which it gives up (default: no limit). Other jobs "
+                 "(torchrun's --max-restarts): restart every rank after a failure, at most N times (default 0)")
       ->check(CLI::Range(0, 1 << 20))->group(elastic);
   add_float(app, "--elastic-timeout", o.elastic_timeout_s,
             "Seconds to wait for --min-np slots before giving up (default 600)", 0.001, 1e9)

@@ -20,6 +20,8 @@ struct Options {
   bool shm = true;                     // --no-shm: TRAINRUN_SHM=0 for every rank
   bool check_calls = false;            // --check-calls: TRAINRUN_CHECK_CALLS=1 for every rank
   bool oversubscribe = false;          // more ranks than slots: round-robin over the hosts
+  int nproc_per_node = 0;              // torchrun: ranks on every host (0: -np / the slots)
+  int nnodes = 0;                      // torchrun: how many hosts (0: those given); checked against -H
   // Placement (cli/plan/rank_plan.h, cli/agent/cpu_binding.h)
   std::string bind_to = "none";        // none | core | socket | numa
   std::string map_by = "slot";         // slot | node
@@ -37,7 +39,7 @@ struct Options {
   int min_np = 0;                      // 0: -np
   int max_np = 0;                      // 0: -np
   std::string discovery_script;
-  int reset_limit = -1;                // -1: no limit
+  int reset_limit = -1;                // -1: no limit; a non-elastic job: whole-job restarts (--max-restarts)
   double elastic_timeout_s = 600;
   double blacklist_cooldown_s = 0;     // 0: a failed host is not used again
   double elastic_hang_timeout_s = 30;  // a worker whose heartbeat stops this long is removed; 0: never

@@ -50,4 +50,15 @@ ProgramLookup find_program(const std::string& name, const char* path_env) {
   return {std::nullopt, "program '" + name + "' not found in PATH", 127};
 }
 
+std::vector<std::string> with_interpreter(std::vector<std::string> command, const char* path_env) {
+  if (command.empty()) return command;
+  const std::string& name = command.front();
+  const bool python = name.size() > 3 && name.compare(name.size() - 3, 3, ".py") == 0;
+  if (!python || find_program(name, path_env).path) return command;
+  struct stat st {};
+  if (::stat(name.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || ::access(name.c_str(), R_OK) != 0) return command;
+  command.insert(command.begin(), kPythonInterpreter);
+  return command;
+}
+
 }  // namespace trainrun::cli

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace trainrun::cli {
 
@@ -14,5 +15,14 @@ struct ProgramLookup {
 };
 
 ProgramLookup find_program(const std::string& name, const char* path_env);
+
+// The Python interpreter the package trainrun is built for (lib/python/meson.build:
+// Debian's, which has python3-torch; the python3 first on PATH may be another).
+inline constexpr const char* kPythonInterpreter = "/usr/bin/python3";
+
+// torchrun's habit: `trainrun -np 2 train.py` runs train.py with
+// kPythonInterpreter when it ends in .py, is a readable file, and execvp
+// would not run it (not executable, or not on PATH). Else `command` as given.
+std::vector<std::string> with_interpreter(std::vector<std::string> command, const char* path_env);
 
 }  // namespace trainrun::cli

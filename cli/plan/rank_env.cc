@@ -39,6 +39,13 @@ EnvList rank_environment(const RankSlot& slot, const JobEnv& job) {
   add(p::kEnvTorchLocalWorldSize, n(slot.local_size));
   add(p::kEnvTorchMasterAddr, job.master_addr);
   add(p::kEnvTorchMasterPort, n(job.master_port));
+  add(p::kEnvTorchGroupRank, n(slot.cross_rank));
+  add(p::kEnvTorchGroupWorldSize, n(slot.cross_size));
+  add(p::kEnvTorchRoleRank, n(slot.rank));
+  add(p::kEnvTorchRoleWorldSize, n(job.size));
+  add(p::kEnvTorchRestartCount, n(job.restart_count));
+  add(p::kEnvTorchMaxRestarts, n(job.max_restarts));
+  add(p::kEnvTorchRunId, job.job_id);
   return env;
 }
 

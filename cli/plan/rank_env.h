@@ -26,6 +26,8 @@ struct JobEnv {
   std::string master_addr;    // torch env:// rendezvous (rank 0's host)
   std::uint16_t master_port = 0;
   int start_timeout_s = 30;
+  int restart_count = 0;      // whole-job restarts so far (--max-restarts)
+  int max_restarts = 0;
   EnvList extra;              // forwarded by the user (-x)
 };
 

@@ -95,6 +95,7 @@ std::string to_json(const JobReport& report) {
       {"outcome", report.outcome},
       {"exit_code", report.exit_code},
       {"failure", failure},
+      {"restarts", report.restarts},
       {"started_at", report.started_at},
       {"ended_at", report.ended_at},
       {"wall_time_s", seconds(report.wall_time_s)},

@@ -47,6 +47,7 @@ struct JobReport {
   std::string summary;   // the one-line summary trainrun printed; empty on success
   std::optional<int> failed_rank;
   int exit_code = 0;
+  int restarts = 0;      // whole-job restarts after a failure (--max-restarts)
   std::string started_at, ended_at;  // UTC, ISO 8601
   double wall_time_s = 0;
   std::optional<double> rendezvous_s;  // until every rank reached the rendezvous

@@ -48,6 +48,8 @@ class ReportRecorder : public RankEvents {
   // How the job ended: from the supervision, or before it (pre-flight...).
   void finished(const JobState& state);
   void failed(std::string outcome, std::string summary);
+  // The whole job was restarted after a failure (--max-restarts).
+  void restarted() { ++report_.restarts; }
   // Another program starts the ranks (mpirun): `why` goes to the notes, and
   // every rank's state is "unknown".
   void ranks_unobserved(std::string why);

@@ -161,6 +161,6 @@ TEST_CASE("a host's job larger than one agent frame (64 MiB) starts every rank")
   std::string tag;
   const ProcessResult r = run_trainrun(args, &tag);
   CHECK(r.exit_code == 0);
-  CHECK(r.err.empty());
+  CHECK(r.err == kOmpNote);  // several ranks share a host
   CHECK(nothing_left(tag));
 }

@@ -179,6 +179,16 @@ TEST_CASE("every compatibility spelling plans exactly what trainrun's own spelli
       {with({"--log-level", "debug"}, np2), with({"--verbose"}, np2), "2 rank(s)"},
       {with({"--tag-output"}, np2), np2, "2 rank(s)"},
       {with({"-tag-output"}, np2), np2, "2 rank(s)"},
+      // torchrun's
+      {{"--nproc-per-node", "2"}, {"--np", "2"}, "2 rank(s) on 1 host(s)"},
+      {{"--nproc_per_node", "2"}, {"-np", "2"}, "2 rank(s) on 1 host(s)"},
+      {{"--nproc-per-node", "2", "-H", "localhost,127.0.0.1"}, {"-H", "localhost:2,127.0.0.1:2"},
+       "GROUP_RANK=1 GROUP_WORLD_SIZE=2 ROLE_RANK=3 ROLE_WORLD_SIZE=4 "},
+      {{"--nnodes", "2", "-H", "localhost:1,127.0.0.1:1"}, {"-H", "localhost:1,127.0.0.1:1"},
+       "2 rank(s) on 2 host(s)"},
+      {{"--nnodes", "1", "--nproc_per_node", "2"}, {"-np", "2"}, "OMP_NUM_THREADS=1 "},
+      {{"--standalone", "-np", "2"}, {"--local", "-np", "2"}, "TORCHELASTIC_RESTART_COUNT=0 "},
+      {with({"--max-restarts", "2"}, np2), with({"--reset-limit", "2"}, np2), "TORCHELASTIC_MAX_RESTARTS=2 "},
   };
   for (const Spelling& s : table) {
     CAPTURE(s.alias);

@@ -111,13 +111,30 @@ TEST_CASE("a rank ending without shutdown(): it exits with its own code, the oth
   CHECK(!contains(one_of_three_leaves({"--return-at", "4:1:7"}), "SIGSEGV"));
 }
 
+TEST_CASE("one host, --min-np 2: a failed worker is replaced there, and the job finishes") {
+  // Was: the only host was never used again, and the job waited out --elastic-timeout (exit 125).
+  std::string tag;
+  const ProcessResult r = run_trainrun({"--local", "-np", "2", "--min-np", "2", "--elastic-timeout", "60",
+                                        elastic_program(), "--steps", "30", "--mb", "1", "--sleep-ms", "20",
+                                        "--exit-at", "3:1:7"},
+                                       &tag);
+  CHECK_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(contains(r.err, "exited with code 7; 1 new worker(s) on "));
+  CHECK(contains(r.err, "; generation 1: 2 rank(s) on 1 host(s)\n"));
+  check_continuous(elastic_steps(r.out), 30);
+  CHECK(count(r.out, "done at step 30 size 2") == 2);
+  CHECK(nothing_left(tag));
+}
+
 TEST_CASE("fewer ranks than --min-np for longer than --elastic-timeout: exit 125 naming required and available") {
+  // The replacement fails too: two failures blacklist the only host.
   std::string tag;
   const ProcessResult r = run_trainrun({"--local", "-np", "2", "--min-np", "2", "--elastic-timeout", "2",
                                         elastic_program(), "--steps", "1000", "--mb", "1", "--sleep-ms", "20",
-                                        "--exit-at", "3:1:7"},
+                                        "--exit-at", "3:1:7", "--exit-at", "4:2:7"},
                                        &tag);
   CHECK(r.exit_code == 125);
+  CHECK(contains(r.err, "(2 failures; blacklisted until the job ends)"));
   CHECK(contains(r.err, "1 worker(s) left, --min-np 2 required: waiting up to 2 s for slots (--elastic-timeout)"));
   CHECK(contains(r.err, "trainrun: elastic: 1 slot(s) available, 2 required (--min-np); waited 2 s (--elastic-timeout)"));
   CHECK(nothing_left(tag));

@@ -19,7 +19,7 @@ TEST_CASE("a 4-rank job computes and exits 0, output tagged by rank") {
   for (int rank = 0; rank < 4; ++rank) {
     CHECK(contains(r.out, "[" + std::to_string(rank) + "] rank " + std::to_string(rank) + ": sum=6\n"));
   }
-  CHECK(r.err.empty());
+  CHECK(r.err == kOmpNote);  // several ranks share a host
   CHECK(nothing_left(tag));
 }
 

@@ -13,6 +13,12 @@
 
 namespace trainrun::test {
 
+// What trainrun prints on stderr for a clean job when several ranks share
+// a host and OMP_NUM_THREADS is not set (torchrun's habit).
+inline constexpr const char* kOmpNote =
+    "trainrun: note: OMP_NUM_THREADS=1 for every rank, as several share a host (set OMP_NUM_THREADS or -x "
+    "OMP_NUM_THREADS=N to choose)\n";
+
 inline std::string trainrun_bin() { return program_path("TRAINRUN_BIN"); }
 inline std::string rank_program() { return program_path("RANK_PROGRAM"); }
 
