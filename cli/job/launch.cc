@@ -175,7 +175,7 @@ std::optional<int> start_remote(const Options& options, const RemotePlan& remote
     std::_Exit(128 + agents.signal);  // host threads may still wait on the network
   }
   if (agents.ok) return std::nullopt;
-  const std::string text = preflight_failure_report(agents.rows, remote.remote_hosts().size());
+  const std::string text = preflight_failure_report(agents.rows, remote.host_count());
   std::cerr << text;
   report.failed("preflight_failed", text.substr(0, text.find('\n')));
   return kExitLaunch;

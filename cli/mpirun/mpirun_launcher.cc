@@ -158,7 +158,8 @@ int supervise(pid_t mpirun, const sigset_t& handled, double grace_s, ReportRecor
   if (WIFSIGNALED(status)) {
     line = "trainrun: job failed: mpirun was killed by " + signal_name(WTERMSIG(status));
   } else if (code != 0) {
-    line = "trainrun: job failed: mpirun exited with code " + std::to_string(code) + " (see its report above)";
+    line = "trainrun: job failed: mpirun exited with code " + std::to_string(code) + " (see its report above)" +
+           rank_code_note(code);
   }
   if (!line.empty()) {
     pipes.note(line);
