@@ -132,6 +132,11 @@ std::string JobState::who(int rank) const {
          ")";
 }
 
+std::string rank_code_note(int code) {
+  if (code != kExitUsage && code != kExitTimeout && code != kExitLaunch && code != 126 && code != 127) return "";
+  return "; trainrun exits " + std::to_string(code) + " with it: the program's code, not a trainrun error";
+}
+
 std::string JobState::describe(int rank) const {
   const Rank& r = ranks_[rank];
   std::string text = who(rank) + " ";
@@ -163,7 +168,10 @@ std::string JobState::summary() const {
   if (timeout_s_) return "trainrun: the job ran longer than --timeout " + detail::shortest_decimal(*timeout_s_) + " s; all ranks were terminated";
   if (!launch_failure_.empty()) return "trainrun: " + launch_failure_;
   if (!elastic_reason_.empty()) return "trainrun: " + elastic_reason_;
-  if (cause_) return "trainrun: job failed: " + describe(*cause_);
+  if (cause_) {
+    const int status = ranks_[*cause_].status;
+    return "trainrun: job failed: " + describe(*cause_) + (WIFEXITED(status) ? rank_code_note(WEXITSTATUS(status)) : "");
+  }
   return "";
 }
 

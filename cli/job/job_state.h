@@ -14,6 +14,10 @@ namespace trainrun::cli {
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitTimeout = 124;   // --timeout expired
 inline constexpr int kExitLaunch = 125;    // the job could not start or a host was lost
+// Said after a rank's (or mpirun's) exit code that trainrun also uses for
+// its own failures (2, 124, 125, 126, 127), so that a script or a reader
+// of the summary tells the two apart; "" for every other code.
+std::string rank_code_note(int code);
 
 class JobState {
  public:

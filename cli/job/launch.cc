@@ -17,6 +17,7 @@
 #include "cli/job/job_state.h"
 #include "cli/agent/local_agent_link.h"
 #include "cli/plan/local_host.h"
+#include "cli/output/job_output.h"
 #include "cli/output/output_router.h"
 #include "cli/ssh/preflight.h"
 #include "cli/plan/program_path.h"
@@ -175,7 +176,7 @@ std::optional<int> start_remote(const Options& options, const RemotePlan& remote
     std::_Exit(128 + agents.signal);  // host threads may still wait on the network
   }
   if (agents.ok) return std::nullopt;
-  const std::string text = preflight_failure_report(agents.rows, remote.remote_hosts().size());
+  const std::string text = preflight_failure_report(agents.rows, remote.host_count());
   std::cerr << text;
   report.failed("preflight_failed", text.substr(0, text.find('\n')));
   return kExitLaunch;
@@ -300,12 +301,7 @@ int launch_planned(const Options& options, const SrunMode* srun, ReportRecorder&
               << ", program " << program.path.value_or(options.command.front()) << "\n";
   }
 
-  OutputRouter::Options output_options;
-  output_options.tag = options.tag_output;
-  output_options.timestamp = options.timestamp_output;
-  output_options.console_ranks = plan.console_ranks;
-  output_options.directory = options.output_dir;
-  output_options.size = static_cast<int>(plan.ranks.size());
+  const OutputRouter::Options output_options = job_output_options(options, plan);
   OutputRouter output(output_options);
 
   std::vector<std::string> rank_hosts;

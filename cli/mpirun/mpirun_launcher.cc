@@ -2,6 +2,8 @@
 
 #include <signal.h>
 #include <sys/wait.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,6 +19,9 @@
 #include "cli/job/job_state.h"
 #include "cli/plan/local_host.h"
 #include "cli/mpirun/mpirun_command.h"
+#include "cli/mpirun/mpirun_output.h"
+#include "cli/output/job_output.h"
+#include "cli/output/output_router.h"
 #include "cli/report/report_recorder.h"
 #include "cli/plan/shell_words.h"
 #include "cli/plan/program_path.h"
@@ -44,8 +49,11 @@ MpirunJob describe_job(const Options& options, const JobPlan& plan, const std::s
   for (const char* name : protocol::kJobEnv) {
     if (std::getenv(name)) job.forward_env.emplace_back(name);
   }
-  job.tag_output = options.tag_output;
-  job.timestamp_output = options.timestamp_output;
+  // mpirun tags every piece of output so that trainrun's OutputRouter can
+  // give it to its rank (cli/mpirun/mpirun_output.h); the router tags lines,
+  // stamps them, filters ranks and writes the files as trainrun's options say.
+  job.tag_output = true;
+  job.timestamp_output = false;
   job.bind_to = options.bind_to;
   job.map_by = options.map_by;
   job.report_bindings = options.report_bindings;
@@ -55,16 +63,74 @@ MpirunJob describe_job(const Options& options, const JobPlan& plan, const std::s
   return job;
 }
 
+// mpirun's stdout and stderr, read into trainrun's OutputRouter.
+class MpirunPipes {
+ public:
+  MpirunPipes(OutputRouter& router, int out_fd, int err_fd) : router_(router), parser_(router), fds_{out_fd, err_fd} {
+    for (int fd : fds_) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);  // read what is there
+  }
+  ~MpirunPipes() {
+    for (int fd : fds_) if (fd >= 0) ::close(fd);
+  }
+  // Reads what mpirun wrote and writes what the console takes, waiting up to `wait`.
+  void pump(std::chrono::milliseconds wait) {
+    pollfd pfd[4];
+    int n = 0;
+    for (int i = 0; i < 2; ++i) {
+      if (fds_[i] >= 0 && !router_.backlogged()) pfd[n++] = {fds_[i], POLLIN, 0};
+    }
+    for (int stream : {1, 2}) {
+      if (router_.wants_write(stream)) pfd[n++] = {router_.fd(stream), POLLOUT, 0};
+    }
+    ::poll(pfd, static_cast<nfds_t>(n), static_cast<int>(wait.count()));
+    for (int i = 0; i < 2; ++i) read_from(i);
+    router_.flush_stale(Clock::now());
+    for (int stream : {1, 2}) router_.write_some(stream);
+  }
+  // After mpirun ended: the rest of its output (bounded: a rank it left
+  // behind may hold the pipes), then everything to the console.
+  void finish() {
+    const auto deadline = Clock::now() + std::chrono::seconds(5);
+    while ((fds_[0] >= 0 || fds_[1] >= 0) && Clock::now() < deadline) pump(std::chrono::milliseconds(50));
+    parser_.finish(Clock::now());
+    router_.finish();
+    router_.drain(std::chrono::seconds(5));
+  }
+  void note(const std::string& line) {
+    router_.note(line);
+    for (int stream : {1, 2}) router_.write_some(stream);
+  }
+
+ private:
+  void read_from(int i) {
+    if (fds_[i] < 0) return;
+    char buffer[65536];
+    const ssize_t n = ::read(fds_[i], buffer, sizeof buffer);
+    if (n > 0) {
+      parser_.feed(i + 1, std::string_view(buffer, static_cast<std::size_t>(n)), Clock::now());
+    } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+      ::close(fds_[i]);
+      fds_[i] = -1;
+    }
+  }
+
+  OutputRouter& router_;
+  MpirunOutput parser_;
+  int fds_[2];
+};
+
 // Waits for mpirun; the first INT/TERM/HUP sends it SIGTERM (it stops the
 // ranks), SIGKILL follows after the grace period or a second SIGINT.
 // `report` learns how it ended, with the line trainrun printed.
-int supervise(pid_t mpirun, const sigset_t& handled, double grace_s, ReportRecorder& report) {
+int supervise(pid_t mpirun, const sigset_t& handled, double grace_s, ReportRecorder& report,
+              MpirunPipes& pipes) {
   std::optional<int> stop_signal;
   std::optional<Clock::time_point> kill_at;
   int status = 0;
   while (true) {
-    timespec wait{0, 200'000'000};
-    const int sig = ::sigtimedwait(&handled, nullptr, &wait);
+    pipes.pump(std::chrono::milliseconds(100));
+    timespec no_wait{0, 0};
+    const int sig = ::sigtimedwait(&handled, nullptr, &no_wait);
     if (::waitpid(mpirun, &status, WNOHANG) == mpirun) break;  // every wake-up: SIGCHLDs merge
     if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
       if (stop_signal && sig == SIGINT) {
@@ -72,7 +138,7 @@ int supervise(pid_t mpirun, const sigset_t& handled, double grace_s, ReportRecor
       } else if (!stop_signal) {
         stop_signal = sig;
         const std::string line = "trainrun: received " + signal_name(sig) + ", stopping the job";
-        std::cerr << line << "\n";
+        pipes.note(line);
         report.failed("signal", line);
         ::kill(mpirun, SIGTERM);
         kill_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(grace_s));
@@ -85,18 +151,57 @@ int supervise(pid_t mpirun, const sigset_t& handled, double grace_s, ReportRecor
       kill_at.reset();
     }
   }
+  pipes.finish();
   if (stop_signal) return 128 + *stop_signal;
   const int code = shell_status(status);
   std::string line;
   if (WIFSIGNALED(status)) {
     line = "trainrun: job failed: mpirun was killed by " + signal_name(WTERMSIG(status));
   } else if (code != 0) {
-    line = "trainrun: job failed: mpirun exited with code " + std::to_string(code) + " (see its report above)";
+    line = "trainrun: job failed: mpirun exited with code " + std::to_string(code) + " (see its report above)" +
+           rank_code_note(code);
   }
   if (!line.empty()) {
-    std::cerr << line << "\n";
+    pipes.note(line);
     report.failed("rank_failed", line);
   }
+  return code;
+}
+
+// Runs mpirun with its stdout and stderr on pipes to trainrun's output path.
+int start_and_supervise(const Options& options, const JobPlan& plan, const std::string& mpirun,
+                        const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                        const sigset_t& handled, const sigset_t& original, ReportRecorder& report) {
+  const OutputRouter::Options output_options = job_output_options(options, plan);
+  std::optional<OutputRouter> router;
+  try {
+    router.emplace(output_options);
+  } catch (const Error& e) {
+    std::cerr << "trainrun: error: " << e.what() << "\n";
+    return 1;
+  }
+  int out[2], err[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return 1;
+  if (::pipe2(err, O_CLOEXEC) != 0) {
+    ::close(out[0]);
+    ::close(out[1]);
+    return 1;
+  }
+  ChildSetup setup;
+  setup.stdout_fd = out[1];
+  setup.stderr_fd = err[1];
+  // mpirun stays in trainrun's process group (no new session): it forwards
+  // the terminal's stdin to rank 0, which a background group could not read.
+  const SpawnResult started = spawn_checked(mpirun, argv, env, original, setup);
+  ::close(out[1]);
+  ::close(err[1]);
+  MpirunPipes pipes(*router, out[0], err[0]);
+  if (started.pid <= 0) {
+    std::cerr << "trainrun: error: cannot start mpirun: " << std::strerror(started.error) << "\n";
+    return 1;
+  }
+  const int code = supervise(started.pid, handled, options.grace_s, report, pipes);
+  report.lost_output(router->write_failures());
   return code;
 }
 
@@ -151,11 +256,7 @@ int run_mpirun(const Options& options, ReportRecorder& report) {
   ::sigprocmask(SIG_BLOCK, &handled, &original);
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) env.emplace_back(*e);
-  // mpirun stays in trainrun's process group: it forwards the terminal's
-  // stdin to rank 0, which a background group could not read.
-  const pid_t pid = spawn_child(*mpirun.path, argv, env, original, /*own_group=*/false);
-  if (pid < 0) std::cerr << "trainrun: error: cannot start mpirun: " << std::strerror(errno) << "\n";
-  const int code = pid > 0 ? supervise(pid, handled, options.grace_s, report) : 1;
+  const int code = start_and_supervise(options, *planned.plan, *mpirun.path, argv, env, handled, original, report);
   ::sigprocmask(SIG_SETMASK, &original, nullptr);
   return code;
 }

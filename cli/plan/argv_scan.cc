@@ -45,6 +45,15 @@ bool short_cluster(const std::string& token, const OptionNames& names) {
   return true;
 }
 
+// "-np2", "--np=2" aside: a long option that takes a value with its number
+// glued on. The name without the digits, or "" when that is no such option.
+std::string glued_number(const std::string& name, const OptionNames& names) {
+  const std::size_t digits = name.find_last_not_of("0123456789") + 1;
+  if (digits == 0 || digits == name.size()) return "";
+  const auto it = names.long_names.find(name.substr(0, digits));
+  return it != names.long_names.end() && it->second ? it->first : "";
+}
+
 }  // namespace
 
 std::string nearest_name(const std::string& name, const OptionNames& names) {
@@ -74,6 +83,12 @@ ArgvScan scan_options(const std::vector<std::string>& args, const OptionNames& n
       if (!dashes) token.insert(0, "-");  // mpirun's -np, -hostfile, -host, ...
       if (long_name->second && eq == std::string::npos) ++i;  // its value
       continue;
+    }
+    if (const std::string glued = glued_number(name, names); !glued.empty() && eq == std::string::npos) {
+      const std::string spelled = token.substr(0, token.size() - (name.size() - glued.size()));
+      scan.error = "unknown option " + quoted(token) + "; did you mean " + spelled + " " +
+                   name.substr(glued.size()) + "? (a space between the option and its value)";
+      return scan;
     }
     if (dashes || !short_cluster(token, names)) {
       scan.error = unknown(token, name, names);

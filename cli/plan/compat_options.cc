@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/plan/options.h"
+#include "cli/plan/rank_count.h"
 
 namespace trainrun::cli {
 namespace {
@@ -11,7 +12,7 @@ constexpr const char* kGroup = "Compatibility (mpirun, horovodrun and torchrun s
 
 // mpirun's names for the job's size and hosts.
 void add_mpirun(CLI::App& app, Options& o) {
-  app.add_option("-n", o.np, "mpirun: ranks [--np]")->check(CLI::Range(1, 1 << 20))->group(kGroup);
+  app.add_option("-n", o.np, "mpirun: ranks [--np]")->check(rank_count())->group(kGroup);
   app.add_option("--host", o.hosts, "mpirun: hosts and slots, also -host [-H, --hosts]")->group(kGroup);
   app.add_option("--machinefile", o.hostfile, "mpirun: file of hosts, also -machinefile, -hostfile [--hostfile]")
       ->group(kGroup);
@@ -23,7 +24,7 @@ void add_mpirun(CLI::App& app, Options& o) {
 
 // horovodrun's names; the engine's that match trainrun's are trainrun's own.
 void add_horovodrun(CLI::App& app, Options& o) {
-  app.add_option("--num-proc", o.np, "horovodrun: ranks [--np]")->check(CLI::Range(1, 1 << 20))->group(kGroup);
+  app.add_option("--num-proc", o.np, "horovodrun: ranks [--np]")->check(rank_count())->group(kGroup);
   app.add_flag_callback("--gloo", [&o] { o.backend = "gloo"; }, "horovodrun: [--backend gloo]")->group(kGroup);
   app.add_option("--timeline-filename", o.timeline, "horovodrun: [--timeline FILE]")->group(kGroup);
   app.add_flag_callback("--timeline-mark-cycles",

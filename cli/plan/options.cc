@@ -7,6 +7,7 @@
 #include "cli/plan/argv_scan.h"
 #include "cli/plan/compat_options.h"
 #include "cli/plan/config_file.h"
+#include "cli/plan/rank_count.h"
 #include "cli/plan/host_list.h"
 #include "cli/plan/printable.h"
 #include "trainrun/version.h"
@@ -87,7 +88,7 @@ void build(CLI::App& app, Options& o) {
 
   const char* job = "Job";
   app.add_option("--np", o.np, "Number of ranks (also -np); default: every slot of -H/--hostfile")
-      ->check(CLI::Range(1, 1 << 20))->group(job);
+      ->check(rank_count())->group(job);
   app.add_flag("--local", o.local, "Run every rank on this machine (the default without -H)")->group(job);
   app.add_option("-H,--hosts", o.hosts, "Hosts and slots: host[:slots],user@host[:slots],[ipv6]:slots")
       ->group(job);
@@ -143,9 +144,9 @@ void build(CLI::App& app, Options& o) {
 
   const char* elastic = "Elastic (survive failures, grow with new hosts)";
   app.add_option("--min-np", o.min_np, "Fewest ranks the job may go on with (default -np); enables elastic mode")
-      ->check(CLI::Range(1, 1 << 20))->group(elastic);
+      ->check(rank_count())->group(elastic);
   app.add_option("--max-np", o.max_np, "Most ranks the job may grow to (default -np); enables elastic mode")
-      ->check(CLI::Range(1, 1 << 20))->group(elastic);
+      ->check(rank_count())->group(elastic);
   app.add_option("--host-discovery-script", o.discovery_script,
                  "Program printing the usable hosts as 'host:slots' lines, run every second "
                  "(instead of -H); enables elastic mode")

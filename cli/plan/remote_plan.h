@@ -26,6 +26,7 @@ class RemotePlan {
   bool any_remote() const { return !remote_hosts_.empty(); }
   bool any_local() const { return remote_hosts_.size() < remote_.size(); }
   bool is_remote(std::size_t host_index) const { return remote_[host_index]; }
+  std::size_t host_count() const { return remote_.size(); }  // local and remote
   const std::vector<HostSlots>& remote_hosts() const { return remote_hosts_; }
   const std::string& bind_address() const { return bind_address_; }
   // TRAINRUN_NETWORK or TRAINRUN_IFACE for every rank, when chosen.

@@ -34,8 +34,10 @@ std::string preflight_failure_report(const std::vector<CheckRow>& rows, std::siz
       failed_hosts.push_back(row.host);
     }
   }
+  std::string names;
+  for (const std::string& host : failed_hosts) names += (names.empty() ? "" : ", ") + host;
   return "trainrun: pre-flight checks failed on " + std::to_string(failed_hosts.size()) + " of " +
-         std::to_string(hosts) + " host(s); nothing was started\n" + format_check_table(failed);
+         std::to_string(hosts) + " host(s) (" + names + "); nothing was started\n" + format_check_table(failed);
 }
 
 std::string format_reach_matrix(const std::vector<std::string>& from, const std::vector<std::string>& to,

@@ -174,7 +174,9 @@ void SshAgentLink::Pump::run() {
   ssh_set_blocking(session_->session(), 0);
   while (!stop_) {
     if (!move_bytes()) {
-      return end("lost connection to " + host_ + " (" + session_->last_error() + ")");
+      const std::string closed = session_->closed_by_host(
+          "(its sshd or this session was killed, or the host is going down)");
+      return end("lost connection to " + host_ + (closed.empty() ? " (" + session_->last_error() + ")" : ": " + closed));
     }
     if (agent_eof_ && from_agent_.empty()) {
       // The agent is done; its exit status follows the EOF. (Past the EOF

@@ -20,7 +20,9 @@ std::string option_text(ssh_session session, ssh_options_e option) {
 }
 
 std::string connect_error(int error, const std::string& resolve_error, const std::string& address) {
-  if (!resolve_error.empty()) return "cannot resolve " + address + ": " + resolve_error;
+  if (!resolve_error.empty()) {
+    return "cannot resolve the host name " + address + " (" + resolve_error + "): a typo in -H/--hostfile, or DNS";
+  }
   switch (error) {
     case ECONNREFUSED: return "connection refused";
     case ETIMEDOUT: return "timed out";
@@ -91,6 +93,12 @@ std::string SshSession::destination() const {
 
 std::string SshSession::last_error() const { return ssh_get_error(session_); }
 
+std::string SshSession::closed_by_host(const std::string& when) const {
+  const std::string raw = last_error();
+  if (raw.find("disconnected") == std::string::npos) return "";
+  return "the host closed the SSH connection " + when;
+}
+
 std::optional<SshFailure> SshSession::connect() {
   // Our own TCP connect says exactly why it failed (refused, timed out,
   // cannot resolve); libssh connects itself only through a ProxyCommand.
@@ -108,6 +116,10 @@ std::optional<SshFailure> SshSession::connect() {
     if (why.find("Timeout") != std::string::npos || why.find("timeout") != std::string::npos) {
       return SshFailure{"connect", "timed out (" + why + ")"};
     }
+    const std::string closed = closed_by_host(
+        "during the handshake (not an SSH server on that port, or its sshd dropped the connection: "
+        "MaxStartups, a firewall, tcp wrappers)");
+    if (!closed.empty()) return SshFailure{"connect", closed};
     return SshFailure{"connect", why};
   }
   return std::nullopt;

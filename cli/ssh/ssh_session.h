@@ -56,6 +56,9 @@ class SshSession {
   // The remote command's exit status once it ended, or -1.
   int exit_status();
   std::string last_error() const;
+  // When libssh's error says the peer closed the connection ("Socket error:
+  // disconnected"): a sentence saying so, ending with `when`; else "".
+  std::string closed_by_host(const std::string& when) const;
 
   ssh_session_struct* session() const { return session_; }
   ssh_channel_struct* channel() const { return channel_; }

@@ -3,7 +3,8 @@
 //   trainrun --local -np 2 ./allreduce_bench --min-bytes 4 --max-bytes 256M
 //   mpirun -np 2 ./allreduce_bench --csv
 //   trainrun --local -np 1 --backend nccl ./allreduce_bench --device cuda
-// Options: --dtype float32|float16|bfloat16|float64|int32|int64|int8|uint8,
+// Options (allreduce_bench --help lists them; a bad value is one line and
+// exit status 2): --dtype float32|float16|bfloat16|float64|int32|int64|int8|uint8,
 // --op sum|average|min|max|product, --min-bytes, --max-bytes, --factor,
 // --iters (default: adaptive), --warmup, --csv, --device host|cuda (CUDA
 // buffers on the current device; through NCCL, or staged by --backend gloo),
@@ -14,11 +15,13 @@
 
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "bench_harness.h"
+#include "bench_options.h"
 #include "cuda_memory.h"
 
 namespace {
@@ -40,15 +43,14 @@ bool parse_op(const std::string& name, trainrun::ReduceOp& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bench::Config config;
-  std::string error;
+  int exit_code = 0;
+  const std::optional<bench::Config> parsed = bench::parse_options(argc, argv, exit_code);
+  if (!parsed) return exit_code;
+  const bench::Config& config = *parsed;
   trainrun::DataType type = trainrun::DataType::Float32;
   trainrun::ReduceOp op = trainrun::ReduceOp::Sum;
-  if (!bench::parse_args(argc, argv, config, error) || !parse_type(config.type, type) ||
-      !parse_op(config.op, op)) {
-    std::fprintf(stderr, "allreduce_bench: %s\n", error.empty() ? "unknown --dtype or --op" : error.c_str());
-    return 2;
-  }
+  parse_type(config.type, type);  // both checked by parse_options
+  parse_op(config.op, op);
   const bool cuda = config.device == "cuda";
   std::string why;
   if (cuda && !cuda_memory::usable(why)) {

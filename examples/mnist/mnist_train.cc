@@ -5,7 +5,8 @@
 //
 //   trainrun --local -np 4 ./build/examples/mnist/mnist_train
 //
-// Options: --data FILE (data/mnist/mnist.bin), --epochs N (3), --batch-size B
+// Options (mnist_train --help lists them): --data FILE (default: ./data/mnist/mnist.bin, then the
+// source tree's, then the installed copy: found from any directory), --epochs N (3), --batch-size B
 // per rank (32), --lr X before scaling (0.025), --momentum X (0.9), --seed S,
 // --checkpoint FILE (mnist-checkpoint.pt), --resume, --compression
 // none|fp16|bf16, --backward-passes K, --check-identical (after every step,
@@ -20,76 +21,20 @@
 #include <trainrun/trainrun.h>
 
 #include <chrono>
+#include <optional>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <thread>
 
 #include "mnist_data.h"
+#include "mnist_options.h"
 #include "mnist_net.h"
 
 namespace {
 
-struct Config {
-  std::string data = "data/mnist/mnist.bin";
-  int epochs = 3;
-  int batch_size = 32;
-  double lr = 0.025;
-  double momentum = 0.9;
-  std::uint64_t seed = 1;
-  std::string checkpoint = "mnist-checkpoint.pt";
-  bool resume = false;
-  trainrun::torch::Compression compression = trainrun::torch::Compression::None;
-  int backward_passes = 1;
-  bool check_identical = false;
-  bool progress = true;
-  int threads = 0;
-  bool elastic = false;
-  int commit_every = 20;
-};
-
+using mnist::Config;
 using mnist::Net;
-
-bool parse(int argc, char** argv, Config& c) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
-    const char* v = nullptr;
-    if (a == "--resume") c.resume = true;
-    else if (a == "--check-identical") c.check_identical = true;
-    else if (a == "--no-progress") c.progress = false;
-    else if (a == "--elastic") c.elastic = true;
-    else if (a == "--commit-every" && (v = value())) c.commit_every = std::atoi(v);
-    else if (a == "--data" && (v = value())) c.data = v;
-    else if (a == "--checkpoint" && (v = value())) c.checkpoint = v;
-    else if (a == "--epochs" && (v = value())) c.epochs = std::atoi(v);
-    else if (a == "--batch-size" && (v = value())) c.batch_size = std::atoi(v);
-    else if (a == "--lr" && (v = value())) c.lr = std::atof(v);
-    else if (a == "--momentum" && (v = value())) c.momentum = std::atof(v);
-    else if (a == "--seed" && (v = value())) c.seed = std::strtoull(v, nullptr, 10);
-    else if (a == "--backward-passes" && (v = value())) c.backward_passes = std::atoi(v);
-    else if (a == "--threads" && (v = value())) c.threads = std::atoi(v);
-    else if (a == "--compression" && (v = value())) {
-      const std::string name = v;
-      if (name == "none") c.compression = trainrun::torch::Compression::None;
-      else if (name == "fp16") c.compression = trainrun::torch::Compression::Float16;
-      else if (name == "bf16") c.compression = trainrun::torch::Compression::BFloat16;
-      else return std::fprintf(stderr, "mnist_train: --compression none|fp16|bf16, not '%s'\n", v), false;
-    } else {
-      std::fprintf(stderr, "mnist_train: unknown or incomplete option '%s'\n", a.c_str());
-      return false;
-    }
-  }
-  if (c.elastic && (c.backward_passes != 1 || c.resume)) {
-    std::fprintf(stderr, "mnist_train: --elastic keeps its state in memory: no --resume or --backward-passes\n");
-    return false;
-  }
-  if (c.epochs < 1 || c.batch_size < 1 || c.backward_passes < 1 || c.lr <= 0 || c.commit_every < 1) {
-    std::fprintf(stderr, "mnist_train: --epochs, --batch-size, --backward-passes, --commit-every and --lr must be positive\n");
-    return false;
-  }
-  return true;
-}
 
 // Images as float [N,1,28,28] in [0,1] and labels as int64.
 std::pair<torch::Tensor, torch::Tensor> tensors(const mnist::Digits& d) {
@@ -330,8 +275,16 @@ int train_elastic(const Config& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Config config;
-  if (!parse(argc, argv, config)) return 2;
+  int exit_code = 0;
+  std::optional<Config> parsed = mnist::parse_options(argc, argv, exit_code);
+  if (!parsed) return exit_code;
+  Config config = *parsed;
+  std::string why;
+  config.data = mnist::find_data(config, why);
+  if (config.data.empty()) {
+    std::fprintf(stderr, "mnist_train: %s\n", why.c_str());
+    return 1;
+  }
   try {
     return config.elastic ? train_elastic(config) : train(config);
   } catch (const trainrun::Error& e) {

@@ -233,7 +233,7 @@ TEST_CASE("usage errors exit 2 with one line naming the bad token; nothing start
     std::string message;
   };
   const std::vector<Case> cases = {
-      {{"-np", "0", "p"}, "--np: Value 0 not in range"},
+      {{"-np", "0", "p"}, "--np: '0' is not a number of ranks"},
       {{"-np", "2"}, "no program given"},
       {{"--frobnicate", "-np", "2", "p"}, "--frobnicate"},
       {{"-np", "5", "-H", "localhost:2,127.0.0.1:2", "p"}, "-np 5 exceeds the 4 slot(s) of localhost:2,127.0.0.1:2 (--oversubscribe allows it)"},

@@ -192,11 +192,12 @@ TEST_CASE("every pre-flight failure in one table, all hosts checked at once, not
   INFO(r.out, r.err);
   CHECK(r.exit_code == 125);
   CHECK(r.seconds < 2 + 3);  // in parallel: one timeout, not one per host
-  CHECK(contains(r.err, "trainrun: pre-flight checks failed on 6 of 7 host(s); nothing was started\n"));
+  CHECK(contains(r.err, "trainrun: pre-flight checks failed on 6 of 7 host(s) (refused, blackhole, no-such-host.invalid, "
+                         "nobody@h2, badkey, unknown); nothing was started\n"));
   CHECK(contains(r.err, "  host "));
   CHECK(row_says(r.err, "refused", "connect", "connection refused"));
   CHECK(row_says(r.err, "blackhole", "connect", "timed out"));
-  CHECK(row_says(r.err, "no-such-host.invalid", "connect", "cannot resolve no-such-host.invalid"));
+  CHECK(row_says(r.err, "no-such-host.invalid", "connect", "cannot resolve the host name no-such-host.invalid"));
   CHECK(row_says(r.err, "nobody@h2", "login", "authentication failed (publickey) as nobody"));
   const std::string mismatch = line_with(r.err, "  badkey ");
   CHECK(contains(mismatch, "host key  host key mismatch: " + hosts().address(3) + " presents ssh-ed25519 " +
@@ -328,7 +329,7 @@ TEST_CASE("the JSON report of a remote job: its hosts, each rank on its host, th
   REQUIRE(k.is_object());
   CHECK(k["outcome"] == "preflight_failed");
   CHECK(k["exit_code"] == 125);
-  CHECK(k["failure"]["cause"] == "trainrun: pre-flight checks failed on 1 of 2 host(s); nothing was started");
+  CHECK(k["failure"]["cause"] == "trainrun: pre-flight checks failed on 1 of 2 host(s) (refused); nothing was started");
   CHECK(k["ranks"][1]["state"] == "not_started");
 }
 
@@ -432,7 +433,8 @@ TEST_CASE("sshd killed mid-job: 'lost connection' within 15 s, exit 125, nothing
   CHECK(f.seconds_after_fault < 15);
   CHECK(r.exit_code == 125);
   CHECK(count(r.err, "lost connection to h3") == 1);
-  CHECK(contains(r.err, "trainrun: lost connection to h3"));
+  CHECK(contains(r.err, "trainrun: lost connection to h3: the host closed the SSH connection (its sshd or this "
+                        "session was killed, or the host is going down)\n"));
   CHECK(nothing_left_anywhere(tag));
   if (schema_validator_missing().empty()) {
     const nlohmann::json j = checked_report(report.path);

@@ -20,7 +20,7 @@ TEST_CASE("the pre-flight report counts failed hosts and lists only failed check
                                                        {"h3", "connect", "timed out", false}},
                                                       4);
   CHECK(report ==
-        "trainrun: pre-flight checks failed on 2 of 4 host(s); nothing was started\n"
+        "trainrun: pre-flight checks failed on 2 of 4 host(s) (h2, h3); nothing was started\n"
         "  host  check      result\n"
         "  h2    program    no such file: /x\n"
         "  h2    directory  no such directory: /d\n"

@@ -1,0 +1,67 @@
+#include "bench_options.h"
+
+#include "../example_cli.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include <trainrun/trainrun.h>
+
+namespace bench {
+namespace {
+
+// "4", "64K", "256M", "1G", "1GB": bytes.
+CLI::Validator byte_size() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        std::size_t bytes = 0;
+        if (parse_size(text.c_str(), bytes)) {
+          text = std::to_string(bytes);
+          return "";
+        }
+        return "'" + text + "' is not a size in bytes (e.g. 4, 64K, 256M, 1G)";
+      },
+      "SIZE");
+}
+
+std::vector<std::string> names(bool types) {
+  std::vector<std::string> out;
+  if (types) {
+    for (auto t : trainrun::kAllDataTypes) out.push_back(trainrun::to_string(t));
+  } else {
+    for (auto o : trainrun::kAllReduceOps) out.push_back(trainrun::to_string(o));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<Config> parse_options(int argc, char** argv, int& exit_code) {
+  Config c;
+  CLI::App app("allreduce_bench: throughput and latency of a collective per message size, in the style of "
+               "nccl-tests (trainrun --local -np 2 allreduce_bench --min-bytes 4 --max-bytes 256M)",
+               "allreduce_bench");
+  app.add_option("--min-bytes", c.min_bytes, "Smallest message")->transform(byte_size())->capture_default_str();
+  app.add_option("--max-bytes", c.max_bytes, "Largest message")->transform(byte_size())->capture_default_str();
+  app.add_option("--factor", c.factor, "Each size is the previous one times this")
+      ->check(CLI::Range(2, 1 << 20))->capture_default_str();
+  app.add_option("--iters", c.iters, "Timed iterations per size (default: as many as fit ~0.25 s, 5 to 1000)")
+      ->check(CLI::Range(1, 1 << 30));
+  app.add_option("--warmup", c.warmup, "Untimed iterations per size")->check(CLI::Range(0, 1 << 30))->capture_default_str();
+  app.add_option("--dtype", c.type, "Element type")->check(CLI::IsMember(names(true)))->capture_default_str();
+  app.add_option("--op", c.op, "Reduction")->check(CLI::IsMember(names(false)))->capture_default_str();
+  app.add_option("--collective", c.collective, "allreduce, broadcast (from rank 0) or alltoall")
+      ->check(CLI::IsMember({"allreduce", "broadcast", "alltoall"}))->capture_default_str();
+  app.add_option("--device", c.device, "Where the buffers live: host or cuda")
+      ->check(CLI::IsMember({"host", "cuda"}))->capture_default_str();
+  app.add_flag("--csv", c.csv, "One CSV line per size");
+  if (!examples::parse_cli(app, argc, argv, exit_code)) return std::nullopt;
+  if (c.min_bytes > c.max_bytes) {
+    std::fprintf(stderr, "allreduce_bench: error: --min-bytes exceeds --max-bytes\n");
+    exit_code = 2;
+    return std::nullopt;
+  }
+  return c;
+}
+
+}  // namespace bench
