@@ -208,6 +208,7 @@ TEST_CASE("kill -9 of trainrun takes mpirun and the ranks with it") {
   }
 }
 
+// Two ranks share the host: OMP_NUM_THREADS=1 goes with them, as under torchrun.
 TEST_CASE("--dry-run prints the mpirun command and runs nothing") {
   const ProcessResult r = run_trainrun({"--mpi", "-np", "2", "--backend", "mpi", "--mpi-args",
                                         "--mca btl 'self,tcp'", "--dry-run", rank_program(), "a b"});
@@ -216,7 +217,7 @@ TEST_CASE("--dry-run prints the mpirun command and runs nothing") {
   CHECK(r.out == g_mpirun + " -np 2 -H localhost:2 --bind-to none --map-by slot " +
                      (yield ? "--mca mpi_yield_when_idle 1 " : "") + "--tag-output " +
                      (::geteuid() == 0 ? "--allow-run-as-root " : "") +
-                     "-x TRAINRUN_BACKEND=mpi --mca btl self,tcp " + rank_program() + " 'a b'\n");
+                     "-x OMP_NUM_THREADS=1 -x TRAINRUN_BACKEND=mpi --mca btl self,tcp " + rank_program() + " 'a b'\n");
 }
 
 TEST_CASE("clear errors before anything starts") {
