@@ -8,6 +8,8 @@
 #include <map>
 #include <tuple>
 
+#include "cli/report/stack_text.h"
+
 namespace trainrun::cli {
 namespace {
 
@@ -65,17 +67,7 @@ std::vector<int> parse_cpu_list(const std::string& text) {
   return cpus;
 }
 
-std::string format_cpu_list(const std::vector<int>& cpus) {
-  std::string out;
-  for (std::size_t i = 0; i < cpus.size();) {
-    std::size_t j = i;
-    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
-    out += (out.empty() ? "" : ",") + std::to_string(cpus[i]);
-    if (j > i) out += "-" + std::to_string(cpus[j]);
-    i = j + 1;
-  }
-  return out;
-}
+std::string format_cpu_list(const std::vector<int>& cpus) { return report::rank_ranges(cpus); }
 
 CpuTopology read_cpu_topology(const std::string& sys) {
   std::map<int, int> node_of;

@@ -40,7 +40,7 @@ std::optional<CpuBinding> choose_binding(const CpuTopology& topology, const std:
 
 // "0-3,8" -> {0,1,2,3,8}; empty on a malformed list.
 std::vector<int> parse_cpu_list(const std::string& text);
-// {0,1,2,3,8} -> "0-3,8".
+// {0,1,2,3,8} -> "0-3,8" (the stack report's rank ranges, cli/report/stack_text.h).
 std::string format_cpu_list(const std::vector<int>& cpus);
 
 // The --report-bindings line: "trainrun: rank 1 on HOST bound to core 1
