@@ -6,13 +6,13 @@
 
 #include "backends/registry.h"
 #include "cli/agent/agent.h"
-#include "cli/ssh/doctor.h"
+#include "cli/doctor.h"
 #include "cli/job/job_state.h"
-#include "cli/job/launch.h"
+#include "cli/launch.h"
 #include "cli/mpirun/mpirun_launcher.h"
 #include "cli/plan/options.h"
 #include "cli/plan/program_path.h"
-#include "cli/report/report_recorder.h"
+#include "cli/job/report_recorder.h"
 #include "trainrun/error.h"
 #include "trainrun/version.h"
 

@@ -5,12 +5,12 @@
 #include <numeric>
 
 #include "backends/backend.h"
-#include "lib/call_descriptor.h"
+#include "backends/call_descriptor.h"
 #include "lib/call_size.h"
-#include "lib/core_call.h"
+#include "backends/core_call.h"
 #include "lib/engine/engine.h"
 #include "lib/fork_guard.h"
-#include "lib/world.h"
+#include "contract/world.h"
 #include "trainrun/error.h"
 
 namespace trainrun {

@@ -14,9 +14,9 @@
 #include "lib/elastic/membership.h"
 #include "lib/fork_guard.h"
 #include "lib/rendezvous_client.h"
-#include "lib/world.h"
-#include "rendezvous/elastic_protocol.h"
-#include "rendezvous/protocol.h"
+#include "contract/world.h"
+#include "contract/elastic_protocol.h"
+#include "contract/environment.h"
 #include "trainrun/communicator.h"
 #include "trainrun/error.h"
 

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "rendezvous/auth.h"
-#include "rendezvous/protocol.h"
+#include "contract/environment.h"
 #include "trainrun/error.h"
 
 namespace trainrun::detail {

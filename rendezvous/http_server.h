@@ -12,7 +12,7 @@
 
 #include "rendezvous/auth.h"
 #include "rendezvous/kv_table.h"
-#include "rendezvous/protocol.h"
+#include "contract/environment.h"
 
 namespace trainrun::rendezvous {
 

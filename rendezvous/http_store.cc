@@ -13,7 +13,7 @@
 
 #include "rendezvous/kv_request.h"
 #include "rendezvous/net.h"
-#include "rendezvous/protocol.h"
+#include "contract/environment.h"
 #include "trainrun/error.h"
 
 namespace trainrun::rendezvous {

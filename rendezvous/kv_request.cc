@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
-#include "rendezvous/protocol.h"
+#include "contract/environment.h"
 
 namespace trainrun::rendezvous {
 namespace {

@@ -26,7 +26,7 @@
 #include "backends/shm/shm_layout.h"
 #include "backends/shm/shm_rounds.h"
 #include "backends/shm/shm_segment.h"
-#include "lib/core_call.h"
+#include "backends/core_call.h"
 
 namespace trainrun::detail {
 

@@ -1,6 +1,6 @@
 #include "cli/job/job_state.h"
 
-#include "lib/decimal.h"
+#include "contract/decimal.h"
 
 #include <sys/wait.h>
 

@@ -11,8 +11,8 @@
 
 #include "cli/plan/host_list.h"
 #include "cli/plan/printable.h"
-#include "lib/decimal.h"
-#include "rendezvous/protocol.h"
+#include "contract/decimal.h"
+#include "contract/environment.h"
 
 namespace trainrun::cli {
 namespace {

@@ -5,8 +5,8 @@
 // one awaited. Pure logic over a Store, so tests drive it with a fake.
 #pragma once
 
-#include "lib/world.h"
-#include "rendezvous/elastic_protocol.h"
+#include "contract/world.h"
+#include "contract/elastic_protocol.h"
 #include "rendezvous/store.h"
 
 namespace trainrun::detail {

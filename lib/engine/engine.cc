@@ -6,12 +6,12 @@
 #include <string_view>
 #include <utility>
 
-#include "lib/core_call.h"
+#include "backends/core_call.h"
 #include "lib/engine/cycle_status.h"
 #include "lib/engine/fusion_planner.h"
 #include "lib/engine/shutdown_cause.h"
 #include "lib/rendezvous_client.h"
-#include "rendezvous/protocol.h"
+#include "contract/environment.h"
 
 namespace trainrun::detail {
 namespace {

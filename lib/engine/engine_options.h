@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <string>
 
-#include "lib/world.h"
+#include "contract/world.h"
 
 namespace trainrun::detail {
 

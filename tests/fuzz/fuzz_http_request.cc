@@ -10,7 +10,7 @@
 
 #include "rendezvous/auth.h"
 #include "rendezvous/kv_request.h"
-#include "rendezvous/protocol.h"
+#include "contract/environment.h"
 #include "tests/fuzz/fuzz_input.h"
 
 namespace beast = boost::beast;

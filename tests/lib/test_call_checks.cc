@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/call_descriptor.h"
+#include "backends/call_descriptor.h"
 #include "lib/call_size.h"
 #include "trainrun/error.h"
 

@@ -15,7 +15,7 @@
 #include "rendezvous/http_server.h"
 #include "rendezvous/http_store.h"
 #include "rendezvous/kv_request.h"
-#include "rendezvous/protocol.h"
+#include "contract/environment.h"
 #include "trainrun/error.h"
 
 using namespace trainrun::rendezvous;

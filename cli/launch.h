@@ -9,7 +9,7 @@
 
 #include "cli/plan/job_plan.h"
 #include "cli/plan/options.h"
-#include "cli/plan/remote_plan.h"
+#include "cli/ssh/remote_plan.h"
 
 namespace trainrun::cli {
 

@@ -1,4 +1,4 @@
-#include "cli/report/report_recorder.h"
+#include "cli/job/report_recorder.h"
 
 #include <unistd.h>
 
@@ -10,7 +10,7 @@
 #include "cli/plan/host_list.h"
 #include "cli/report/atomic_file.h"
 #include "rendezvous/kv_table.h"
-#include "rendezvous/protocol.h"
+#include "contract/environment.h"
 #include "trainrun/version.h"
 
 namespace trainrun::cli {
