@@ -50,7 +50,7 @@ JobEnv job_environment(const Options& options, const JobPlan& plan, const Remote
   return job;
 }
 
-// The elastic settings every rank gets (rendezvous/elastic_protocol.h).
+// The elastic settings every rank gets (contract/elastic_protocol.h).
 void add_elastic_environment(const Options& options, JobEnv& job) {
   if (!options.elastic()) return;
   job.extra.emplace_back(protocol::kEnvElastic, "1");

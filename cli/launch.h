@@ -14,7 +14,7 @@
 namespace trainrun::cli {
 
 class ReportRecorder;
-// `report` records the job for --report (cli/report/report_recorder.h).
+// `report` records the job for --report (cli/job/report_recorder.h).
 int launch(const Options& options, ReportRecorder& report);
 
 // What launch() plans before it starts anything: hosts and ranks (from

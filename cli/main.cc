@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
   using namespace trainrun::cli;
   // `trainrun agent`: started by a launcher, speaks frames on stdin/stdout.
   if (argc == 2 && std::strcmp(argv[1], "agent") == 0) return run_agent(0, 1);
-  // `trainrun doctor -H ...`: the multi-host checks alone (cli/ssh/doctor.h).
+  // `trainrun doctor -H ...`: the multi-host checks alone (cli/doctor.h).
   if (argc >= 2 && std::strcmp(argv[1], "doctor") == 0) {
     ParseResult parsed = parse_options(argc - 1, argv + 1);
     if (parsed.exit_code >= 0) return parsed.exit_code;

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "contract/environment.h"
+#include "contract/auth_scheme.h"
 #include "trainrun/error.h"
 
 namespace trainrun::detail {

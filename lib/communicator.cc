@@ -92,7 +92,7 @@ void Communicator::check_call_agrees(const detail::CallDescriptor& call) {
 // Every core call: refused in a forked child, its arguments checked
 // (`check` validates them, sizes included, and describes the call), the
 // descriptor left where the shared-memory round carries it to the peers
-// (lib/core_call.h), then run: on this thread, or, while the engine runs,
+// (backends/core_call.h), then run: on this thread, or, while the engine runs,
 // on the engine's once every rank has reached the call `request()`
 // describes (the engine compares the requests itself). Every error leaving
 // a collective names the rank, its host and the op. Backends may only

@@ -16,7 +16,7 @@
 #include "lib/rendezvous_client.h"
 #include "contract/world.h"
 #include "contract/elastic_protocol.h"
-#include "contract/environment.h"
+#include "contract/kv_keys.h"
 #include "trainrun/communicator.h"
 #include "trainrun/error.h"
 

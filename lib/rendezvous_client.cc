@@ -4,6 +4,8 @@
 
 #include "rendezvous/auth.h"
 #include "contract/environment.h"
+#include "contract/kv_keys.h"
+#include "contract/auth_scheme.h"
 #include "trainrun/error.h"
 
 namespace trainrun::detail {

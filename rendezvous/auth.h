@@ -12,7 +12,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "contract/environment.h"
+#include "contract/auth_scheme.h"
 
 namespace trainrun::rendezvous {
 

@@ -18,7 +18,7 @@
 #include "rendezvous/auth.h"
 #include "rendezvous/interfaces.h"
 #include "rendezvous/net.h"
-#include "contract/environment.h"
+#include "contract/kv_keys.h"
 #include "rendezvous/store.h"
 #include "trainrun/error.h"
 

@@ -10,7 +10,7 @@
 #include "cli/plan/host_list.h"
 #include "cli/report/atomic_file.h"
 #include "rendezvous/kv_table.h"
-#include "contract/environment.h"
+#include "contract/kv_keys.h"
 #include "trainrun/version.h"
 
 namespace trainrun::cli {

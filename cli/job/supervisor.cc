@@ -12,7 +12,7 @@
 #include "cli/report/stack_dumps.h"
 #include "contract/decimal.h"
 #include "rendezvous/kv_table.h"
-#include "contract/environment.h"
+#include "contract/kv_keys.h"
 
 namespace trainrun::cli {
 namespace {

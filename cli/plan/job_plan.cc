@@ -29,7 +29,7 @@ std::string hosts_text(const std::vector<HostSlots>& hosts) {
 }
 
 // The engine's and the transport's launcher flags, as the variables the
-// library reads (rendezvous/protocol.h); only those the user gave.
+// library reads (contract/environment.h); only those the user gave.
 void append_engine_settings(const Options& o, EnvList& env) {
   namespace p = protocol;
   if (o.fusion_threshold_mb >= 0) {

@@ -11,7 +11,7 @@
 #include "lib/engine/fusion_planner.h"
 #include "lib/engine/shutdown_cause.h"
 #include "lib/rendezvous_client.h"
-#include "contract/environment.h"
+#include "contract/kv_keys.h"
 
 namespace trainrun::detail {
 namespace {
