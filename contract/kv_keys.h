@@ -9,12 +9,13 @@
 namespace trainrun::protocol {
 
 // Scopes used by trainrun itself.
-inline constexpr std::string_view kScopeJob = "job";   // rank.{r} = "host pid backend"
+// rank.{r} = "host pid backend" (contract/job_records.h).
+inline constexpr std::string_view kScopeJob = "job";
 inline constexpr std::string_view kKeyRankPrefix = "rank.";
 // For the launcher's JSON report: first_op = rank 0's host, set when the
 // engine's first op was ready on every rank; stragglers = the straggler
 // table (contract/straggler_table.h); timeline_error = "path\nerror"
-// when rank 0 could not write the --timeline file.
+// when rank 0 could not write the --timeline file (contract/job_records.h).
 inline constexpr std::string_view kKeyFirstOp = "first_op";
 inline constexpr std::string_view kKeyStragglers = "stragglers";
 inline constexpr std::string_view kKeyTimelineError = "timeline_error";

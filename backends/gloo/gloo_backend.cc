@@ -18,6 +18,7 @@
 #include "rendezvous/auth.h"
 #include "rendezvous/interfaces.h"
 #include "rendezvous/net.h"
+#include "contract/job_records.h"
 #include "contract/kv_keys.h"
 #include "rendezvous/store.h"
 #include "trainrun/error.h"
@@ -199,7 +200,8 @@ class GlooBackend final : public Backend {
       try {
         const std::string entry = store_->get(protocol::kScopeJob, std::string(protocol::kKeyRankPrefix) +
                                                                      std::to_string(peer), std::chrono::seconds(2));
-        peer_host = entry.substr(0, entry.find(' ')) + ", ";
+        const auto record = detail::decode_rank_record(entry);
+        peer_host = (record ? record->host : "?") + ", ";
       } catch (const Error&) {
         peer_host = "?, ";
       }
