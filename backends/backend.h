@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/world.h"
+#include "contract/world.h"
 #include "trainrun/types.h"
 
 namespace trainrun::rendezvous {

@@ -5,12 +5,12 @@
 #include <numeric>
 
 #include "backends/backend.h"
-#include "lib/call_descriptor.h"
+#include "backends/call_descriptor.h"
 #include "lib/call_size.h"
-#include "lib/core_call.h"
+#include "backends/core_call.h"
 #include "lib/engine/engine.h"
 #include "lib/fork_guard.h"
-#include "lib/world.h"
+#include "contract/world.h"
 #include "trainrun/error.h"
 
 namespace trainrun {
@@ -92,7 +92,7 @@ void Communicator::check_call_agrees(const detail::CallDescriptor& call) {
 // Every core call: refused in a forked child, its arguments checked
 // (`check` validates them, sizes included, and describes the call), the
 // descriptor left where the shared-memory round carries it to the peers
-// (lib/core_call.h), then run: on this thread, or, while the engine runs,
+// (backends/core_call.h), then run: on this thread, or, while the engine runs,
 // on the engine's once every rank has reached the call `request()`
 // describes (the engine compares the requests itself). Every error leaving
 // a collective names the rank, its host and the op. Backends may only

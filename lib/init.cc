@@ -14,9 +14,10 @@
 #include "lib/elastic/membership.h"
 #include "lib/fork_guard.h"
 #include "lib/rendezvous_client.h"
-#include "lib/world.h"
-#include "rendezvous/elastic_protocol.h"
-#include "rendezvous/protocol.h"
+#include "contract/world.h"
+#include "contract/elastic_protocol.h"
+#include "contract/job_records.h"
+#include "contract/kv_keys.h"
 #include "trainrun/communicator.h"
 #include "trainrun/error.h"
 
@@ -56,7 +57,7 @@ std::shared_ptr<rendezvous::Store> connect_store(const detail::World& world) {
 void record_start(rendezvous::Store& store, const detail::World& world, const std::string& backend) {
   const int key = world.elastic ? world.worker_id : world.rank;
   store.set(protocol::kScopeJob, std::string(protocol::kKeyRankPrefix) + std::to_string(key),
-            world.hostname + " " + std::to_string(::getpid()) + " " + backend);
+            detail::encode_rank_record({world.hostname, static_cast<long>(::getpid()), backend}));
 }
 
 // Announces the worker (once per process), then waits for a generation that

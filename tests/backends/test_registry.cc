@@ -7,7 +7,7 @@
 #include <string>
 
 #include "backends/registry.h"
-#include "lib/world.h"
+#include "contract/world.h"
 #include "trainrun/error.h"
 
 using trainrun::detail::choose_backend;

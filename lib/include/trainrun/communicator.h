@@ -84,7 +84,7 @@ class Communicator {
 
   std::unique_ptr<detail::World> world_;
   std::unique_ptr<detail::Backend> backend_;
-  std::uint64_t core_calls_ = 0;  // numbers core calls in wait messages (lib/core_call.h)
+  std::uint64_t core_calls_ = 0;  // numbers core calls in wait messages (backends/core_call.h)
   std::mutex engine_mutex_;
   std::atomic<bool> engine_made_{false};    // engine_ set (it stays until the communicator goes)
   std::unique_ptr<detail::Engine> engine_;  // declared last: stops before the backend goes

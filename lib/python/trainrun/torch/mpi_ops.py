@@ -9,10 +9,12 @@ same order agree; pass name= when the order differs between ranks.
 """
 import atexit
 import itertools
+import sys
 
 import torch
 
 from trainrun import _core, elastic
+from trainrun.torch import autograd_ops
 
 Average = _core.ReduceOp.Average
 Sum = _core.ReduceOp.Sum
@@ -139,13 +141,12 @@ def _in_place(tensor):
     return work, copy_back
 
 
+# What autograd_ops' backward passes call: this module.
+_ops = sys.modules[__name__]
+
+
 def _differentiable(tensor):
     return tensor.requires_grad and torch.is_grad_enabled()
-
-
-def _autograd():
-    from trainrun.torch import autograd_ops  # it imports this module
-    return autograd_ops
 
 
 def _copy(tensor):
@@ -188,7 +189,7 @@ def allreduce(tensor, average=None, name=None, compression=None, op=None, presca
               postscale_factor=1.0, process_set=None):
     """A reduced copy of `tensor` (op Average unless told); differentiable."""
     if _differentiable(tensor):
-        return _autograd().Allreduce.apply(tensor, _op(average, op), name, prescale_factor, postscale_factor)
+        return autograd_ops.Allreduce.apply(tensor, _ops, _op(average, op), name, prescale_factor, postscale_factor)
     if compression is None:
         return synchronize(allreduce_async(tensor, average, name, op, prescale_factor, postscale_factor))
     wire, ctx = compression.compress(tensor)
@@ -233,7 +234,7 @@ def allgather_async(tensor, name=None, process_set=None):
 def allgather(tensor, name=None, process_set=None):
     """Every rank's tensor concatenated along the first dimension (which may differ); differentiable."""
     if _differentiable(tensor):
-        return _autograd().Allgather.apply(tensor, name)
+        return autograd_ops.Allgather.apply(tensor, _ops, name)
     return synchronize(allgather_async(tensor, name))
 
 
@@ -255,7 +256,7 @@ def broadcast_(tensor, root_rank, name=None, process_set=None):
 def broadcast(tensor, root_rank, name=None, process_set=None):
     """A copy of root_rank's tensor; differentiable."""
     if _differentiable(tensor):
-        return _autograd().Broadcast.apply(tensor, root_rank, name)
+        return autograd_ops.Broadcast.apply(tensor, _ops, root_rank, name)
     return synchronize(broadcast_async(tensor, root_rank, name))
 
 

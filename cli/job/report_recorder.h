@@ -17,7 +17,7 @@
 #include "cli/plan/job_plan.h"
 #include "cli/job/job_state.h"
 #include "cli/report/job_report.h"
-#include "cli/report/rank_events.h"
+#include "cli/job/rank_events.h"
 
 namespace trainrun::rendezvous {
 class KvTable;

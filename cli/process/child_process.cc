@@ -1,4 +1,4 @@
-#include "cli/agent/child_process.h"
+#include "cli/process/child_process.h"
 
 #include <fcntl.h>
 #include <sys/prctl.h>

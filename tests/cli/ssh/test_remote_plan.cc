@@ -3,8 +3,8 @@
 #include <iterator>
 
 #include "cli/plan/options.h"
-#include "cli/plan/remote_plan.h"
-#include "rendezvous/protocol.h"
+#include "cli/ssh/remote_plan.h"
+#include "contract/environment.h"
 #include "trainrun/error.h"
 
 using namespace trainrun::cli;

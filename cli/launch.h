@@ -9,12 +9,12 @@
 
 #include "cli/plan/job_plan.h"
 #include "cli/plan/options.h"
-#include "cli/plan/remote_plan.h"
+#include "cli/ssh/remote_plan.h"
 
 namespace trainrun::cli {
 
 class ReportRecorder;
-// `report` records the job for --report (cli/report/report_recorder.h).
+// `report` records the job for --report (cli/job/report_recorder.h).
 int launch(const Options& options, ReportRecorder& report);
 
 // What launch() plans before it starts anything: hosts and ranks (from

@@ -1,4 +1,4 @@
-#include "cli/plan/remote_plan.h"
+#include "cli/ssh/remote_plan.h"
 
 #include <unistd.h>
 
@@ -12,7 +12,7 @@
 #include "cli/plan/shell_words.h"
 #include "rendezvous/interfaces.h"
 #include "rendezvous/net.h"
-#include "rendezvous/protocol.h"
+#include "contract/environment.h"
 #include "trainrun/error.h"
 
 namespace trainrun::cli {

@@ -1,4 +1,4 @@
-#include "cli/report/report_recorder.h"
+#include "cli/job/report_recorder.h"
 
 #include <unistd.h>
 
@@ -10,7 +10,8 @@
 #include "cli/plan/host_list.h"
 #include "cli/report/atomic_file.h"
 #include "rendezvous/kv_table.h"
-#include "rendezvous/protocol.h"
+#include "contract/job_records.h"
+#include "contract/kv_keys.h"
 #include "trainrun/version.h"
 
 namespace trainrun::cli {
@@ -84,18 +85,16 @@ void ReportRecorder::collect(const rendezvous::KvTable& table) {
     table_ = nullptr;
   }
   for (ReportRank& rank : report_.ranks) {
-    if (auto record = table.get(rank_key(protocol::kKeyRankPrefix, rank.rank))) {  // "host pid backend"
-      const std::size_t space = record->rfind(' ');
-      if (std::count(record->begin(), record->end(), ' ') == 2) rank.backend = record->substr(space + 1);
+    if (auto text = table.get(rank_key(protocol::kKeyRankPrefix, rank.rank))) {
+      if (auto record = detail::decode_rank_record(*text)) rank.backend = record->backend;
     }
   }
   if (auto text = table.get(job_key(protocol::kKeyStragglers))) {
     report_.stragglers = detail::decode_straggler_table(*text);
   }
-  if (auto text = table.get(job_key(protocol::kKeyTimelineError))) {  // "path\nerror"
-    const std::size_t newline = text->find('\n');
-    report_.output_errors.push_back({text->substr(0, newline), "timeline", 0,
-                                     newline == std::string::npos ? "" : text->substr(newline + 1)});
+  if (auto text = table.get(job_key(protocol::kKeyTimelineError))) {
+    detail::TimelineError failure = detail::decode_timeline_error(*text);
+    report_.output_errors.push_back({std::move(failure.path), "timeline", 0, std::move(failure.error)});
   }
   const auto seconds = [](std::int64_t ns) { return ns < 0 ? std::nullopt : std::optional(ns / 1e9); };
   report_.rendezvous_s = seconds(rendezvous_ns_);

@@ -1,13 +1,11 @@
-// The launcher <-> worker contract: environment names, the HTTP URL scheme,
-// authentication header names and every limit the rendezvous enforces.
-// This header is the single source of truth: nothing else spells these
-// strings or numbers. Constants only; no state, safe from any thread.
+// The launcher <-> rank contract, part 1: the names of every environment
+// variable the launcher sets for a rank (and the ones other launchers set
+// that a rank also reads: Horovod, torchrun, Open MPI, Slurm). The rest of
+// the contract sits beside it in contract/: kv_keys.h, http_scheme.h,
+// auth_scheme.h, limits.h, world.h (a rank reads these names once), the
+// wire codecs. This header is the single source of truth: nothing else
+// spells these strings. Constants only; no state, safe from any thread.
 #pragma once
-
-#include <chrono>
-#include <cstddef>
-#include <cstdint>
-#include <string_view>
 
 namespace trainrun::protocol {
 
@@ -51,7 +49,7 @@ inline constexpr const char* kEnvNcclTimeout = "TRAINRUN_NCCL_TIMEOUT";
 // The CUDA device (an index among the visible ones) NCCL uses on this rank;
 // default: the local rank, or 0 when CUDA_VISIBLE_DEVICES leaves one GPU.
 inline constexpr const char* kEnvCudaDevice = "TRAINRUN_CUDA_DEVICE";
-// Elastic jobs (rendezvous/elastic_protocol.h): "1" when the launcher may
+// Elastic jobs (contract/elastic_protocol.h): "1" when the launcher may
 // change the job's membership; this process's stable worker id; and the
 // seconds a worker waits for a generation that includes it (launcher
 // --elastic-timeout).
@@ -132,66 +130,5 @@ inline constexpr const char* kEnvSlurmLocalId = "SLURM_LOCALID";
 inline constexpr const char* kEnvSlurmNodeId = "SLURM_NODEID";
 inline constexpr const char* kEnvSlurmNNodes = "SLURM_NNODES";
 inline constexpr const char* kEnvSlurmTasksPerNode = "SLURM_TASKS_PER_NODE";
-
-// ---- URL scheme (DESIGN §4) ---------------------------------------------
-//   PUT  /v1/kv/{scope}/{key}                      body = opaque bytes
-//   GET  /v1/kv/{scope}/{key}?wait_ms=N            200 + bytes, or 404 at timeout
-//   GET  /v1/kv/{scope}?keys=a,b,c&wait_ms=N       all keys, framed (see below)
-//   GET  /v1/kv/{scope}?prefix=P&first=A&count=N   keys P{A} .. P{A+N-1}, framed
-//   POST /v1/kv/{scope}/{key}/add                  body = int64 text -> new value
-//   GET  /v1/health
-// A multi-key answer is, per requested key in order, an 8-byte little-endian
-// length followed by that many bytes. A multi-key 404 lists the missing keys,
-// one per line. Scope and key names: 1..kMaxNameBytes of [A-Za-z0-9._-],
-// other than "." and "..".
-inline constexpr std::string_view kKvPrefix = "/v1/kv/";
-inline constexpr std::string_view kHealthPath = "/v1/health";
-inline constexpr std::string_view kAddSuffix = "/add";
-inline constexpr std::string_view kQueryWaitMs = "wait_ms";
-inline constexpr std::string_view kQueryKeys = "keys";
-inline constexpr std::string_view kQueryPrefix = "prefix";
-inline constexpr std::string_view kQueryFirst = "first";
-inline constexpr std::string_view kQueryCount = "count";
-inline constexpr std::size_t kFrameLengthBytes = 8;
-
-// Scopes used by trainrun itself.
-inline constexpr std::string_view kScopeJob = "job";   // rank.{r} = "host pid backend"
-inline constexpr std::string_view kKeyRankPrefix = "rank.";
-// For the launcher's JSON report: first_op = rank 0's host, set when the
-// engine's first op was ready on every rank; stragglers = the straggler
-// table (lib/engine/straggler_tracker.h); timeline_error = "path\nerror"
-// when rank 0 could not write the --timeline file.
-inline constexpr std::string_view kKeyFirstOp = "first_op";
-inline constexpr std::string_view kKeyStragglers = "stragglers";
-inline constexpr std::string_view kKeyTimelineError = "timeline_error";
-// NCCL start-up: scope nccl.{generation}, key ready.{r} = "ok" (rank 0:
-// "ok" + the 128-byte ncclUniqueId) or "no " + why NCCL cannot run there.
-inline constexpr std::string_view kScopeNcclPrefix = "nccl.";
-inline constexpr std::string_view kKeyNcclReadyPrefix = "ready.";
-
-// ---- Authentication ------------------------------------------------------
-// Signature = hex(HMAC-SHA256(secret, METHOD \n TARGET \n BODY_SHA256_HEX \n
-//                              TIMESTAMP_MS \n NONCE_HEX)).
-inline constexpr std::string_view kHeaderAuthorization = "Authorization";
-inline constexpr std::string_view kHeaderTimestamp = "X-Trainrun-Timestamp";
-inline constexpr std::string_view kHeaderNonce = "X-Trainrun-Nonce";
-inline constexpr std::string_view kHeaderContentSha256 = "X-Trainrun-Content-Sha256";
-inline constexpr std::string_view kAuthScheme = "TRAINRUN-HMAC-SHA256";
-inline constexpr std::size_t kSecretBytes = 32;
-inline constexpr std::size_t kNonceBytes = 16;
-// A request whose timestamp is further than this from the server's clock is
-// stale; nonces are remembered for twice this long to refuse replays.
-inline constexpr std::chrono::milliseconds kMaxClockSkew{120'000};
-
-// ---- Limits ----------------------------------------------------------------
-inline constexpr std::size_t kMaxHeaderBytes = 16 * 1024;          // else 431
-inline constexpr std::size_t kMaxBodyBytes = 4 * 1024 * 1024;      // else 413
-inline constexpr std::size_t kMaxNameBytes = 128;                  // scope or key
-inline constexpr std::size_t kMaxKeysPerGet = 65536;
-inline constexpr std::size_t kMaxConnections = 8192;               // else 503
-inline constexpr std::chrono::milliseconds kMaxWait{60'000};       // wait_ms clamp
-inline constexpr std::chrono::milliseconds kHeaderTimeout{10'000}; // else 408
-inline constexpr std::chrono::milliseconds kBodyTimeout{30'000};   // else 408
-inline constexpr std::chrono::milliseconds kIdleTimeout{60'000};   // keep-alive
 
 }  // namespace trainrun::protocol

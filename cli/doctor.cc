@@ -1,4 +1,4 @@
-#include "cli/ssh/doctor.h"
+#include "cli/doctor.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -13,10 +13,10 @@
 #include "cli/ssh/check_table.h"
 #include "cli/plan/host_list.h"
 #include "cli/job/job_state.h"
-#include "cli/job/launch.h"
+#include "cli/launch.h"
 #include "cli/ssh/preflight.h"
 #include "cli/plan/program_path.h"
-#include "cli/plan/remote_plan.h"
+#include "cli/ssh/remote_plan.h"
 #include "cli/job/supervisor.h"
 #include "rendezvous/auth.h"
 #include "rendezvous/http_server.h"

@@ -1,4 +1,4 @@
-#include "lib/world.h"
+#include "contract/world.h"
 
 #include <unistd.h>
 
@@ -8,7 +8,8 @@
 #include <tuple>
 #include <string_view>
 
-#include "rendezvous/protocol.h"
+#include "contract/environment.h"
+#include "contract/auth_scheme.h"
 #include "trainrun/error.h"
 
 namespace trainrun::detail {

@@ -1,4 +1,4 @@
-#include "cli/job/launch.h"
+#include "cli/launch.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -22,8 +22,8 @@
 #include "cli/ssh/preflight.h"
 #include "cli/plan/program_path.h"
 #include "cli/plan/rank_env.h"
-#include "cli/plan/remote_plan.h"
-#include "cli/report/report_recorder.h"
+#include "cli/ssh/remote_plan.h"
+#include "cli/job/report_recorder.h"
 #include "cli/report/stack_dumps.h"
 #include "cli/plan/shell_words.h"
 #include "cli/srun/srun_agent_link.h"
@@ -32,7 +32,7 @@
 #include "rendezvous/auth.h"
 #include "rendezvous/http_server.h"
 #include "rendezvous/net.h"
-#include "rendezvous/protocol.h"
+#include "contract/environment.h"
 #include "trainrun/error.h"
 
 namespace trainrun::cli {
@@ -50,7 +50,7 @@ JobEnv job_environment(const Options& options, const JobPlan& plan, const Remote
   return job;
 }
 
-// The elastic settings every rank gets (rendezvous/elastic_protocol.h).
+// The elastic settings every rank gets (contract/elastic_protocol.h).
 void add_elastic_environment(const Options& options, JobEnv& job) {
   if (!options.elastic()) return;
   job.extra.emplace_back(protocol::kEnvElastic, "1");

@@ -42,7 +42,7 @@ struct World {
   std::chrono::milliseconds wait_warning{60'000};
   // TRAINRUN_SHM: whether ranks on one host may use shared memory (gloo).
   bool shm = true;
-  // TRAINRUN_CHECK_CALLS: gather every core call's descriptor first (lib/call_descriptor.h).
+  // TRAINRUN_CHECK_CALLS: gather every core call's descriptor first (backends/call_descriptor.h).
   bool check_calls = false;
 
   // CUDA buffers (backends/nccl): TRAINRUN_CUDA_DEVICE (-1 when unset),
@@ -51,7 +51,7 @@ struct World {
   bool cuda_visible_devices_set = false;
   std::chrono::milliseconds nccl_timeout{600'000};
 
-  // Elastic jobs (rendezvous/elastic_protocol.h): TRAINRUN_ELASTIC=1, this
+  // Elastic jobs (contract/elastic_protocol.h): TRAINRUN_ELASTIC=1, this
   // process's stable TRAINRUN_WORKER_ID, how long it waits for a generation
   // that includes it (TRAINRUN_ELASTIC_TIMEOUT), and the generation it
   // joined (init sets it; rank..cross_size then come from that generation).

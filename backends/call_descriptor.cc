@@ -1,4 +1,4 @@
-#include "lib/call_descriptor.h"
+#include "backends/call_descriptor.h"
 
 #include "trainrun/error.h"
 

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <string>
 
-#include "lib/call_descriptor.h"
+#include "backends/call_descriptor.h"
 
 namespace trainrun::detail {
 

@@ -1,4 +1,4 @@
-#include "lib/core_call.h"
+#include "backends/core_call.h"
 
 #include <atomic>
 

@@ -1,4 +1,4 @@
-#include "rendezvous/elastic_protocol.h"
+#include "contract/elastic_protocol.h"
 
 #include <charconv>
 
