@@ -30,6 +30,8 @@ packages=(
   # runtimes, which clang does not pull in itself; gcc's ASan/UBSan/TSan
   # runtimes (scripts/sanitize.sh) come with g++
   clang libclang-rt-14-dev
+  # scripts/format.sh: the code's layout, from .clang-format
+  clang-format
 )
 # Commands that other packages may provide (nodesource's nodejs ships npm;
 # Debian's npm package would conflict with it): installed only when absent.
