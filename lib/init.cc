@@ -1,5 +1,5 @@
 // The process-wide default communicator behind trainrun::init(): the one
-// mutable global DESIGN §5 allows, with what belongs to it (an elastic
+// mutable global docs/design.md §5.1 allows, with what belongs to it (an elastic
 // job's generation watcher). Guarded by a mutex.
 #include <unistd.h>
 

@@ -11,7 +11,7 @@
 
 namespace trainrun::protocol {
 
-// ---- Worker environment (DESIGN §3) -------------------------------------
+// ---- Worker environment (docs/design.md §3) -------------------------------------
 inline constexpr const char* kEnvRank = "TRAINRUN_RANK";
 inline constexpr const char* kEnvSize = "TRAINRUN_SIZE";
 inline constexpr const char* kEnvLocalRank = "TRAINRUN_LOCAL_RANK";
@@ -133,7 +133,7 @@ inline constexpr const char* kEnvSlurmNodeId = "SLURM_NODEID";
 inline constexpr const char* kEnvSlurmNNodes = "SLURM_NNODES";
 inline constexpr const char* kEnvSlurmTasksPerNode = "SLURM_TASKS_PER_NODE";
 
-// ---- URL scheme (DESIGN §4) ---------------------------------------------
+// ---- URL scheme (docs/design.md §4) ---------------------------------------------
 //   PUT  /v1/kv/{scope}/{key}                      body = opaque bytes
 //   GET  /v1/kv/{scope}/{key}?wait_ms=N            200 + bytes, or 404 at timeout
 //   GET  /v1/kv/{scope}?keys=a,b,c&wait_ms=N       all keys, framed (see below)

@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   # build
   g++ meson ninja-build pkg-config cmake python3
-  # libraries (DESIGN §6)
+  # libraries (docs/design.md §6)
   libcli11-dev libboost-dev libssl-dev libgloo-dev libopenmpi-dev doctest-dev libssh-dev
   # horovodrun's YAML --config-file (cli/plan/config_file.cc)
   libyaml-cpp-dev

@@ -1,4 +1,4 @@
-// The core collective API (DESIGN §5). Every rank issues the same calls in
+// The core collective API (docs/design.md §5.1). Every rank issues the same calls in
 // the same order; each call blocks until this rank's part is complete.
 //
 // Buffers are host memory or CUDA device memory, all of one call's buffers
