@@ -9,7 +9,7 @@
 
 namespace trainrun::protocol {
 
-// ---- Worker environment (DESIGN §3) -------------------------------------
+// ---- Worker environment (docs/design.md §3) -------------------------------------
 inline constexpr const char* kEnvRank = "TRAINRUN_RANK";
 inline constexpr const char* kEnvSize = "TRAINRUN_SIZE";
 inline constexpr const char* kEnvLocalRank = "TRAINRUN_LOCAL_RANK";

@@ -8,7 +8,7 @@
 
 namespace trainrun::protocol {
 
-// ---- URL scheme (DESIGN §4) ---------------------------------------------
+// ---- URL scheme (docs/design.md §4) ---------------------------------------
 //   PUT  /v1/kv/{scope}/{key}                      body = opaque bytes
 //   GET  /v1/kv/{scope}/{key}?wait_ms=N            200 + bytes, or 404 at timeout
 //   GET  /v1/kv/{scope}?keys=a,b,c&wait_ms=N       all keys, framed (see below)

@@ -1,5 +1,5 @@
 // detail::World: who this process is in the job and how to reach its peers,
-// read once from the environment (DESIGN §3): TRAINRUN_* when trainrun
+// read once from the environment (docs/design.md §3): TRAINRUN_* when trainrun
 // started us, else Open MPI's OMPI_COMM_WORLD_*, else Slurm's SLURM_*, else
 // a single process. Plain value type; world_from_env is pure given `env`.
 #pragma once

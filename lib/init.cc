@@ -1,5 +1,5 @@
 // The process-wide default communicator behind trainrun::init(): the one
-// mutable global DESIGN §5 allows, with what belongs to it (an elastic
+// mutable global docs/design.md §5.1 allows, with what belongs to it (an elastic
 // job's generation watcher). Guarded by a mutex.
 #include <unistd.h>
 
@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "backends/registry.h"
+#include "lib/communicator_access.h"
 #include "lib/elastic/forming_store.h"
 #include "lib/elastic/generation_join.h"
 #include "lib/elastic/generation_watcher.h"
@@ -125,9 +126,10 @@ Communicator& init() {
     ++g_generation;
     const detail::World made = *world;
     g_membership = {made.elastic, made.worker_id, made.generation, made.generation};
-    g_communicator.reset(new Communicator(std::move(world), std::move(backend)));
+    g_communicator.reset(detail::CommunicatorAccess::make(std::move(world), std::move(backend)).release());
     detail::note_initialized(made.rank);
-    if (joined) g_watcher.reset(start_watcher(made, *std::move(joined), g_communicator->backend()).release());
+    detail::Backend& made_backend = detail::CommunicatorAccess::backend(*g_communicator);
+    if (joined) g_watcher.reset(start_watcher(made, *std::move(joined), made_backend).release());
   } catch (const Error& e) {
     throw Error(e.code(), whom + ": init: " + e.what());
   }
@@ -163,7 +165,7 @@ int last_joined_generation() {
 
 void abort_current_backend() noexcept {
   std::lock_guard lock(g_mutex);
-  if (g_communicator) g_communicator->backend().abort();
+  if (g_communicator) CommunicatorAccess::backend(*g_communicator).abort();
 }
 
 }  // namespace detail

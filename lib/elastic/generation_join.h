@@ -1,4 +1,4 @@
-// How an elastic worker finds the generation it belongs to (DESIGN §5,
+// How an elastic worker finds the generation it belongs to (docs/design.md §5.4,
 // contract/elastic_protocol.h): the newest generation the launcher named,
 // or the first one after those this process already joined, whichever is
 // later; a generation that does not list the worker is skipped and the next

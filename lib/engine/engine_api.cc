@@ -7,6 +7,7 @@
 #include <set>
 
 #include "lib/call_size.h"
+#include "lib/communicator_access.h"
 #include "lib/engine/engine.h"
 #include "lib/fork_guard.h"
 #include "trainrun/communicator.h"
@@ -37,7 +38,7 @@ auto call(const char* what, Fn&& fn) {
     detail::check_not_forked();
     if (!is_initialized()) invalid("call trainrun::init() before using the engine");
     comm = &init();
-    return fn(comm->engine());
+    return fn(detail::CommunicatorAccess::engine(*comm));
   } catch (const Error& e) {
     const std::string where =
         comm ? "rank " + std::to_string(comm->rank()) + " (" + comm->hostname() + "): " : "";

@@ -1,4 +1,4 @@
-// Which backend a world gets by default (DESIGN §3): mpi under Open MPI or
+// Which backend a world gets by default (docs/design.md §3): mpi under Open MPI or
 // Slurm when it is built, gloo when trainrun started the job, and
 // TRAINRUN_BACKEND over both. Worlds come from simulated environments.
 #include <doctest/doctest.h>
