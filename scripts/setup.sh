@@ -30,6 +30,10 @@ packages=(
   # runtimes, which clang does not pull in itself; gcc's ASan/UBSan/TSan
   # runtimes (scripts/sanitize.sh) come with g++
   clang libclang-rt-14-dev
+  # the install paths and their tests (scripts/package.sh): pip install with
+  # meson-python into a venv; the Debian packages (debian/); ccache lets the
+  # pip build reuse the main build's objects
+  python3-mesonpy python3-venv python3-pip debhelper dh-python dpkg-dev ccache
 )
 # Commands that other packages may provide (nodesource's nodejs ships npm;
 # Debian's npm package would conflict with it): installed only when absent.
