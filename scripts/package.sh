@@ -18,7 +18,14 @@ tests=("$@")
 results=$area/meson-logs/packagelog.json
 mkdir -p "$area/meson-logs" && : >"$results"
 failed=0
+deb_failed=0
 for t in "${tests[@]}"; do
+  if [[ $t == cxx || $t == apt ]] && ((deb_failed)); then
+    echo "package: $t FAIL: it needs the deb build, which failed"
+    printf '{"name": "package-%s", "result": "FAIL", "duration": 0}\n' "$t" >>"$results"
+    failed=1
+    continue
+  fi
   case $t in
     pip) command=(bash tests/packaging/pip.sh "$area") ;;
     deb) command=(bash tests/packaging/deb.sh "$area") ;;
@@ -33,7 +40,7 @@ for t in "${tests[@]}"; do
   case $rc in
     0) result=OK ;;
     77) result=SKIP ;;
-    *) result=FAIL; failed=1 ;;
+    *) result=FAIL; failed=1; [[ $t == deb ]] && deb_failed=1 ;;
   esac
   echo "package: $t $result in $elapsed s"
   printf '{"name": "package-%s", "result": "%s", "duration": %d}\n' "$t" "$result" "$elapsed" >>"$results"
