@@ -32,6 +32,10 @@ packages=(
   clang libclang-rt-14-dev
   # scripts/format.sh: the code's layout, from .clang-format
   clang-format
+  # the install paths and their tests (scripts/package.sh): pip install with
+  # meson-python into a venv; the Debian packages (debian/); ccache lets the
+  # pip build reuse the main build's objects
+  python3-mesonpy python3-venv python3-pip build-essential debhelper dh-python dpkg-dev ccache
 )
 # Commands that other packages may provide (nodesource's nodejs ships npm;
 # Debian's npm package would conflict with it): installed only when absent.
