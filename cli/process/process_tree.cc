@@ -1,4 +1,4 @@
-#include "cli/agent/process_tree.h"
+#include "cli/process/process_tree.h"
 
 #include <dirent.h>
 #include <signal.h>
