@@ -80,11 +80,11 @@ bool reach_matrix(const RemotePlan& remote, RemoteAgents& agents, std::uint16_t 
     rows.emplace_back(1, "-");
     for (std::size_t j = 1; j < targets.size(); ++j) {
       int error = 0;
-      const int fd = net::connect_tcp(targets[j].address, std::to_string(targets[j].port),
-                                      Clock::now() + std::chrono::seconds(3), &error);
-      if (fd >= 0) ::close(fd);
-      rows.back().push_back(fd >= 0 ? "" : net::errno_text(error));
-      ok = ok && fd >= 0;
+      const bool reached = net::connect_tcp(targets[j].address, std::to_string(targets[j].port),
+                                            Clock::now() + std::chrono::seconds(3), &error)
+                               .valid();
+      rows.back().push_back(reached ? "" : net::errno_text(error));
+      ok = ok && reached;
     }
   }
   std::cout << "\nreachability (each row connects to each column; hosts on their port in the ephemeral range):\n"
