@@ -112,7 +112,7 @@ int run_doctor(const Options& options) {
   if (!planned) return kExitUsage;
   const JobPlan& plan = planned->plan;
   const RemotePlan& remote = planned->remote;
-  const sigset_t previous_mask = block_job_signals();
+  const BlockedJobSignals blocked;  // until the end of the checks, however they end
   rendezvous::HttpServer::Options server_options;
   server_options.bind_address = remote.bind_address();
   rendezvous::HttpServer server(rendezvous::generate_secret(), server_options);
@@ -134,7 +134,6 @@ int run_doctor(const Options& options) {
   if (remote.any_remote() && agents.ok) ok = reach_matrix(remote, agents, server.port()) && ok;
   for (auto& link : agents.links) link->finish(std::chrono::seconds(2));
   server.stop();
-  ::sigprocmask(SIG_SETMASK, &previous_mask, nullptr);
   std::cout << "\ntrainrun doctor: " << (ok ? "all checks passed" : "some checks failed") << "\n";
   return ok ? 0 : 1;
 }
