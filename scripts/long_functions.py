@@ -18,6 +18,8 @@ import re
 import sys
 
 FOLDERS = ("cli", "lib", "backends", "rendezvous")
+# "X::X(args) : a_(b), c_" before a '{': c_'s brace initializer, not a body.
+INIT_BRACE = re.compile(r"\)\s*(?:noexcept\s*)?:(?!:)[^;{]*?(?:^|[\s,:])[A-Za-z_]\w*\s*$")
 CONTROL = {"if", "for", "while", "switch", "catch", "return", "do", "else", "sizeof", "alignof", "decltype"}
 
 
@@ -106,6 +108,9 @@ def long_functions(path, limit):
     for i, ch in enumerate(text):
         if ch == "{":
             head = text[statement_start:i]
+            if INIT_BRACE.search(re.sub(r"\s+", " ", head)):
+                stack.append(("init", i, None))  # a member's brace initializer: the head goes on
+                continue
             name = None
             if not any(kind == "function" for kind, _, _ in stack) and ")" in head:
                 name = function_name(head)
@@ -115,6 +120,8 @@ def long_functions(path, limit):
         elif ch == "}":
             if stack:
                 kind, start, name = stack.pop()
+                if kind == "init":
+                    continue
                 if kind == "function":
                     first_line = text.count("\n", 0, start) + 1
                     last_line = text.count("\n", 0, i) + 1
