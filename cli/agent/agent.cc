@@ -152,11 +152,6 @@ std::optional<CpuBinding> Agent::binding(const EnvList& env, std::string* report
   return chosen;
 }
 
-// The rank's environment: the agent's, with the job's entries over it.
-std::vector<std::string> rank_environment(const EnvList& overrides) {
-  return merge_environment(current_environment(), overrides);
-}
-
 EnvList env_overrides(const std::vector<std::string>& entries) {
   EnvList overrides;
   for (const std::string& entry : entries) {
@@ -171,7 +166,7 @@ void Agent::spawn(RankProcess& rank) {
   SpawnRequest request;
   request.program = rank.spec.argv.empty() ? std::string() : rank.spec.argv.front();
   request.argv = rank.spec.argv;
-  request.env = rank_environment(overrides);
+  request.env = merge_environment(current_environment(), overrides);  // the agent's, the job's entries over it
   request.search_path = true;
   const bool gets_stdin = static_cast<std::int64_t>(rank.spec.rank) == job_.stdin_rank;
   request.in = gets_stdin ? ChildStream::pipe() : ChildStream::null();
@@ -197,9 +192,9 @@ void Agent::spawn(RankProcess& rank) {
   Subprocess child = cli::spawn(request);
   if (!child.started()) {
     const std::string why = std::strerror(child.error);
-    if (std::strcmp(child.step, "fork") != 0) {
-      queue(FrameType::Fatal, 0, 0, "cannot create pipes: " + why);
-      return;
+    if (std::strcmp(child.step, "fork") != 0) {  // pipe2 or /dev/null: out of descriptors
+      const std::string what = std::strcmp(child.step, "pipe2") == 0 ? "create pipes" : child.step;
+      return queue(FrameType::Fatal, 0, 0, "cannot " + what + ": " + why);
     }
     // Out of processes (a large -np on one host): this rank fails, named,
     // like one that cannot be executed; the launcher ends the job.

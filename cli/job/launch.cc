@@ -387,9 +387,8 @@ int launch_planned(const Options& options, const SrunMode* srun, ReportRecorder&
     if (!transport.empty()) std::cerr << "trainrun: " << transport << "\n";
   }
   RemoteAgents remote_agents;
-  if (const std::optional<int> failed = srun ? std::nullopt : start_remote(options, planned->remote, remote_agents, report)) {
-    return *failed;
-  }
+  const std::optional<int> failed = srun ? std::nullopt : start_remote(options, planned->remote, remote_agents, report);
+  if (failed) return *failed;
   const JobEnv job = job_env(options, *planned, srun, attempt, secret, server.port(), remote_agents);
   return run_job(options, *planned, srun, report, elastic, attempt, server, job, remote_agents);
 }

@@ -62,7 +62,9 @@ std::string blocked_signals(SpawnRequest request) {
   REQUIRE(child.started());
   std::string line;
   char buffer[256];
-  for (ssize_t n; (n = ::read(child.out.get(), buffer, sizeof buffer)) > 0;) line.append(buffer, static_cast<std::size_t>(n));
+  for (ssize_t n; (n = ::read(child.out.get(), buffer, sizeof buffer)) > 0;) {
+    line.append(buffer, static_cast<std::size_t>(n));
+  }
   CHECK(wait_exit_code(child.pid) == 0);
   return line.substr(line.find_first_not_of(" \t", 7), 16);
 }
