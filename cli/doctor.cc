@@ -80,11 +80,11 @@ bool reach_matrix(const RemotePlan& remote, RemoteAgents& agents, std::uint16_t 
     rows.emplace_back(1, "-");
     for (std::size_t j = 1; j < targets.size(); ++j) {
       int error = 0;
-      const int fd = net::connect_tcp(targets[j].address, std::to_string(targets[j].port),
-                                      Clock::now() + std::chrono::seconds(3), &error);
-      if (fd >= 0) ::close(fd);
-      rows.back().push_back(fd >= 0 ? "" : net::errno_text(error));
-      ok = ok && fd >= 0;
+      const bool reached = net::connect_tcp(targets[j].address, std::to_string(targets[j].port),
+                                            Clock::now() + std::chrono::seconds(3), &error)
+                               .valid();
+      rows.back().push_back(reached ? "" : net::errno_text(error));
+      ok = ok && reached;
     }
   }
   std::cout << "\nreachability (each row connects to each column; hosts on their port in the ephemeral range):\n"
@@ -112,7 +112,7 @@ int run_doctor(const Options& options) {
   if (!planned) return kExitUsage;
   const JobPlan& plan = planned->plan;
   const RemotePlan& remote = planned->remote;
-  const sigset_t previous_mask = block_job_signals();
+  const BlockedJobSignals blocked;  // until the end of the checks, however they end
   rendezvous::HttpServer::Options server_options;
   server_options.bind_address = remote.bind_address();
   rendezvous::HttpServer server(rendezvous::generate_secret(), server_options);
@@ -134,7 +134,6 @@ int run_doctor(const Options& options) {
   if (remote.any_remote() && agents.ok) ok = reach_matrix(remote, agents, server.port()) && ok;
   for (auto& link : agents.links) link->finish(std::chrono::seconds(2));
   server.stop();
-  ::sigprocmask(SIG_SETMASK, &previous_mask, nullptr);
   std::cout << "\ntrainrun doctor: " << (ok ? "all checks passed" : "some checks failed") << "\n";
   return ok ? 0 : 1;
 }

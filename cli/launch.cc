@@ -230,16 +230,12 @@ bool restarts(const JobState& state, const Attempt* attempt) {
   return attempt && attempt->number < attempt->max && state.outcome() == "rank_failed" && state.failed_rank();
 }
 
-int launch_planned(const Options& options, const SrunMode* srun, ReportRecorder& report,
-                   elastic::ElasticStart* elastic, Attempt* attempt = nullptr) {
-  std::string plan_error;
-  const std::optional<PlannedJob> planned = plan_job(options, &plan_error);
-  if (!planned) {
-    report.failed("usage_error", plan_error);
-    return kExitUsage;
-  }
-  const JobPlan& plan = planned->plan;
-  const RemotePlan& remote = planned->remote;
+// Before anything starts: the report's plan, the program, the OMP note; a
+// dry run ends here. Returns trainrun's exit status when the launch ends here.
+std::optional<int> before_start(const Options& options, const PlannedJob& planned, const SrunMode* srun,
+                                ReportRecorder& report, const Attempt* attempt) {
+  const JobPlan& plan = planned.plan;
+  const RemotePlan& remote = planned.remote;
   std::vector<bool> is_remote;
   for (std::size_t i = 0; i < plan.hosts.size(); ++i) is_remote.push_back(!srun && remote.is_remote(i));
   report.planned(plan, is_remote);
@@ -258,32 +254,18 @@ int launch_planned(const Options& options, const SrunMode* srun, ReportRecorder&
   }
   if (options.dry_run) return dry_run(options, plan, remote, srun);
   if (srun && srun->automatic) std::cerr << srun->announcement() << "\n";
+  return std::nullopt;
+}
 
-  // Before the server thread and the agents exist (they inherit the mask).
-  const sigset_t previous_mask = block_job_signals();
-  const rendezvous::Secret secret = rendezvous::generate_secret();
-  rendezvous::HttpServer::Options server_options;
-  server_options.bind_address = remote.bind_address();
-  rendezvous::HttpServer server(secret, server_options);
-  server.start();
-  report.watch(server.table());
-  if (options.verbose) {
-    for (const std::string& line : agent_choices(plan, remote, srun)) std::cerr << "trainrun: " << line << "\n";
-    const std::string transport = transport_choice(options, plan, &std::getenv);
-    if (!transport.empty()) std::cerr << "trainrun: " << transport << "\n";
-  }
-
-  RemoteAgents remote_agents;
-  const std::optional<int> failed = srun ? std::nullopt : start_remote(options, remote, remote_agents, report);
-  if (failed) {
-    server.stop();
-    ::sigprocmask(SIG_SETMASK, &previous_mask, nullptr);
-    return *failed;
-  }
-
+// What every rank is told: the rendezvous and its secret, the job id, and
+// torch's MASTER_ADDR/MASTER_PORT.
+JobEnv job_env(const Options& options, const PlannedJob& planned, const SrunMode* srun, const Attempt* attempt,
+               const rendezvous::Secret& secret, std::uint16_t rendezvous_port, const RemoteAgents& remote_agents) {
+  const JobPlan& plan = planned.plan;
+  const RemotePlan& remote = planned.remote;
   JobEnv job = job_environment(options, plan, remote);
   add_elastic_environment(options, job);
-  job.rendezvous_port = server.port();
+  job.rendezvous_port = rendezvous_port;
   job.job_id = rendezvous::random_hex(8);
   job.secret_hex = rendezvous::to_hex(secret);
   job.restart_count = attempt ? attempt->number : 0;
@@ -293,20 +275,21 @@ int launch_planned(const Options& options, const SrunMode* srun, ReportRecorder&
                     : remote.is_remote(0) ? plan.hosts[0].host  // srun: no probe; the node's name
                                           : job.rendezvous_addr;
   job.master_port = probed_master ? remote_agents.answers[0].free_port : net::free_tcp_port(job.rendezvous_addr);
-  const std::vector<JobSpec> jobs = host_jobs(options, plan, job);
   if (options.verbose) {
+    const ProgramLookup program = find_program(options.command.front(), std::getenv("PATH"));
     std::cerr << "trainrun: job " << job.job_id << ": " << plan.ranks.size() << " rank(s) on "
               << plan.hosts.size() << " host(s), rendezvous " << job.rendezvous_addr << ":"
               << job.rendezvous_port << ", MASTER_ADDR " << job.master_addr << ":" << job.master_port
               << ", program " << program.path.value_or(options.command.front()) << "\n";
   }
+  return job;
+}
 
-  const OutputRouter::Options output_options = job_output_options(options, plan);
-  OutputRouter output(output_options);
-
-  std::vector<std::string> rank_hosts;
-  for (const RankSlot& slot : plan.ranks) rank_hosts.push_back(display_name(plan.hosts[slot.host_index]));
-  JobState state(static_cast<int>(plan.ranks.size()), rank_hosts);
+// One link per host, in the plan's order: srun's, the pre-flight's SSH
+// links for remote hosts, a local agent for this one.
+std::vector<std::unique_ptr<AgentLink>> agent_links(const PlannedJob& planned, const SrunMode* srun,
+                                                    RemoteAgents& remote_agents) {
+  const JobPlan& plan = planned.plan;
   std::vector<std::unique_ptr<AgentLink>> agents;
   for (std::size_t i = 0, next_remote = 0; i < plan.hosts.size(); ++i) {
     if (srun) {
@@ -314,10 +297,13 @@ int launch_planned(const Options& options, const SrunMode* srun, ReportRecorder&
                                                        srun->agent_command(plan.hosts[i].host)));
       continue;
     }
-    agents.push_back(remote.is_remote(i) ? std::move(remote_agents.links[next_remote++])
-                                          : std::make_unique<LocalAgentLink>(display_name(plan.hosts[i])));
+    agents.push_back(planned.remote.is_remote(i) ? std::move(remote_agents.links[next_remote++])
+                                                 : std::make_unique<LocalAgentLink>(display_name(plan.hosts[i])));
   }
+  return agents;
+}
 
+SupervisorOptions supervisor_options(const Options& options, ReportRecorder& report, const Attempt* attempt) {
   SupervisorOptions supervision;
   supervision.grace_s = options.grace_s;
   supervision.timeout_s = options.timeout_s;
@@ -328,14 +314,29 @@ int launch_planned(const Options& options, const SrunMode* srun, ReportRecorder&
     supervision.on_failure = "restarting the job (restart " + std::to_string(attempt->number + 1) + " of " +
                              std::to_string(attempt->max) + ")";
   }
-  Supervisor supervisor(supervision, state, output, &server.table());
+  return supervision;
+}
+
+// The agents started and supervised to the job's end, its summary printed,
+// its output and report collected. Returns trainrun's exit status.
+int run_job(const Options& options, const PlannedJob& planned, const SrunMode* srun, ReportRecorder& report,
+            elastic::ElasticStart* elastic, Attempt* attempt, rendezvous::HttpServer& server, const JobEnv& job,
+            RemoteAgents& remote_agents) {
+  const JobPlan& plan = planned.plan;
+  const std::vector<JobSpec> jobs = host_jobs(options, plan, job);
+  OutputRouter output(job_output_options(options, plan));
+  std::vector<std::string> rank_hosts;
+  for (const RankSlot& slot : plan.ranks) rank_hosts.push_back(display_name(plan.hosts[slot.host_index]));
+  JobState state(static_cast<int>(plan.ranks.size()), rank_hosts);
+  std::vector<std::unique_ptr<AgentLink>> agents = agent_links(planned, srun, remote_agents);
+  Supervisor supervisor(supervisor_options(options, report, attempt), state, output, &server.table());
   report::StackDumps stacks(stack_dump_options(options), rank_hosts);
   supervisor.attach_stacks(stacks);
   std::unique_ptr<elastic::ElasticDriver> driver;
   if (elastic) {
     state.name_ranks_workers();
     driver = std::make_unique<elastic::ElasticDriver>(elastic->driver, elastic->hosts, plan.ranks, state, supervisor,
-                                                      server.table(), elastic_starter(options, job, remote),
+                                                      server.table(), elastic_starter(options, job, planned.remote),
                                                       elastic->discovery.get());
     supervisor.attach_control(*driver);
     if (elastic->discovery) elastic->discovery->start();
@@ -354,9 +355,42 @@ int launch_planned(const Options& options, const SrunMode* srun, ReportRecorder&
   report.lost_output(output.write_failures());
   report.lost_output(stacks.write_failures());
   report.collect(server.table());
-  server.stop();
-  ::sigprocmask(SIG_SETMASK, &previous_mask, nullptr);
   return state.exit_code();
+}
+
+// One run of the job: planned, checked, the rendezvous server and the
+// agents started, supervised to the end. The job's signals stay blocked
+// and the server runs from their start to every return (scope-bound).
+int launch_planned(const Options& options, const SrunMode* srun, ReportRecorder& report,
+                   elastic::ElasticStart* elastic, Attempt* attempt = nullptr) {
+  std::string plan_error;
+  const std::optional<PlannedJob> planned = plan_job(options, &plan_error);
+  if (!planned) {
+    report.failed("usage_error", plan_error);
+    return kExitUsage;
+  }
+  if (const std::optional<int> ended = before_start(options, *planned, srun, report, attempt)) return *ended;
+
+  // Before the server thread and the agents exist (they inherit the mask).
+  const BlockedJobSignals blocked;
+  const rendezvous::Secret secret = rendezvous::generate_secret();
+  rendezvous::HttpServer::Options server_options;
+  server_options.bind_address = planned->remote.bind_address();
+  rendezvous::HttpServer server(secret, server_options);  // stopped by its destructor, before the mask returns
+  server.start();
+  report.watch(server.table());
+  if (options.verbose) {
+    for (const std::string& line : agent_choices(planned->plan, planned->remote, srun)) {
+      std::cerr << "trainrun: " << line << "\n";
+    }
+    const std::string transport = transport_choice(options, planned->plan, &std::getenv);
+    if (!transport.empty()) std::cerr << "trainrun: " << transport << "\n";
+  }
+  RemoteAgents remote_agents;
+  const std::optional<int> failed = srun ? std::nullopt : start_remote(options, planned->remote, remote_agents, report);
+  if (failed) return *failed;
+  const JobEnv job = job_env(options, *planned, srun, attempt, secret, server.port(), remote_agents);
+  return run_job(options, *planned, srun, report, elastic, attempt, server, job, remote_agents);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // trainrun's entry point: the hidden agent mode, or parse the command line
 // and launch. Exit codes are documented in man/trainrun.1.
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -13,6 +14,7 @@
 #include "cli/plan/options.h"
 #include "cli/plan/program_path.h"
 #include "cli/job/report_recorder.h"
+#include "cli/process/standard_streams.h"
 #include "trainrun/error.h"
 #include "trainrun/version.h"
 
@@ -30,6 +32,10 @@ int check_build() {
 
 int main(int argc, char** argv) {
   using namespace trainrun::cli;
+  if (!open_standard_streams()) {
+    std::perror("trainrun: error: cannot open /dev/null for a closed stdin, stdout or stderr");
+    return 1;
+  }
   // `trainrun agent`: started by a launcher, speaks frames on stdin/stdout.
   if (argc == 2 && std::strcmp(argv[1], "agent") == 0) return run_agent(0, 1);
   // `trainrun doctor -H ...`: the multi-host checks alone (cli/doctor.h).

@@ -47,7 +47,9 @@ const std::string kBusy =
     "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 20\r\nConnection: close\r\n\r\n"
     "too many connections";
 
-// Asio opens sockets without O_CLOEXEC; the launcher forks agents.
+// Asio opens sockets without O_CLOEXEC; the launcher forks agents. Not
+// checked: F_SETFD fails only on a closed descriptor, and every child
+// closes what it inherits before exec anyway (cli/process/subprocess.h).
 void set_close_on_exec(int fd) { ::fcntl(fd, F_SETFD, FD_CLOEXEC); }
 
 }  // namespace

@@ -63,8 +63,7 @@ HttpStore::HttpStore(std::string host, std::uint16_t port, const Secret& secret,
 HttpStore::~HttpStore() { disconnect(); }
 
 void HttpStore::disconnect() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
+  fd_.reset();
   parser_ = ResponseParser();
 }
 
@@ -75,11 +74,11 @@ void HttpStore::connect_once(Clock::time_point deadline) {
   if (!resolve_error.empty()) {
     throw_io("rendezvous server " + address_ + ": cannot resolve host: " + resolve_error);
   }
-  if (fd_ < 0) throw std::system_error(error, std::generic_category());
+  if (!fd_) throw std::system_error(error, std::generic_category());
 }
 
 void HttpStore::ensure_connected() {
-  if (fd_ >= 0 && connection_alive()) return;
+  if (fd_ && connection_alive()) return;
   disconnect();
   const auto start = Clock::now();
   const auto deadline = start + options_.connect_deadline;
@@ -106,28 +105,28 @@ void HttpStore::ensure_connected() {
 bool HttpStore::connection_alive() const {
   // A kept-alive connection the server has closed reads as EOF; find out
   // before sending so that no request is lost in that race.
-  pollfd pfd{fd_, POLLIN, 0};
+  pollfd pfd{fd_.get(), POLLIN, 0};
   if (::poll(&pfd, 1, 0) <= 0) return true;
   char byte;
-  const ssize_t n = ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  const ssize_t n = ::recv(fd_.get(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   return n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
 }
 
 HttpResponse HttpStore::exchange(const std::string& wire, Clock::time_point deadline) {
   std::size_t sent = 0;
   while (sent < wire.size()) {
-    const ssize_t n = ::send(fd_, wire.data() + sent, wire.size() - sent, MSG_NOSIGNAL);
+    const ssize_t n = ::send(fd_.get(), wire.data() + sent, wire.size() - sent, MSG_NOSIGNAL);
     if (n > 0) {
       sent += static_cast<std::size_t>(n);
     } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (!net::wait_fd(fd_, POLLOUT, deadline)) throw_io("rendezvous server " + address_ + ": send timed out");
+      if (!net::wait_fd(fd_.get(), POLLOUT, deadline)) throw_io("rendezvous server " + address_ + ": send timed out");
     } else if (n < 0 && errno != EINTR) {
       throw std::system_error(errno, std::generic_category(), "send");
     }
   }
   char buffer[64 * 1024];
   while (true) {
-    const ssize_t n = ::recv(fd_, buffer, sizeof buffer, 0);
+    const ssize_t n = ::recv(fd_.get(), buffer, sizeof buffer, 0);
     if (n > 0) {
       const auto state = parser_.feed(std::string_view(buffer, static_cast<std::size_t>(n)));
       if (state == ResponseParser::State::Done) return parser_.take();
@@ -137,7 +136,7 @@ HttpResponse HttpStore::exchange(const std::string& wire, Clock::time_point dead
     } else if (n == 0) {
       throw std::system_error(ECONNRESET, std::generic_category(), "connection closed by server");
     } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if (!net::wait_fd(fd_, POLLIN, deadline)) {
+      if (!net::wait_fd(fd_.get(), POLLIN, deadline)) {
         throw Error(Error::Code::Timeout, "rendezvous server " + address_ + ": no response in time");
       }
     } else if (errno != EINTR) {

@@ -13,6 +13,7 @@
 #include "rendezvous/auth.h"
 #include "rendezvous/http_message.h"
 #include "rendezvous/store.h"
+#include "rendezvous/unique_fd.h"
 
 namespace trainrun::rendezvous {
 
@@ -66,7 +67,7 @@ class HttpStore : public Store {
   const std::string address_;
   const Secret secret_;
   const Options options_;
-  int fd_ = -1;
+  UniqueFd fd_;
   ResponseParser parser_;
 };
 

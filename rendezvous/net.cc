@@ -37,8 +37,8 @@ bool wait_fd(int fd, short events, Deadline deadline) {
   }
 }
 
-int connect_tcp(const std::string& host, const std::string& port, Deadline deadline, int* error,
-                std::string* resolve_error) {
+UniqueFd connect_tcp(const std::string& host, const std::string& port, Deadline deadline, int* error,
+                     std::string* resolve_error) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -47,11 +47,12 @@ int connect_tcp(const std::string& host, const std::string& port, Deadline deadl
   if (gai != 0) {
     if (resolve_error) *resolve_error = gai_strerror(gai);
     *error = EHOSTUNREACH;
-    return -1;
+    return UniqueFd();
   }
   *error = 0;
   for (addrinfo* ai = result; ai; ai = ai->ai_next) {
-    const int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    UniqueFd socket(::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    const int fd = socket.get();
     if (fd < 0) {
       *error = errno;
       continue;
@@ -73,12 +74,11 @@ int connect_tcp(const std::string& host, const std::string& port, Deadline deadl
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
       ::freeaddrinfo(result);
       *error = 0;
-      return fd;
+      return socket;
     }
-    ::close(fd);
   }
   ::freeaddrinfo(result);
-  return -1;
+  return UniqueFd();
 }
 
 std::uint16_t free_tcp_port(const std::string& address) {
@@ -87,7 +87,8 @@ std::uint16_t free_tcp_port(const std::string& address) {
   hints.ai_flags = AI_NUMERICHOST | AI_PASSIVE;
   addrinfo* result = nullptr;
   if (::getaddrinfo(address.c_str(), "0", &hints, &result) != 0 || !result) return 0;
-  const int fd = ::socket(result->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const UniqueFd socket(::socket(result->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  const int fd = socket.get();
   sockaddr_storage bound{};
   socklen_t length = sizeof bound;
   std::uint16_t port = 0;
@@ -96,7 +97,6 @@ std::uint16_t free_tcp_port(const std::string& address) {
     port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
                                              : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   }
-  if (fd >= 0) ::close(fd);
   ::freeaddrinfo(result);
   return port;
 }
@@ -108,13 +108,14 @@ std::string local_address_toward(const std::string& host) {
   if (::getaddrinfo(host.c_str(), "9", &hints, &result) != 0 || !result) {
     throw Error(Error::Code::Io, "cannot resolve '" + host + "' to pick a network interface");
   }
-  const int fd = ::socket(result->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  UniqueFd socket(::socket(result->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  const int fd = socket.get();
   sockaddr_storage local{};
   socklen_t length = sizeof local;
   const bool ok = fd >= 0 && ::connect(fd, result->ai_addr, result->ai_addrlen) == 0 &&
                   ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0;
   const int err = errno;
-  if (fd >= 0) ::close(fd);
+  socket.reset();
   ::freeaddrinfo(result);
   if (!ok) throw Error(Error::Code::Io, "no route to '" + host + "': " + errno_text(err));
   char text[INET6_ADDRSTRLEN] = {};
@@ -126,26 +127,26 @@ std::string local_address_toward(const std::string& host) {
   return text;
 }
 
-int listen_tcp(const std::string& address, std::uint16_t* port, bool nonblocking) {
+UniqueFd listen_tcp(const std::string& address, std::uint16_t* port, bool nonblocking) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_NUMERICHOST | AI_PASSIVE;
   addrinfo* result = nullptr;
-  if (::getaddrinfo(address.c_str(), "0", &hints, &result) != 0) return -1;
-  int fd = ::socket(result->ai_family, SOCK_STREAM | SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0), 0);
+  if (::getaddrinfo(address.c_str(), "0", &hints, &result) != 0) return UniqueFd();
+  UniqueFd socket(::socket(result->ai_family, SOCK_STREAM | SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0), 0));
+  const int fd = socket.get();
   sockaddr_storage bound{};
   socklen_t length = sizeof bound;
   if (fd >= 0 && (::bind(fd, result->ai_addr, result->ai_addrlen) != 0 || ::listen(fd, SOMAXCONN) != 0 ||
                   ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length) != 0)) {
-    ::close(fd);
-    fd = -1;
+    socket.reset();
   }
   ::freeaddrinfo(result);
-  if (fd >= 0) {
+  if (socket) {
     *port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
                                               : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   }
-  return fd;
+  return socket;
 }
 
 }  // namespace trainrun::net

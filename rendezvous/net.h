@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "rendezvous/unique_fd.h"
+
 namespace trainrun::net {
 
 using Deadline = std::chrono::steady_clock::time_point;
@@ -18,16 +20,16 @@ int milliseconds_until(Deadline deadline);
 // Waits for `events` on fd until the deadline; false on timeout.
 bool wait_fd(int fd, short events, Deadline deadline);
 // A connected, non-blocking, TCP_NODELAY, close-on-exec socket to host:port,
-// or -1 with *error set to an errno (EAI failures become EHOSTUNREACH and
+// or none (invalid) with *error set to an errno (EAI failures become EHOSTUNREACH and
 // *resolve_error says why).
-int connect_tcp(const std::string& host, const std::string& port, Deadline deadline, int* error,
-                std::string* resolve_error = nullptr);
+UniqueFd connect_tcp(const std::string& host, const std::string& port, Deadline deadline, int* error,
+                     std::string* resolve_error = nullptr);
 // A TCP port nobody listens on at `address` right now (bind to port 0, read
 // it, close), for services the ranks start themselves (torch's MASTER_PORT).
 std::uint16_t free_tcp_port(const std::string& address);
 // A listening TCP socket (close-on-exec; non-blocking when asked) on a
-// numeric `address`, port chosen by the kernel into *port; -1 on failure.
-int listen_tcp(const std::string& address, std::uint16_t* port, bool nonblocking = false);
+// numeric `address`, port chosen by the kernel into *port; none on failure.
+UniqueFd listen_tcp(const std::string& address, std::uint16_t* port, bool nonblocking = false);
 // The local address a socket toward `host` would use (UDP connect +
 // getsockname): the interface that routes there, never a guess.
 std::string local_address_toward(const std::string& host);

@@ -27,12 +27,12 @@ declare -A targets=(
           tests/test-rendezvous-server tests/rendezvous-load-test tests/conformance tests/engine_multirank
           tests/engine_program tests/test-engine-jobs tests/rank_program tests/test-launcher tests/test-output
           tests/test-unit-mesh tests/test-strangers tests/test-bad_input tests/elastic_program tests/test-elastic
-          tests/test-full-disk tests/test-cli_compat"
+          tests/test-full-disk tests/test-cli_compat tests/test-unit-process tests/test-closed_streams"
   [tsan]="trainrun tests/test-unit-engine tests/engine_multirank tests/elastic_program tests/test-elastic")
 declare -A tests=(
   [asan]="unit-rendezvous unit-lib unit-engine unit-cli rendezvous-server rendezvous-load-1024
           conformance-gloo-np2 engine-gloo-np2 engine-jobs launcher output unit-mesh strangers bad_input elastic
-          full-disk cli_compat"
+          full-disk cli_compat unit-process closed_streams"
   [tsan]="unit-engine engine-gloo-np2 elastic")
 
 status=0

@@ -21,7 +21,7 @@ namespace hs = mesh_handshake;
 // One connection in its handshake. Outgoing: read the challenge, send the
 // reply, read the acceptance. Incoming: send the challenge, read the reply.
 struct MeshWiring::Connection {
-  int fd = -1;
+  UniqueFd fd;
   bool outgoing = false;
   int peer = -1;             // outgoing: the lower rank it goes to
   bool replied = false;      // outgoing: the reply is queued
@@ -87,21 +87,19 @@ MeshWiring::MeshWiring(int rank, const rendezvous::Secret& secret, int listener,
                        Log log, std::chrono::milliseconds handshake_timeout)
     : rank_(rank), secret_(secret), listener_(listener), peers_(std::move(peers)),
       log_(log ? std::move(log) : [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }),
-      handshake_timeout_(handshake_timeout), fds_(peers_.size(), -1) {}
+      handshake_timeout_(handshake_timeout), fds_(peers_.size()) {}
 
-MeshWiring::~MeshWiring() {
-  for (Connection& c : pending_) ::close(c.fd);
-}
+MeshWiring::~MeshWiring() = default;
 
 void MeshWiring::start_outgoing(int peer, Clock::time_point deadline) {
   int error = 0;
-  const int fd = net::connect_tcp(peers_[peer].host, peers_[peer].port, deadline, &error);
-  if (fd < 0) {
+  UniqueFd fd = net::connect_tcp(peers_[peer].host, peers_[peer].port, deadline, &error);
+  if (!fd) {
     throw Error(Error::Code::Io, "direct mesh: cannot connect to " + peers_[peer].name + ": " +
                                      net::errno_text(error));
   }
   Connection c;
-  c.fd = fd;
+  c.fd = std::move(fd);
   c.outgoing = true;
   c.peer = peer;
   c.want = hs::kChallengeBytes;
@@ -110,7 +108,8 @@ void MeshWiring::start_outgoing(int peer, Clock::time_point deadline) {
 
 void MeshWiring::accept_incoming() {
   while (true) {
-    const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    UniqueFd accepted(::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    const int fd = accepted.get();
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno == EMFILE || errno == ENFILE) {
@@ -132,7 +131,7 @@ void MeshWiring::accept_incoming() {
       pending_.erase(oldest);
     }
     Connection c;
-    c.fd = fd;
+    c.fd = std::move(accepted);
     c.challenge = hs::make_challenge();
     c.out = c.challenge;
     c.want = hs::kReplyBytes;
@@ -144,11 +143,10 @@ void MeshWiring::accept_incoming() {
 
 bool MeshWiring::step(Connection& c) {
   while (true) {
-    const std::string lost = pump(c.fd, c.out, c.in, c.want);
+    const std::string lost = pump(c.fd.get(), c.out, c.in, c.want);
     if (!lost.empty()) {
       if (!c.outgoing) return drop(c, lost), false;
-      ::close(c.fd);
-      c.fd = -1;
+      c.fd.reset();
       c.reconnect = true;
       return false;
     }
@@ -163,8 +161,7 @@ bool MeshWiring::step(Connection& c) {
     if (c.in.back() != hs::kAccepted) {
       throw Error(Error::Code::Io, "direct mesh: " + peers_[c.peer].name + " answered the handshake wrongly");
     }
-    fds_[c.peer] = c.fd;
-    c.fd = -1;
+    fds_[c.peer] = std::move(c.fd);
     return false;
   }
 }
@@ -172,13 +169,12 @@ bool MeshWiring::step(Connection& c) {
 bool MeshWiring::finish_incoming(Connection& c) {
   const auto claimed = hs::verify_reply(secret_, c.challenge, c.in, rank_, static_cast<int>(peers_.size()));
   if (!claimed) return drop(c, "bad authentication"), false;
-  if (fds_[*claimed] >= 0) return drop(c, "rank " + std::to_string(*claimed) + " is already connected"), false;
+  if (fds_[*claimed]) return drop(c, "rank " + std::to_string(*claimed) + " is already connected"), false;
   const char accepted = hs::kAccepted;
-  if (::send(c.fd, &accepted, 1, MSG_NOSIGNAL | MSG_DONTWAIT) != 1) {
+  if (::send(c.fd.get(), &accepted, 1, MSG_NOSIGNAL | MSG_DONTWAIT) != 1) {
     return drop(c, "closed before the handshake ended"), false;
   }
-  fds_[*claimed] = c.fd;
-  c.fd = -1;
+  fds_[*claimed] = std::move(c.fd);
   return false;
 }
 
@@ -187,18 +183,17 @@ void MeshWiring::drop(Connection& c, const std::string& why) {
     log_("trainrun: rank " + std::to_string(rank_) + ": direct mesh: rejected a connection from " + c.from +
          ": " + why);
   }
-  ::close(c.fd);
-  c.fd = -1;
+  c.fd.reset();
 }
 
 void MeshWiring::forget_finished() {
-  pending_.erase(std::remove_if(pending_.begin(), pending_.end(), [](const Connection& c) { return c.fd < 0; }),
+  pending_.erase(std::remove_if(pending_.begin(), pending_.end(), [](const Connection& c) { return !c.fd; }),
                  pending_.end());
 }
 
 bool MeshWiring::complete() const {
   for (std::size_t peer = 0; peer < fds_.size(); ++peer) {
-    if (fds_[peer] < 0 && static_cast<int>(peer) != rank_) return false;
+    if (!fds_[peer] && static_cast<int>(peer) != rank_) return false;
   }
   return true;
 }
@@ -207,7 +202,7 @@ void MeshWiring::fail_timeout() const {
   std::string missing;
   int count = 0;
   for (std::size_t peer = 0; peer < fds_.size(); ++peer) {
-    if (fds_[peer] >= 0 || static_cast<int>(peer) == rank_) continue;
+    if (fds_[peer] || static_cast<int>(peer) == rank_) continue;
     if (++count <= 8) missing += (count > 1 ? ", " : "") + peers_[peer].name;
   }
   if (count > 8) missing += " and " + std::to_string(count - 8) + " more";
@@ -215,7 +210,7 @@ void MeshWiring::fail_timeout() const {
                                         " before the start timeout");
 }
 
-std::vector<int> MeshWiring::run(Clock::time_point deadline, const std::function<void()>& check) {
+std::vector<UniqueFd> MeshWiring::run(Clock::time_point deadline, const std::function<void()>& check) {
   for (int peer = 0; peer < rank_; ++peer) start_outgoing(peer, deadline);
   std::vector<pollfd> pfds;
   auto checked = Clock::now();
@@ -233,7 +228,7 @@ std::vector<int> MeshWiring::run(Clock::time_point deadline, const std::function
     pfds.clear();
     pfds.push_back({listener_, POLLIN, 0});
     for (const Connection& c : pending_) {
-      pfds.push_back({c.fd, static_cast<short>(POLLIN | (c.out.empty() ? 0 : POLLOUT)), 0});
+      pfds.push_back({c.fd.get(), static_cast<short>(POLLIN | (c.out.empty() ? 0 : POLLOUT)), 0});
     }
     if (::poll(pfds.data(), pfds.size(), net::milliseconds_until(wake)) < 0 && errno != EINTR) {
       throw Error(Error::Code::Io, "direct mesh: poll: " + net::errno_text(errno));

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "rendezvous/auth.h"
+#include "rendezvous/unique_fd.h"
 
 namespace trainrun::detail {
 
@@ -38,7 +39,7 @@ class MeshWiring {
   // this rank). Throws Error(Timeout) naming the missing ranks at `deadline`.
   // `check`, when given, runs every kCheckInterval while peers are awaited;
   // what it throws ends the wiring.
-  std::vector<int> run(Clock::time_point deadline, const std::function<void()>& check = nullptr);
+  std::vector<UniqueFd> run(Clock::time_point deadline, const std::function<void()>& check = nullptr);
   static constexpr std::chrono::milliseconds kCheckInterval{200};
   ~MeshWiring();
 
@@ -59,7 +60,7 @@ class MeshWiring {
   const std::vector<Peer> peers_;
   const Log log_;
   const std::chrono::milliseconds handshake_timeout_;
-  std::vector<int> fds_;
+  std::vector<UniqueFd> fds_;
   std::vector<Connection> pending_;
   int rejected_ = 0;
 };

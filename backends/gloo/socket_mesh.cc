@@ -26,8 +26,6 @@ namespace {
 using net::errno_text;
 using net::milliseconds_until;
 
-void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
-
 // "host port" as published; IPv6 hosts contain ':' so a space separates.
 std::pair<std::string, std::string> split_address(const std::string& published) {
   const std::size_t space = published.rfind(' ');
@@ -42,18 +40,12 @@ SocketMesh::SocketMesh(int rank, int size, const rendezvous::Secret& secret,
     : rank_(rank), size_(size), secret_(secret), timeout_(timeout),
       fds_(static_cast<std::size_t>(size), -1), addresses_(static_cast<std::size_t>(size)) {}
 
-SocketMesh::~SocketMesh() {
-  if (listener_ >= 0) ::close(listener_);
-  for (int fd : fds_) {
-    if (fd >= 0 && owns_fds_) ::close(fd);
-  }
-}
+SocketMesh::~SocketMesh() = default;
 
 std::unique_ptr<SocketMesh> SocketMesh::subset(const std::vector<int>& ranks) const {
   const auto me = std::find(ranks.begin(), ranks.end(), rank_);
   auto view = std::make_unique<SocketMesh>(static_cast<int>(me - ranks.begin()), static_cast<int>(ranks.size()),
                                            secret_, timeout_);
-  view->owns_fds_ = false;
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     view->fds_[i] = fds_[ranks[i]];
     view->addresses_[i] = addresses_[ranks[i]];
@@ -75,15 +67,15 @@ std::string SocketMesh::listen(const std::string& address) {
   if (::getaddrinfo(address.c_str(), "0", &hints, &result) != 0 || !result) {
     io_error("direct mesh: cannot use address '" + address + "'");
   }
-  listener_ = ::socket(result->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  const bool ok = listener_ >= 0 && ::bind(listener_, result->ai_addr, result->ai_addrlen) == 0 &&
-                  ::listen(listener_, SOMAXCONN) == 0;
+  listener_.reset(::socket(result->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  const bool ok = listener_ && ::bind(listener_.get(), result->ai_addr, result->ai_addrlen) == 0 &&
+                  ::listen(listener_.get(), SOMAXCONN) == 0;
   const int err = errno;
   ::freeaddrinfo(result);
   if (!ok) io_error("direct mesh: cannot listen on " + address + ": " + errno_text(err));
   sockaddr_storage bound{};
   socklen_t length = sizeof bound;
-  ::getsockname(listener_, reinterpret_cast<sockaddr*>(&bound), &length);
+  ::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&bound), &length);
   const int port = bound.ss_family == AF_INET6
                        ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
                        : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
@@ -102,10 +94,10 @@ void SocketMesh::connect(const std::vector<std::string>& published, std::chrono:
     addresses_[peer] = host + ":" + port;
     peers.push_back({std::move(host), std::move(port), peer_name(peer)});
   }
-  set_nonblocking(listener_);
-  fds_ = MeshWiring(rank_, secret_, listener_, std::move(peers)).run(Clock::now() + timeout, check);
-  ::close(listener_);
-  listener_ = -1;
+  if (!set_nonblocking(listener_.get())) io_error("direct mesh: fcntl: " + errno_text(errno));
+  owned_ = MeshWiring(rank_, secret_, listener_.get(), std::move(peers)).run(Clock::now() + timeout, check);
+  for (std::size_t peer = 0; peer < owned_.size(); ++peer) fds_[peer] = owned_[peer].get();
+  listener_.reset();
 }
 
 void SocketMesh::exchange(int to, const void* send, std::size_t send_bytes, int from, void* recv,

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "rendezvous/auth.h"
+#include "rendezvous/unique_fd.h"
 
 namespace trainrun::detail {
 
@@ -77,11 +78,11 @@ class SocketMesh {
   const int size_;
   const rendezvous::Secret secret_;
   const std::chrono::milliseconds timeout_;
-  int listener_ = -1;
-  std::vector<int> fds_;                 // by rank; -1 for this rank
+  UniqueFd listener_;                    // until connect() is done
+  std::vector<UniqueFd> owned_;          // the connections by rank; empty for a subset()
+  std::vector<int> fds_;                 // by rank; -1 for this rank (owned_'s, or the parent mesh's)
   std::vector<std::string> addresses_;   // by rank, for error messages
   std::vector<int> names_;               // world rank of each rank, for messages
-  bool owns_fds_ = true;                 // false for a subset()
   std::atomic<bool> aborted_{false};
   std::chrono::milliseconds warn_interval_{0};
   WaitWarning warn_;

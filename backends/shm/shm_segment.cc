@@ -34,7 +34,7 @@ char* map_shared(int fd, std::size_t bytes) {
 
 ShmSegment::ShmSegment(ShmSegment&& other) noexcept
     : base_(std::exchange(other.base_, nullptr)), size_(std::exchange(other.size_, 0)),
-      fd_(std::exchange(other.fd_, -1)) {}
+      fd_(std::move(other.fd_)) {}
 
 ShmSegment& ShmSegment::operator=(ShmSegment&& other) noexcept {
   std::swap(base_, other.base_);
@@ -45,23 +45,22 @@ ShmSegment& ShmSegment::operator=(ShmSegment&& other) noexcept {
 
 ShmSegment::~ShmSegment() {
   if (base_) ::munmap(base_, size_);
-  if (fd_ >= 0) ::close(fd_);
 }
 
 ShmSegment ShmSegment::create(std::size_t bytes) {
   ShmSegment s;
-  s.fd_ = ::memfd_create("trainrun-shm", MFD_CLOEXEC);
-  if (s.fd_ < 0) fail("memfd_create", errno);
-  if (::ftruncate(s.fd_, static_cast<off_t>(bytes)) != 0) fail("cannot size the segment", errno);
+  s.fd_.reset(::memfd_create("trainrun-shm", MFD_CLOEXEC));
+  if (!s.fd_) fail("memfd_create", errno);
+  if (::ftruncate(s.fd_.get(), static_cast<off_t>(bytes)) != 0) fail("cannot size the segment", errno);
   s.size_ = bytes;
-  s.base_ = map_shared(s.fd_, bytes);
+  s.base_ = map_shared(s.fd_.get(), bytes);
   const std::string cookie = rendezvous::random_hex(kCookieBytes / 2);
   std::memcpy(s.base_, cookie.data(), kCookieBytes);
   return s;
 }
 
 std::string ShmSegment::published() const {
-  return std::to_string(::getpid()) + " " + std::to_string(fd_) + " " + std::to_string(size_) + " " +
+  return std::to_string(::getpid()) + " " + std::to_string(fd_.get()) + " " + std::to_string(size_) + " " +
          std::string(base_, kCookieBytes);
 }
 
@@ -75,26 +74,22 @@ ShmSegment ShmSegment::attach(const std::string& published) {
   }
   const std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
   ShmSegment s;
-  s.fd_ = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (s.fd_ < 0) fail("cannot open the segment of pid " + std::to_string(pid), errno);
+  s.fd_.reset(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+  if (!s.fd_) fail("cannot open the segment of pid " + std::to_string(pid), errno);
   struct stat st {};
-  if (::fstat(s.fd_, &st) != 0 || static_cast<std::size_t>(st.st_size) != bytes) {
+  if (::fstat(s.fd_.get(), &st) != 0 || static_cast<std::size_t>(st.st_size) != bytes) {
     throw Error(Error::Code::Io, "shared memory: the segment of pid " + std::to_string(pid) + " has the wrong size");
   }
   s.size_ = bytes;
-  s.base_ = map_shared(s.fd_, bytes);
+  s.base_ = map_shared(s.fd_.get(), bytes);
   if (!rendezvous::constant_time_equal(std::string(s.base_, kCookieBytes), cookie)) {
     throw Error(Error::Code::Io, "shared memory: the segment of pid " + std::to_string(pid) + " is not this job's");
   }
-  ::close(s.fd_);  // the mapping keeps the memory; nothing else needs the file
-  s.fd_ = -1;
+  s.fd_.reset();  // the mapping keeps the memory; nothing else needs the file
   return s;
 }
 
-void ShmSegment::close_descriptor() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-}
+void ShmSegment::close_descriptor() { fd_.reset(); }
 
 std::string shm_host_identity() {
   std::ifstream boot("/proc/sys/kernel/random/boot_id");

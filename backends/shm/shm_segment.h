@@ -12,6 +12,8 @@
 #include <cstddef>
 #include <string>
 
+#include "rendezvous/unique_fd.h"
+
 namespace trainrun::detail {
 
 class ShmSegment {
@@ -43,7 +45,7 @@ class ShmSegment {
  private:
   char* base_ = nullptr;
   std::size_t size_ = 0;
-  int fd_ = -1;
+  UniqueFd fd_;
 };
 
 // What identifies this host and its process namespace: ranks that share

@@ -1,5 +1,4 @@
 #include "cli/agent/agent.h"
-#include "cli/process/child_process.h"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -29,9 +28,9 @@
 #include "cli/plan/rank_env.h"
 #include "cli/report/stack_capture.h"
 #include "contract/environment.h"
+#include "cli/process/subprocess.h"
+#include "rendezvous/unique_fd.h"
 #include "trainrun/version.h"
-
-extern char** environ;
 
 namespace trainrun::cli {
 namespace {
@@ -45,7 +44,7 @@ constexpr std::size_t kOutboundLimit = 1u << 20;
 struct RankProcess {
   RankSpec spec;
   pid_t pid = -1;
-  int out_fd = -1, err_fd = -1, in_fd = -1;
+  UniqueFd out_fd, err_fd, in_fd;
   bool running = false;
   std::string stdin_pending;
   bool stdin_eof = false;
@@ -57,12 +56,6 @@ ExitRecord exit_record(int status, const rusage& usage) {
   return {status, ExitRecord::Usage{usage.ru_maxrss, us(usage.ru_utime), us(usage.ru_stime)}};
 }
 
-void close_fd(int& fd) {
-  if (fd >= 0) ::close(fd);
-  fd = -1;
-}
-
-void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
 class Agent {
  public:
@@ -70,14 +63,14 @@ class Agent {
   int run();
 
  private:
-  void setup_signals();
+  std::string setup_signals();  // "" or what failed
   void handle_frame(const Frame& frame);
   void start(JobSpec&& part, bool more);
   void spawn(RankProcess& rank);
   std::optional<CpuBinding> binding(const EnvList& env, std::string* report);
   void spawn_all(std::vector<RankSpec>& specs);
   void read_input();
-  void read_output(RankProcess& rank, int& fd, std::uint8_t stream);
+  void read_output(RankProcess& rank, UniqueFd& fd, std::uint8_t stream);
   void write_stdin(RankProcess& rank);
   void handle_signal();
   void reap();
@@ -95,7 +88,7 @@ class Agent {
   }
 
   const int in_, out_;
-  int signal_fd_ = -1;
+  UniqueFd signal_fd_;
   sigset_t original_mask_{};
   FrameReader reader_;
   std::string outbound_;
@@ -115,7 +108,7 @@ class Agent {
   std::vector<RankSpec> deferred_;  // added during a Terminate: started once it is over
 };
 
-void Agent::setup_signals() {
+std::string Agent::setup_signals() {
   // Orphans of the job (double forks, setsid escapees) become our children,
   // so the descendants of this process are the whole job on this host.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -125,8 +118,15 @@ void Agent::setup_signals() {
   sigset_t mask;
   sigemptyset(&mask);
   for (int sig : {SIGCHLD, SIGTERM, SIGHUP}) sigaddset(&mask, sig);
-  ::sigprocmask(SIG_BLOCK, &mask, &original_mask_);
-  signal_fd_ = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  // A failure here would leave SIGCHLD and SIGTERM unread: no rank's exit
+  // and no teardown would ever be seen, so it ends the agent, named.
+  if (::sigprocmask(SIG_BLOCK, &mask, &original_mask_) != 0) return std::string("sigprocmask: ") + std::strerror(errno);
+  signal_fd_.reset(::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!signal_fd_) return std::string("signalfd: ") + std::strerror(errno);
+  for (int fd : {in_, out_}) {
+    if (!set_nonblocking(fd)) return "fcntl(O_NONBLOCK): " + std::string(std::strerror(errno));
+  }
+  return "";
 }
 
 // `env`'s value of `name`, or "".
@@ -152,87 +152,68 @@ std::optional<CpuBinding> Agent::binding(const EnvList& env, std::string* report
   return chosen;
 }
 
-void Agent::spawn(RankProcess& rank) {
-  int out[2], err[2], in[2] = {-1, -1};
-  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
-    queue(FrameType::Fatal, 0, 0, "cannot create pipes: " + std::string(std::strerror(errno)));
-    return;
-  }
-  const bool gets_stdin = static_cast<std::int64_t>(rank.spec.rank) == job_.stdin_rank;
-  if (gets_stdin && ::pipe2(in, O_CLOEXEC) != 0) in[0] = in[1] = -1;
-  std::vector<std::string> base;
-  for (char** e = environ; *e; ++e) base.emplace_back(*e);
+EnvList env_overrides(const std::vector<std::string>& entries) {
   EnvList overrides;
-  for (const std::string& entry : rank.spec.env) {
+  for (const std::string& entry : entries) {
     const std::size_t eq = entry.find('=');
     overrides.emplace_back(entry.substr(0, eq), eq == std::string::npos ? "" : entry.substr(eq + 1));
   }
-  std::vector<std::string> env = merge_environment(base, overrides);
+  return overrides;
+}
+
+void Agent::spawn(RankProcess& rank) {
+  const EnvList overrides = env_overrides(rank.spec.env);
+  SpawnRequest request;
+  request.program = rank.spec.argv.empty() ? std::string() : rank.spec.argv.front();
+  request.argv = rank.spec.argv;
+  request.env = merge_environment(current_environment(), overrides);  // the agent's, the job's entries over it
+  request.search_path = true;
+  const bool gets_stdin = static_cast<std::int64_t>(rank.spec.rank) == job_.stdin_rank;
+  request.in = gets_stdin ? ChildStream::pipe() : ChildStream::null();
+  request.out = request.err = ChildStream::pipe();
+  // The rank: its own session (so teardown reaches its process group),
+  // killed if the agent dies, default signal state, the job's directory;
+  // Yama: the agent's eu-stack may read its stacks.
+  request.group = ChildGroup::NewSession;
+  request.die_with_parent = true;
+  request.ptracer = ::getpid();
+  request.mask = original_mask_;
+  request.default_sigpipe = true;
+  request.cwd = job_.cwd;
+  request.on_exec_failure = ExecFailure::ExitLikeShell;
   std::string binding_report;
-  const std::optional<CpuBinding> bound = binding(overrides, &binding_report);
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  if (bound) {
+  if (const std::optional<CpuBinding> bound = binding(overrides, &binding_report)) {
+    cpu_set_t cpus;
+    CPU_ZERO(&cpus);
     for (int cpu : bound->cpus) CPU_SET(cpu, &cpus);
+    request.cpus = cpus;
+    request.cpus_text = format_cpu_list(bound->cpus);
   }
-  std::vector<char*> argv, envp;
-  for (auto& a : rank.spec.argv) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  const pid_t agent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    // The rank: its own session (so teardown reaches its process group),
-    // killed if the agent dies, default signal state, the job's directory.
-    ::setsid();
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    ::prctl(PR_SET_PTRACER, agent);  // Yama: the agent's eu-stack may read our stacks
-    if (::getppid() != agent) ::_exit(127);
-    ::sigprocmask(SIG_SETMASK, &original_mask_, nullptr);
-    ::signal(SIGPIPE, SIG_DFL);
-    const int null_fd = ::open("/dev/null", O_RDONLY);
-    ::dup2(gets_stdin && in[0] >= 0 ? in[0] : null_fd, 0);
-    ::dup2(out[1], 1);
-    ::dup2(err[1], 2);
-    close_inherited_descriptors();
-    if (bound && ::sched_setaffinity(0, sizeof cpus, &cpus) != 0) {
-      std::fprintf(stderr, "trainrun: cannot bind this rank to cpus %s: %s\n",
-                   format_cpu_list(bound->cpus).c_str(), std::strerror(errno));
+  Subprocess child = cli::spawn(request);
+  if (!child.started()) {
+    const std::string why = std::strerror(child.error);
+    if (std::strcmp(child.step, "fork") != 0) {  // pipe2 or /dev/null: out of descriptors
+      const std::string what = std::strcmp(child.step, "pipe2") == 0 ? "create pipes" : child.step;
+      return queue(FrameType::Fatal, 0, 0, "cannot " + what + ": " + why);
     }
-    if (!job_.cwd.empty() && ::chdir(job_.cwd.c_str()) != 0) {
-      std::fprintf(stderr, "trainrun: cannot enter directory %s: %s\n", job_.cwd.c_str(), std::strerror(errno));
-      ::_exit(126);
-    }
-    environ = envp.data();
-    ::execvp(argv[0], argv.data());
-    const int err_no = errno;
-    std::fprintf(stderr, "trainrun: cannot execute %s: %s\n", argv[0], std::strerror(err_no));
-    ::_exit(err_no == ENOENT ? 127 : 126);
-  }
-  if (pid < 0) {
     // Out of processes (a large -np on one host): this rank fails, named,
     // like one that cannot be executed; the launcher ends the job.
-    const std::string why = std::strerror(errno);
-    for (int fd : {out[0], out[1], err[0], err[1], in[0], in[1]}) {
-      if (fd >= 0) ::close(fd);
-    }
     queue(FrameType::Output, rank.spec.rank, 2, "trainrun: cannot start this rank: fork: " + why + "\n");
     queue(FrameType::Exited, rank.spec.rank, 0, std::to_string(W_EXITCODE(126, 0)));
     return;
   }
-  ::close(out[1]);
-  ::close(err[1]);
-  if (in[0] >= 0) ::close(in[0]);
-  rank.out_fd = out[0];
-  rank.err_fd = err[0];
-  rank.in_fd = in[1];
-  for (int fd : {rank.out_fd, rank.err_fd, rank.in_fd}) {
-    if (fd >= 0) set_nonblocking(fd);
+  for (const UniqueFd* fd : {&child.out, &child.err, &child.in}) {
+    if (*fd && !set_nonblocking(fd->get())) {
+      queue(FrameType::Fatal, 0, 0, "cannot make the pipes of rank " + std::to_string(rank.spec.rank) +
+                                        " non-blocking: " + std::strerror(errno));
+    }
   }
-  rank.pid = pid;
-  rank.running = pid > 0;
-  queue(FrameType::Started, rank.spec.rank, 0, std::to_string(pid));
+  rank.out_fd = std::move(child.out);
+  rank.err_fd = std::move(child.err);
+  rank.in_fd = std::move(child.in);
+  rank.pid = child.pid;
+  rank.running = true;
+  queue(FrameType::Started, rank.spec.rank, 0, std::to_string(child.pid));
   if (!binding_report.empty()) queue(FrameType::Output, rank.spec.rank, 2, binding_report);
 }
 
@@ -283,7 +264,7 @@ void Agent::handle_frame(const Frame& frame) {
       return spawn_all(more->ranks);
     }
     case FrameType::Stdin:
-      if (auto* r = find(frame.rank); r && r->in_fd >= 0) r->stdin_pending += frame.payload;
+      if (auto* r = find(frame.rank); r && r->in_fd) r->stdin_pending += frame.payload;
       return;
     case FrameType::StdinEof:
       if (auto* r = find(frame.rank)) r->stdin_eof = true;
@@ -356,15 +337,15 @@ void Agent::launcher_went_away() {
   }
 }
 
-void Agent::read_output(RankProcess& rank, int& fd, std::uint8_t stream) {
+void Agent::read_output(RankProcess& rank, UniqueFd& fd, std::uint8_t stream) {
   char buffer[kOutputChunkBytes];
-  while (fd >= 0) {
-    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+  while (fd) {
+    const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
     if (n > 0) {
       queue(FrameType::Output, rank.spec.rank, stream, std::string_view(buffer, static_cast<std::size_t>(n)));
       if (outbound_.size() > kOutboundLimit) return;
     } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-      close_fd(fd);
+      fd.reset();
     } else {
       return;
     }
@@ -373,7 +354,7 @@ void Agent::read_output(RankProcess& rank, int& fd, std::uint8_t stream) {
 
 void Agent::write_stdin(RankProcess& rank) {
   while (!rank.stdin_pending.empty()) {
-    const ssize_t n = ::write(rank.in_fd, rank.stdin_pending.data(), rank.stdin_pending.size());
+    const ssize_t n = ::write(rank.in_fd.get(), rank.stdin_pending.data(), rank.stdin_pending.size());
     if (n > 0) {
       rank.stdin_pending.erase(0, static_cast<std::size_t>(n));
     } else if (errno == EAGAIN || errno == EINTR) {
@@ -383,7 +364,7 @@ void Agent::write_stdin(RankProcess& rank) {
       rank.stdin_eof = true;
     }
   }
-  if (rank.stdin_eof) close_fd(rank.in_fd);
+  if (rank.stdin_eof) rank.in_fd.reset();
 }
 
 void Agent::reap() {
@@ -398,7 +379,7 @@ void Agent::reap() {
       read_output(r, r.out_fd, 1);
       read_output(r, r.err_fd, 2);
       queue(FrameType::Exited, r.spec.rank, 0, encode_exit(exit_record(status, usage)));
-      close_fd(r.in_fd);
+      r.in_fd.reset();
     }
   }
 }
@@ -421,7 +402,7 @@ void Agent::send_stacks(const std::vector<std::uint32_t>& skip) {
 
 void Agent::handle_signal() {
   signalfd_siginfo info;
-  while (::read(signal_fd_, &info, sizeof info) == sizeof info) {
+  while (::read(signal_fd_.get(), &info, sizeof info) == sizeof info) {
     if (info.ssi_signo == SIGCHLD) {
       reap();
     } else {
@@ -456,9 +437,11 @@ bool Agent::running() const {
 }
 
 int Agent::run() {
-  setup_signals();
-  set_nonblocking(in_);
-  set_nonblocking(out_);
+  if (const std::string failed = setup_signals(); !failed.empty()) {
+    queue(FrameType::Fatal, 0, 0, "cannot watch the job's signals: " + failed);
+    flush_outbound(true);
+    return 1;
+  }
   queue(FrameType::Hello, 0, 0, kVersion);
   while (true) {
     if (launcher_gone_ && !running()) {
@@ -467,23 +450,23 @@ int Agent::run() {
       if (!kill_at_) terminate(std::chrono::milliseconds(have_job_ ? job_.grace_ms : 0));
     }
     std::vector<pollfd> fds;
-    std::vector<std::pair<RankProcess*, int*>> sources;
-    fds.push_back({signal_fd_, POLLIN, 0});
+    std::vector<std::pair<RankProcess*, UniqueFd*>> sources;
+    fds.push_back({signal_fd_.get(), POLLIN, 0});
     if (!launcher_gone_) fds.push_back({in_, POLLIN, 0});
     if (!outbound_.empty()) fds.push_back({out_, POLLOUT, 0});
     const std::size_t first_rank_fd = fds.size();
     if (outbound_.size() <= kOutboundLimit) {
       for (auto& r : ranks_) {
-        for (int* fd : {&r.out_fd, &r.err_fd}) {
-          if (*fd >= 0) {
-            fds.push_back({*fd, POLLIN, 0});
+        for (UniqueFd* fd : {&r.out_fd, &r.err_fd}) {
+          if (*fd) {
+            fds.push_back({fd->get(), POLLIN, 0});
             sources.emplace_back(&r, fd);
           }
         }
       }
     }
     for (auto& r : ranks_) {
-      if (r.in_fd >= 0 && (!r.stdin_pending.empty() || r.stdin_eof)) write_stdin(r);
+      if (r.in_fd && (!r.stdin_pending.empty() || r.stdin_eof)) write_stdin(r);
     }
     int timeout = -1;
     if (kill_at_) {
@@ -495,7 +478,7 @@ int Agent::run() {
 
     for (const pollfd& p : fds) {
       if (!p.revents) continue;
-      if (p.fd == signal_fd_) handle_signal();
+      if (p.fd == signal_fd_.get()) handle_signal();
       else if (p.fd == in_) read_input();
       else if (p.fd == out_) flush_outbound(false);
     }

@@ -44,12 +44,11 @@ std::string directory_error(const std::string& path) {
 // The program as the rank's execvp will see it: from inside the job's
 // directory (relative names) and along the PATH the rank will have.
 std::string program_error(const ProbeRequest& request, bool in_cwd) {
-  const int here = ::open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const UniqueFd here(::open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (in_cwd && ::chdir(request.cwd.c_str()) != 0) in_cwd = false;
   const char* path = request.path.empty() ? std::getenv("PATH") : request.path.c_str();
   const ProgramLookup lookup = find_program(request.program, path);
-  if (in_cwd && here >= 0) (void)!::fchdir(here);
-  if (here >= 0) ::close(here);
+  if (in_cwd && here) (void)!::fchdir(here.get());
   return lookup.path ? "" : lookup.error;
 }
 
@@ -62,10 +61,8 @@ std::string host_address(const ProbeRequest& request) {
 std::string reach_one(const ReachTarget& target) {
   int error = 0;
   std::string resolve_error;
-  const int fd = net::connect_tcp(target.address, std::to_string(target.port),
-                                  std::chrono::steady_clock::now() + kReachTimeout, &error, &resolve_error);
-  if (fd >= 0) {
-    ::close(fd);
+  if (net::connect_tcp(target.address, std::to_string(target.port), std::chrono::steady_clock::now() + kReachTimeout,
+                       &error, &resolve_error)) {
     return "";
   }
   if (!resolve_error.empty()) return "cannot resolve " + target.address + ": " + resolve_error;
@@ -129,10 +126,6 @@ std::optional<std::vector<std::string>> decode_reach_answer(std::string_view pay
   return decode_frames(payload, count);
 }
 
-HostProbe::~HostProbe() {
-  if (listen_fd_ >= 0) ::close(listen_fd_);
-}
-
 std::string HostProbe::answer(std::string_view payload) {
   const std::optional<ProbeRequest> request = decode_probe_request(payload);
   ProbeAnswer answer;
@@ -145,7 +138,7 @@ std::string HostProbe::answer(std::string_view payload) {
   try {
     answer.address = host_address(*request);
     answer.free_port = net::free_tcp_port(answer.address);
-    if (request->listen && listen_fd_ < 0) listen_fd_ = net::listen_tcp(answer.address, &listen_port_);
+    if (request->listen && !listen_fd_) listen_fd_ = net::listen_tcp(answer.address, &listen_port_);
     answer.listen_port = listen_port_;
   } catch (const Error& e) {
     answer.address_error = e.what();

@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "rendezvous/unique_fd.h"
+
 namespace trainrun::cli {
 
 struct ProbeRequest {
@@ -54,7 +56,6 @@ std::optional<std::vector<std::string>> decode_reach_answer(std::string_view pay
 class HostProbe {
  public:
   HostProbe() = default;
-  ~HostProbe();
   HostProbe(const HostProbe&) = delete;
   HostProbe& operator=(const HostProbe&) = delete;
 
@@ -64,7 +65,7 @@ class HostProbe {
   std::string reach(std::string_view request);
 
  private:
-  int listen_fd_ = -1;
+  UniqueFd listen_fd_;  // the listener a probe asked for, kept open for the job
   std::uint16_t listen_port_ = 0;
 };
 

@@ -1,6 +1,6 @@
 #include "cli/agent/piped_agent_link.h"
 
-#include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,57 +9,42 @@
 #include <thread>
 #include <utility>
 
-#include "cli/process/child_process.h"
+#include "cli/process/subprocess.h"
 #include "trainrun/error.h"
 
 namespace trainrun::cli {
-namespace {
-
-// Both ends of one pipe, closed on scope exit unless released.
-struct Pipe {
-  int fd[2] = {-1, -1};
-  explicit Pipe(const std::string& host) {
-    if (::pipe2(fd, O_CLOEXEC) != 0) {
-      throw Error(Error::Code::Io, "cannot create the pipes of the agent for " + host + ": " + std::strerror(errno));
-    }
-  }
-  ~Pipe() {
-    for (int f : fd) {
-      if (f >= 0) ::close(f);
-    }
-  }
-  int release(int end) { return std::exchange(fd[end], -1); }
-};
-
-}  // namespace
 
 PipedAgentLink::PipedAgentLink(std::string host, const std::vector<std::string>& command, Style style)
     : host_(std::move(host)), style_(std::move(style)) {
-  Pipe in(host_), out(host_);
-  std::vector<char*> argv;
-  for (const std::string& word : command) argv.push_back(const_cast<char*>(word.c_str()));
-  argv.push_back(nullptr);
-  pid_ = ::fork();
-  if (pid_ == 0) {
-    // Its own process group (see the class comment); it owns its signals and
-    // must not inherit our mask. No parent-death signal: when trainrun dies,
-    // the EOF on the child's stdin ends the agent and its ranks.
-    ::setpgid(0, 0);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::dup2(in.fd[0], 0);
-    ::dup2(out.fd[1], 1);
-    close_inherited_descriptors();
-    ::execv(argv[0], argv.data());
-    const std::string message = "trainrun: cannot execute " + command[0] + ": " + std::strerror(errno) + "\n";
-    (void)!::write(2, message.data(), message.size());
-    ::_exit(127);
+  SpawnRequest request;
+  request.program = command.at(0);
+  request.argv = command;
+  request.env = current_environment();
+  request.in = request.out = ChildStream::pipe();
+  // Its own process group (see the class comment); it owns its signals and
+  // must not inherit our mask. No parent-death signal: when trainrun dies,
+  // the EOF on the child's stdin ends the agent and its ranks.
+  request.group = ChildGroup::Own;
+  request.on_exec_failure = ExecFailure::Exit127;
+  Subprocess child = spawn(request);
+  if (!child.started()) {
+    const std::string why = std::strerror(child.error);
+    if (std::strcmp(child.step, "fork") == 0) {
+      throw Error(Error::Code::Io, "cannot start " + style_.what + " on " + host_ + ": " + why);
+    }
+    throw Error(Error::Code::Io, "cannot create the pipes of the agent for " + host_ + ": " + why);
   }
-  if (pid_ < 0) throw Error(Error::Code::Io, "cannot start " + style_.what + " on " + host_ + ": " + std::strerror(errno));
-  to_child_ = in.release(1);
-  from_child_ = out.release(0);
-  for (int fd : {to_child_, from_child_}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  pid_ = child.pid;
+  to_child_ = std::move(child.in);
+  from_child_ = std::move(child.out);
+  for (const UniqueFd* fd : {&to_child_, &from_child_}) {
+    if (!set_nonblocking(fd->get())) {
+      const std::string why = std::strerror(errno);
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+      throw Error(Error::Code::Io, "cannot make the pipes of the agent for " + host_ + " non-blocking: " + why);
+    }
+  }
 }
 
 PipedAgentLink::~PipedAgentLink() {
@@ -68,12 +53,10 @@ PipedAgentLink::~PipedAgentLink() {
     ::kill(pid_, SIGKILL);
     ::waitpid(pid_, nullptr, 0);
   }
-  if (from_child_ >= 0) ::close(from_child_);
 }
 
 void PipedAgentLink::close_write() {
-  if (to_child_ >= 0) ::close(to_child_);
-  to_child_ = -1;
+  to_child_.reset();
 }
 
 bool PipedAgentLink::reap(int options) {

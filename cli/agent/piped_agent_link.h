@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli/agent/agent_link.h"
+#include "rendezvous/unique_fd.h"
 
 namespace trainrun::cli {
 
@@ -28,8 +29,8 @@ class PipedAgentLink : public AgentLink {
   ~PipedAgentLink() override;
 
   const std::string& host() const override { return host_; }
-  int read_fd() const override { return from_child_; }
-  int write_fd() const override { return to_child_; }
+  int read_fd() const override { return from_child_.get(); }
+  int write_fd() const override { return to_child_.get(); }
   void close_write() override;
   std::optional<std::string> failure() override;
   void finish(std::chrono::milliseconds timeout) override;
@@ -40,7 +41,7 @@ class PipedAgentLink : public AgentLink {
   std::string host_;
   Style style_;
   pid_t pid_ = -1;
-  int to_child_ = -1, from_child_ = -1;
+  UniqueFd to_child_, from_child_;
   int status_ = 0;
   bool reaped_ = false;
 };

@@ -14,13 +14,12 @@
 #include <cstring>
 #include <utility>
 
-#include "cli/process/child_process.h"
 #include "cli/plan/host_list.h"
 #include "cli/job/job_state.h"
 #include "cli/plan/printable.h"
 #include "cli/process/process_tree.h"
-
-extern char** environ;
+#include "cli/process/subprocess.h"
+#include "rendezvous/unique_fd.h"
 
 namespace trainrun::cli::elastic {
 namespace {
@@ -39,7 +38,7 @@ enum class End { Exited, TimedOut, Stopped };
 
 // One of the script's output pipes, read up to `cap` bytes.
 struct Capture {
-  int fd = -1;
+  UniqueFd fd;
   std::size_t cap = 0;
   std::string text;
 };
@@ -48,12 +47,11 @@ struct Capture {
 // blocks on a full pipe. Closes the pipe at EOF.
 void drain(Capture& c) {
   char buffer[16384];
-  const ssize_t n = ::read(c.fd, buffer, sizeof buffer);
+  const ssize_t n = ::read(c.fd.get(), buffer, sizeof buffer);
   if (n > 0) {
     c.text.append(buffer, std::min(static_cast<std::size_t>(n), c.cap - std::min(c.cap, c.text.size())));
   } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-    ::close(c.fd);
-    c.fd = -1;
+    c.fd.reset();
   }
 }
 
@@ -64,11 +62,11 @@ bool has_exited(pid_t pid) {
   return ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
 }
 
-int open_pidfd(pid_t pid) {
+UniqueFd open_pidfd(pid_t pid) {
 #ifdef SYS_pidfd_open
-  return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  return UniqueFd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
 #else
-  return -1;
+  return UniqueFd();
 #endif
 }
 
@@ -80,12 +78,12 @@ int millis_until(Clock::time_point when) {
 // Reads the script's output until it exits (and its pipes close, or the
 // grace ends), `deadline` passes or `stop_fd` becomes readable.
 End wait_for_script(pid_t pid, Capture& out, Capture& err, Clock::time_point deadline, int stop_fd) {
-  const int pidfd = open_pidfd(pid);  // readable at exit: no polling for it
+  const UniqueFd pidfd = open_pidfd(pid);  // readable at exit: no polling for it
   std::optional<Clock::time_point> exited_at;
   End end;
   while (true) {
     if (!exited_at && has_exited(pid)) exited_at = Clock::now();
-    if (exited_at && ((out.fd < 0 && err.fd < 0) || Clock::now() >= *exited_at + kExitGrace)) {
+    if (exited_at && ((!out.fd && !err.fd) || Clock::now() >= *exited_at + kExitGrace)) {
       end = End::Exited;
       break;
     }
@@ -94,9 +92,9 @@ End wait_for_script(pid_t pid, Capture& out, Capture& err, Clock::time_point dea
       break;
     }
     int wait_ms = millis_until(exited_at ? *exited_at + kExitGrace : deadline);
-    if (!exited_at && pidfd < 0) wait_ms = std::min(wait_ms, static_cast<int>(kExitCheck.count()));
-    pollfd fds[4] = {{out.fd, POLLIN, 0}, {err.fd, POLLIN, 0}, {stop_fd, POLLIN, 0},
-                     {exited_at ? -1 : pidfd, POLLIN, 0}};  // poll skips negative descriptors
+    if (!exited_at && !pidfd) wait_ms = std::min(wait_ms, static_cast<int>(kExitCheck.count()));
+    pollfd fds[4] = {{out.fd.get(), POLLIN, 0}, {err.fd.get(), POLLIN, 0}, {stop_fd, POLLIN, 0},
+                     {exited_at ? -1 : pidfd.get(), POLLIN, 0}};  // poll skips negative descriptors
     if (::poll(fds, 4, wait_ms) < 0 && errno != EINTR) wait_ms = 0;
     if (fds[2].revents) {
       end = End::Stopped;
@@ -105,7 +103,6 @@ End wait_for_script(pid_t pid, Capture& out, Capture& err, Clock::time_point dea
     if (fds[0].revents) drain(out);
     if (fds[1].revents) drain(err);
   }
-  if (pidfd >= 0) ::close(pidfd);
   return end;
 }
 
@@ -147,24 +144,6 @@ std::string judge(DiscoveryRun& run, int status, const Capture& out, const std::
   return "printed a bad line: " + parsed.error;
 }
 
-std::vector<std::string> current_environment() {
-  std::vector<std::string> env;
-  for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
-  return env;
-}
-
-// Its stdout and stderr pipes, and /dev/null for its stdin; the launcher's ends are closed by the caller.
-bool open_pipes(int out[2], int err[2], int& null_fd) {
-  null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (null_fd < 0) return false;
-  if (::pipe2(out, O_CLOEXEC) == 0) {
-    if (::pipe2(err, O_CLOEXEC) == 0) return true;
-    ::close(out[0]), ::close(out[1]);
-  }
-  ::close(null_fd);
-  return false;
-}
-
 }  // namespace
 
 DiscoveryRun run_discovery_script(const std::string& path, milliseconds timeout) {
@@ -174,31 +153,35 @@ DiscoveryRun run_discovery_script(const std::string& path, milliseconds timeout)
 DiscoveryRun run_discovery_script(const std::string& path, milliseconds timeout, int stop_fd) {
   DiscoveryRun run;
   const std::string name = "--host-discovery-script " + printable(path, 1024) + " ";
-  int out[2], err[2], null_fd = -1;
-  if (!open_pipes(out, err, null_fd)) {
-    run.error = name + "cannot be started: " + std::strerror(errno);
+  SpawnRequest request;
+  request.program = path;
+  request.argv = {path};
+  request.env = current_environment();
+  request.in = ChildStream::null();
+  request.out = request.err = ChildStream::pipe();
+  request.group = ChildGroup::NewSession;
+  request.default_sigpipe = true;
+  request.die_with_parent = true;
+  // (no mask: the script's signals are its own, not the launcher's blocked set)
+  Subprocess child = spawn(request);
+  if (!child.started() && std::strcmp(child.step, "exec") != 0) {
+    run.error = name + "cannot be started: " + std::strerror(child.error);
     return run;
   }
-  sigset_t none;
-  sigemptyset(&none);  // the script's signals are its own, not the launcher's blocked set
-  const SpawnResult child = spawn_checked(path, {path}, current_environment(), none,
-                                          ChildSetup{null_fd, out[1], err[1], /*new_session=*/true,
-                                                     /*default_sigpipe=*/true});
-  for (int fd : {null_fd, out[1], err[1]}) ::close(fd);
-  Capture out_capture{out[0], kMaxDiscoveryStdout, ""}, err_capture{err[0], kMaxDiscoveryStderr, ""};
+  Capture out_capture{std::move(child.out), kMaxDiscoveryStdout, ""};
+  Capture err_capture{std::move(child.err), kMaxDiscoveryStderr, ""};
   End end = End::Exited;
   int status = 0;
-  if (child.pid > 0) {
+  if (child.started()) {
     end = wait_for_script(child.pid, out_capture, err_capture, Clock::now() + timeout, stop_fd);
     kill_script(child.pid);  // also what an exited script left running in its group
     while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
     }
   }
-  for (int fd : {out_capture.fd, err_capture.fd}) {
-    if (fd >= 0) ::close(fd);
-  }
+  out_capture.fd.reset();
+  err_capture.fd.reset();
   run.stderr_text = std::move(err_capture.text);
-  if (child.pid <= 0) {
+  if (!child.started()) {
     run.error = name + "cannot be executed: " + std::strerror(child.error);
   } else if (end == End::TimedOut) {
     run.error = name + "did not finish within " + seconds_text(timeout);
@@ -225,20 +208,19 @@ HostDiscovery::HostDiscovery(std::string path, milliseconds interval, millisecon
     : path_(std::move(path)), interval_(interval), timeout_(timeout) {
   // One eventfd both wakes the thread from its interval sleep and cuts a
   // running script short (run_discovery_script polls it too).
-  stop_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  stop_fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
 }
 
 HostDiscovery::~HostDiscovery() {
-  if (stop_fd_ >= 0) {
+  if (stop_fd_) {
     const std::uint64_t one = 1;
-    (void)!::write(stop_fd_, &one, sizeof one);
+    (void)!::write(stop_fd_.get(), &one, sizeof one);
   }
   if (thread_.joinable()) thread_.join();
-  if (stop_fd_ >= 0) ::close(stop_fd_);
 }
 
 DiscoveryRun HostDiscovery::first() {
-  DiscoveryRun run = run_discovery_script(path_, timeout_, stop_fd_);
+  DiscoveryRun run = run_discovery_script(path_, timeout_, stop_fd_.get());
   if (run.ok) record(run);
   return run;
 }
@@ -251,9 +233,9 @@ void HostDiscovery::poll_loop() {
   // Without the eventfd (out of descriptors) the destructor could not stop
   // a poll, so there is none: the answer stays first()'s.
   while (true) {
-    pollfd stop = {stop_fd_, POLLIN, 0};
-    if (stop_fd_ < 0 || ::poll(&stop, 1, static_cast<int>(interval_.count())) > 0) return;
-    const DiscoveryRun run = run_discovery_script(path_, timeout_, stop_fd_);
+    pollfd stop = {stop_fd_.get(), POLLIN, 0};
+    if (!stop_fd_ || ::poll(&stop, 1, static_cast<int>(interval_.count())) > 0) return;
+    const DiscoveryRun run = run_discovery_script(path_, timeout_, stop_fd_.get());
     if (::poll(&stop, 1, 0) > 0) return;  // stopped mid-run: that run's failure is no news
     record(run);
   }

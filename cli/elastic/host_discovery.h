@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli/plan/rank_plan.h"
+#include "rendezvous/unique_fd.h"
 
 namespace trainrun::cli::elastic {
 
@@ -71,7 +72,7 @@ class HostDiscovery {
 
   const std::string path_;
   const std::chrono::milliseconds interval_, timeout_;
-  int stop_fd_ = -1;  // an eventfd, readable once the destructor runs
+  UniqueFd stop_fd_;  // an eventfd, readable once the destructor runs
   std::thread thread_;
 
   mutable std::mutex mutex_;

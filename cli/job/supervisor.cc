@@ -7,12 +7,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <string>
 
 #include "cli/report/stack_dumps.h"
 #include "contract/decimal.h"
 #include "rendezvous/kv_table.h"
 #include "contract/kv_keys.h"
+#include "trainrun/error.h"
 
 namespace trainrun::cli {
 namespace {
@@ -43,23 +45,28 @@ struct Supervisor::Peer {
   bool closed = false;   // we sent EOF (job over on our side)
 };
 
-sigset_t block_job_signals() {
+BlockedJobSignals::BlockedJobSignals() {
   ::signal(SIGPIPE, SIG_IGN);
-  sigset_t set = job_signals(), previous;
-  ::sigprocmask(SIG_BLOCK, &set, &previous);
-  return previous;
+  const sigset_t set = job_signals();
+  if (::sigprocmask(SIG_BLOCK, &set, &previous_) != 0) {
+    throw Error(Error::Code::Io, std::string("cannot block the job's signals (sigprocmask): ") + std::strerror(errno));
+  }
 }
+
+BlockedJobSignals::~BlockedJobSignals() { ::sigprocmask(SIG_SETMASK, &previous_, nullptr); }
 
 Supervisor::Supervisor(SupervisorOptions options, JobState& state, OutputRouter& output,
                        const rendezvous::KvTable* rendezvous)
     : options_(options), state_(state), output_(output), rendezvous_(rendezvous) {
   const sigset_t set = job_signals();
-  signal_fd_ = ::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  signal_fd_.reset(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!signal_fd_) {
+    // Without it Ctrl-C, SIGTERM and SIGHUP would stay blocked and unread.
+    throw Error(Error::Code::Io, std::string("cannot watch the job's signals (signalfd): ") + std::strerror(errno));
+  }
 }
 
-Supervisor::~Supervisor() {
-  if (signal_fd_ >= 0) ::close(signal_fd_);
-}
+Supervisor::~Supervisor() = default;
 
 void Supervisor::send_all(FrameType type, const std::string& payload) {
   for (Peer& peer : peers_) {
@@ -191,7 +198,7 @@ void Supervisor::lose_host(Peer& peer, const std::string& reason) {
 
 void Supervisor::on_signal() {
   signalfd_siginfo info;
-  while (::read(signal_fd_, &info, sizeof info) == sizeof info) {
+  while (::read(signal_fd_.get(), &info, sizeof info) == sizeof info) {
     const int sig = static_cast<int>(info.ssi_signo);
     if (sig == SIGQUIT) {  // Ctrl-\: a look at every rank; the job goes on
       request_stacks("SIGQUIT");
@@ -250,7 +257,7 @@ void Supervisor::check_start_timeout() {
   apply(action);
 }
 
-void Supervisor::run(std::vector<std::unique_ptr<AgentLink>>& agents, const std::vector<JobSpec>& jobs) {
+void Supervisor::start_peers(std::vector<std::unique_ptr<AgentLink>>& agents, const std::vector<JobSpec>& jobs) {
   started_ = Clock::now();
   agents_ = &agents;
   for (std::size_t i = 0; i < agents.size(); ++i) {
@@ -266,88 +273,108 @@ void Supervisor::run(std::vector<std::unique_ptr<AgentLink>>& agents, const std:
       }
     }
   }
-  const auto deadline = options_.timeout_s > 0
-                            ? std::optional(started_ + std::chrono::milliseconds(
-                                                           static_cast<long long>(options_.timeout_s * 1000)))
-                            : std::nullopt;
+  if (options_.timeout_s > 0) {
+    deadline_ = started_ + std::chrono::milliseconds(static_cast<long long>(options_.timeout_s * 1000));
+  }
+}
+
+// Once every rank is done each agent may clean up its host and go; true
+// when every agent has said its last (EOF): the job is over.
+bool Supervisor::all_agents_done() {
+  if (state_.all_exited() && (!control_ || control_->idle() || state_.tearing_down())) {
+    for (Peer& peer : peers_) {
+      if (!peer.closed && peer.outbound.empty()) {
+        peer.link->close_write();
+        peer.closed = true;
+      }
+    }
+  }
+  for (const Peer& peer : peers_) {
+    if (!peer.eof) return false;
+  }
+  return true;
+}
+
+// --timeout, the start timeout, and the backstop after a Terminate or Kill.
+void Supervisor::check_deadlines(Clock::time_point now) {
+  if (deadline_ && now >= *deadline_ && !state_.tearing_down()) {
+    // Before the Terminate: agents answer in order.
+    request_stacks("--timeout " + detail::shortest_decimal(options_.timeout_s) + " s expired");
+    apply(state_.timed_out(options_.timeout_s));
+  }
+  print_stacks_when_due(false);
+  check_start_timeout();
+  if (kill_at_ && now >= *kill_at_) {
+    send_all(FrameType::Kill, "");
+    kill_at_ = now + std::chrono::seconds(2);
+    // Agents that do not answer even a Kill are cut off.
+    for (Peer& peer : peers_) {
+      if (!peer.closed) peer.link->close_write(), peer.closed = true;
+    }
+  }
+}
+
+// The signalfd, the agents (not read while the console is back-pressured),
+// stdin for its rank's agent, and the console when it has output waiting.
+std::vector<pollfd> Supervisor::poll_set(bool backlogged) const {
+  std::vector<pollfd> fds;
+  fds.push_back({signal_fd_.get(), POLLIN, 0});
+  for (const Peer& peer : peers_) {
+    if (!peer.eof && !backlogged) fds.push_back({peer.link->read_fd(), POLLIN, 0});
+    if (!peer.outbound.empty() && !peer.closed && peer.link->write_fd() >= 0) {
+      fds.push_back({peer.link->write_fd(), POLLOUT, 0});
+    }
+  }
+  if (stdin_open_ && peers_[stdin_peer_].outbound.size() < kPeerOutboundLimit) fds.push_back({0, POLLIN, 0});
+  for (int stream : {1, 2}) {
+    if (output_.wants_write(stream)) fds.push_back({output_.fd(stream), POLLOUT, 0});
+  }
+  return fds;
+}
+
+void Supervisor::dispatch(const pollfd& p) {
+  if (p.fd == signal_fd_.get()) {
+    on_signal();
+  } else if (p.fd == 0 && (p.events & POLLIN)) {
+    forward_stdin();
+  } else if (p.fd == output_.fd(1) || p.fd == output_.fd(2)) {
+    output_.write_some(p.fd == output_.fd(1) ? 1 : 2);
+  } else {
+    for (Peer& peer : peers_) {
+      if (p.fd == peer.link->read_fd() && (p.events & POLLIN)) {
+        on_readable(peer);
+        idle_ = false;
+      }
+      if (p.fd == peer.link->write_fd() && (p.events & POLLOUT)) {
+        const ssize_t n = ::write(p.fd, peer.outbound.data(), peer.outbound.size());
+        if (n > 0) peer.outbound.erase(0, static_cast<std::size_t>(n));
+        else if (n < 0 && errno != EAGAIN && errno != EINTR) peer.outbound.clear();
+      }
+    }
+  }
+}
+
+void Supervisor::run(std::vector<std::unique_ptr<AgentLink>>& agents, const std::vector<JobSpec>& jobs) {
+  start_peers(agents, jobs);
   while (true) {
     const auto now = Clock::now();
     if (control_) {
       control_->tick();
       take_new_agents();
     }
-    if (state_.all_exited() && (!control_ || control_->idle() || state_.tearing_down())) {
-      // Every rank is done: let each agent clean up its host and go.
-      for (Peer& peer : peers_) {
-        if (!peer.closed && peer.outbound.empty()) {
-          peer.link->close_write();
-          peer.closed = true;
-        }
-      }
-    }
-    bool all_eof = true;
-    for (const Peer& peer : peers_) all_eof = all_eof && peer.eof;
-    if (all_eof) break;
-
-    if (deadline && now >= *deadline && !state_.tearing_down()) {
-      request_stacks("--timeout " + detail::shortest_decimal(options_.timeout_s) + " s expired");  // before the Terminate: agents answer in order
-      apply(state_.timed_out(options_.timeout_s));
-    }
-    print_stacks_when_due(false);
-    check_start_timeout();
-    if (kill_at_ && now >= *kill_at_) {
-      send_all(FrameType::Kill, "");
-      kill_at_ = now + std::chrono::seconds(2);
-      // Agents that do not answer even a Kill are cut off.
-      for (Peer& peer : peers_) {
-        if (!peer.closed) peer.link->close_write(), peer.closed = true;
-      }
-    }
+    if (all_agents_done()) break;
+    check_deadlines(now);
     // Unfinished lines go out only while no output is in flight, so a line
     // is never cut because trainrun itself was busy or back-pressured.
     if (idle_) output_.flush_stale(output_clock());
-
-    std::vector<pollfd> fds;
-    fds.push_back({signal_fd_, POLLIN, 0});
     const bool backlogged = output_.backlogged();
-    for (Peer& peer : peers_) {
-      if (!peer.eof && !backlogged) fds.push_back({peer.link->read_fd(), POLLIN, 0});
-      if (!peer.outbound.empty() && !peer.closed && peer.link->write_fd() >= 0) {
-        fds.push_back({peer.link->write_fd(), POLLOUT, 0});
-      }
-    }
-    if (stdin_open_ && peers_[stdin_peer_].outbound.size() < kPeerOutboundLimit) {
-      fds.push_back({0, POLLIN, 0});
-    }
-    for (int stream : {1, 2}) {
-      if (output_.wants_write(stream)) fds.push_back({output_.fd(stream), POLLOUT, 0});
-    }
+    std::vector<pollfd> fds = poll_set(backlogged);
     const auto polled = Clock::now();
     ::poll(fds.data(), fds.size(), 50);
     if (backlogged) held_back_ += Clock::now() - polled;
     idle_ = !backlogged;
-
     for (const pollfd& p : fds) {
-      if (!p.revents) continue;
-      if (p.fd == signal_fd_) {
-        on_signal();
-      } else if (p.fd == 0 && (p.events & POLLIN)) {
-        forward_stdin();
-      } else if (p.fd == output_.fd(1) || p.fd == output_.fd(2)) {
-        output_.write_some(p.fd == output_.fd(1) ? 1 : 2);
-      } else {
-        for (Peer& peer : peers_) {
-          if (p.fd == peer.link->read_fd() && (p.events & POLLIN)) {
-            on_readable(peer);
-            idle_ = false;
-          }
-          if (p.fd == peer.link->write_fd() && (p.events & POLLOUT)) {
-            const ssize_t n = ::write(p.fd, peer.outbound.data(), peer.outbound.size());
-            if (n > 0) peer.outbound.erase(0, static_cast<std::size_t>(n));
-            else if (n < 0 && errno != EAGAIN && errno != EINTR) peer.outbound.clear();
-          }
-        }
-      }
+      if (p.revents) dispatch(p);
     }
   }
   print_stacks_when_due(true);

@@ -5,8 +5,10 @@
 // --start-timeout, and turns what happens into JobState decisions
 // (teardown: Terminate frames, then Kill). Single-threaded; signals arrive
 // through a signalfd, so they must be blocked before any thread or agent
-// starts (see block_job_signals).
+// starts (see BlockedJobSignals).
 #pragma once
+
+#include <poll.h>
 
 #include <chrono>
 #include <memory>
@@ -18,6 +20,7 @@
 #include "cli/job/job_state.h"
 #include "cli/output/output_router.h"
 #include "cli/job/rank_events.h"
+#include "rendezvous/unique_fd.h"
 
 namespace trainrun::rendezvous {
 class KvTable;
@@ -57,12 +60,26 @@ class ElasticControl {
   virtual bool idle() const = 0;
 };
 
-// Blocks the signals the supervisor takes synchronously (call first, before
-// threads or children exist); returns the previous mask.
-sigset_t block_job_signals();
+// Blocks the signals the supervisor takes synchronously (and ignores
+// SIGPIPE) for as long as it lives; its destructor restores the previous
+// mask, on every way out of the launcher. Create it first, before threads or
+// children exist: they inherit the mask. Throws Error(Io) when sigprocmask
+// fails, rather than run a job whose Ctrl-C would never be read. One per
+// launcher run, on the main thread.
+class BlockedJobSignals {
+ public:
+  BlockedJobSignals();
+  ~BlockedJobSignals();
+  BlockedJobSignals(const BlockedJobSignals&) = delete;
+  BlockedJobSignals& operator=(const BlockedJobSignals&) = delete;
+
+ private:
+  sigset_t previous_{};
+};
 
 class Supervisor {
  public:
+  // Throws Error(Io) when the signalfd cannot be created.
   Supervisor(SupervisorOptions options, JobState& state, OutputRouter& output,
              const rendezvous::KvTable* rendezvous);
   ~Supervisor();
@@ -104,6 +121,12 @@ class Supervisor {
   void on_signal();
   void forward_stdin();
   void check_start_timeout();
+  // The turns of run(): set up; is it over; deadlines; what to wait on; one ready descriptor.
+  void start_peers(std::vector<std::unique_ptr<AgentLink>>& agents, const std::vector<JobSpec>& jobs);
+  bool all_agents_done();
+  void check_deadlines(Clock::time_point now);
+  std::vector<pollfd> poll_set(bool backlogged) const;
+  void dispatch(const pollfd& ready);
   std::vector<int> unregistered_ranks() const;
   // Every rank's stack but `skip`'s (report::StackDumps::Request).
   void request_stacks(const std::string& reason, const std::vector<int>& skip = {});
@@ -119,10 +142,11 @@ class Supervisor {
   std::vector<Peer> peers_;
   std::vector<std::unique_ptr<AgentLink>>* agents_ = nullptr;
   std::vector<std::pair<std::unique_ptr<AgentLink>, std::string>> new_agents_;  // link, its Job frames
-  int signal_fd_ = -1;
+  UniqueFd signal_fd_;  // reads job_signals(); the constructor throws without it
   bool stdin_open_ = false;
   std::size_t stdin_peer_ = 0;  // the agent of options_.stdin_rank
   Clock::time_point started_;
+  std::optional<Clock::time_point> deadline_;  // --timeout
   std::optional<Clock::time_point> kill_at_;
   bool start_checked_ = false;
   bool idle_ = true;  // the last poll round read no agent output

@@ -14,7 +14,7 @@
 #include <optional>
 #include <thread>
 
-#include "cli/process/child_process.h"
+#include "cli/process/subprocess.h"
 #include "cli/plan/job_plan.h"
 #include "cli/job/job_state.h"
 #include "cli/plan/local_host.h"
@@ -26,9 +26,9 @@
 #include "cli/plan/shell_words.h"
 #include "cli/plan/program_path.h"
 #include "contract/environment.h"
+#include "rendezvous/unique_fd.h"
 #include "trainrun/error.h"
 
-extern char** environ;
 
 namespace trainrun::cli {
 namespace {
@@ -66,18 +66,16 @@ MpirunJob describe_job(const Options& options, const JobPlan& plan, const std::s
 // mpirun's stdout and stderr, read into trainrun's OutputRouter.
 class MpirunPipes {
  public:
-  MpirunPipes(OutputRouter& router, int out_fd, int err_fd) : router_(router), parser_(router), fds_{out_fd, err_fd} {
-    for (int fd : fds_) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);  // read what is there
-  }
-  ~MpirunPipes() {
-    for (int fd : fds_) if (fd >= 0) ::close(fd);
+  MpirunPipes(OutputRouter& router, UniqueFd out, UniqueFd err) : router_(router), parser_(router) {
+    fds_[0] = std::move(out);
+    fds_[1] = std::move(err);
   }
   // Reads what mpirun wrote and writes what the console takes, waiting up to `wait`.
   void pump(std::chrono::milliseconds wait) {
     pollfd pfd[4];
     int n = 0;
     for (int i = 0; i < 2; ++i) {
-      if (fds_[i] >= 0 && !router_.backlogged()) pfd[n++] = {fds_[i], POLLIN, 0};
+      if (fds_[i] && !router_.backlogged()) pfd[n++] = {fds_[i].get(), POLLIN, 0};
     }
     for (int stream : {1, 2}) {
       if (router_.wants_write(stream)) pfd[n++] = {router_.fd(stream), POLLOUT, 0};
@@ -91,7 +89,7 @@ class MpirunPipes {
   // behind may hold the pipes), then everything to the console.
   void finish() {
     const auto deadline = Clock::now() + std::chrono::seconds(5);
-    while ((fds_[0] >= 0 || fds_[1] >= 0) && Clock::now() < deadline) pump(std::chrono::milliseconds(50));
+    while ((fds_[0] || fds_[1]) && Clock::now() < deadline) pump(std::chrono::milliseconds(50));
     parser_.finish(Clock::now());
     router_.finish();
     router_.drain(std::chrono::seconds(5));
@@ -103,20 +101,19 @@ class MpirunPipes {
 
  private:
   void read_from(int i) {
-    if (fds_[i] < 0) return;
+    if (!fds_[i]) return;
     char buffer[65536];
-    const ssize_t n = ::read(fds_[i], buffer, sizeof buffer);
+    const ssize_t n = ::read(fds_[i].get(), buffer, sizeof buffer);
     if (n > 0) {
       parser_.feed(i + 1, std::string_view(buffer, static_cast<std::size_t>(n)), Clock::now());
     } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-      ::close(fds_[i]);
-      fds_[i] = -1;
+      fds_[i].reset();
     }
   }
 
   OutputRouter& router_;
   MpirunOutput parser_;
-  int fds_[2];
+  UniqueFd fds_[2];  // mpirun's stdout and stderr, non-blocking: read what is there
 };
 
 // Waits for mpirun; the first INT/TERM/HUP sends it SIGTERM (it stops the
@@ -180,26 +177,27 @@ int start_and_supervise(const Options& options, const JobPlan& plan, const std::
     std::cerr << "trainrun: error: " << e.what() << "\n";
     return 1;
   }
-  int out[2], err[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) return 1;
-  if (::pipe2(err, O_CLOEXEC) != 0) {
-    ::close(out[0]);
-    ::close(out[1]);
-    return 1;
-  }
-  ChildSetup setup;
-  setup.stdout_fd = out[1];
-  setup.stderr_fd = err[1];
+  SpawnRequest request;
+  request.program = mpirun;
+  request.argv = argv;
+  request.env = env;
+  request.out = request.err = ChildStream::pipe();
+  request.mask = original;
+  request.die_with_parent = true;
   // mpirun stays in trainrun's process group (no new session): it forwards
   // the terminal's stdin to rank 0, which a background group could not read.
-  const SpawnResult started = spawn_checked(mpirun, argv, env, original, setup);
-  ::close(out[1]);
-  ::close(err[1]);
-  MpirunPipes pipes(*router, out[0], err[0]);
-  if (started.pid <= 0) {
+  Subprocess started = spawn(request);
+  if (!started.started()) {
     std::cerr << "trainrun: error: cannot start mpirun: " << std::strerror(started.error) << "\n";
     return 1;
   }
+  if (!set_nonblocking(started.out.get()) || !set_nonblocking(started.err.get())) {
+    std::cerr << "trainrun: error: cannot read mpirun's output: fcntl: " << std::strerror(errno) << "\n";
+    ::kill(started.pid, SIGKILL);
+    ::waitpid(started.pid, nullptr, 0);
+    return 1;
+  }
+  MpirunPipes pipes(*router, std::move(started.out), std::move(started.err));
   const int code = supervise(started.pid, handled, options.grace_s, report, pipes);
   report.lost_output(router->write_failures());
   return code;
@@ -253,10 +251,12 @@ int run_mpirun(const Options& options, ReportRecorder& report) {
   sigset_t handled, original;
   sigemptyset(&handled);
   for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) sigaddset(&handled, sig);
-  ::sigprocmask(SIG_BLOCK, &handled, &original);
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) env.emplace_back(*e);
-  const int code = start_and_supervise(options, *planned.plan, *mpirun.path, argv, env, handled, original, report);
+  if (::sigprocmask(SIG_BLOCK, &handled, &original) != 0) {
+    std::cerr << "trainrun: error: cannot block the job's signals: " << std::strerror(errno) << "\n";
+    return 1;
+  }
+  const int code = start_and_supervise(options, *planned.plan, *mpirun.path, argv, current_environment(), handled,
+                                       original, report);
   ::sigprocmask(SIG_SETMASK, &original, nullptr);
   return code;
 }

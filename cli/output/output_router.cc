@@ -71,21 +71,17 @@ void OutputRouter::open_files(int rank) {
   make_directory(folder);
   for (int stream : {1, 2}) {
     const std::string file = folder + (stream == 1 ? "/stdout" : "/stderr");
-    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) throw Error(Error::Code::Io, "--output-filename: cannot create " + file + ": " + std::strerror(errno));
-    files_[{rank, stream}] = {fd, file};
+    UniqueFd fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!fd) throw Error(Error::Code::Io, "--output-filename: cannot create " + file + ": " + std::strerror(errno));
+    files_[{rank, stream}] = {std::move(fd), file};
   }
 }
 
-OutputRouter::~OutputRouter() {
-  for (auto& [key, file] : files_) {
-    if (file.fd >= 0) ::close(file.fd);
-  }
-}
+OutputRouter::~OutputRouter() = default;
 
 int OutputRouter::file_for(int rank, int stream) {
   auto it = files_.find({rank, stream});
-  if (it != files_.end()) return it->second.fd;
+  if (it != files_.end()) return it->second.fd.get();
   // An elastic job's workers started later get their files on first output.
   if (options_.directory.empty() || rank < options_.size || !late_.insert(rank).second) return -1;
   try {
@@ -103,8 +99,7 @@ bool OutputRouter::on_console(int rank) const {
 
 void OutputRouter::file_failed(int rank, int stream, int error) {
   File& file = files_[{rank, stream}];
-  ::close(file.fd);
-  file.fd = -1;  // written no more: the message below is the only one for it
+  file.fd.reset();  // written no more: the message below is the only one for it
   const std::string kind = stream == 1 ? "stdout" : "stderr";
   failures_.push_back({file.path, kind, rank, std::strerror(error)});
   const std::string whose = "rank " + std::to_string(rank) + "'s later " + kind;

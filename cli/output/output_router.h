@@ -20,6 +20,7 @@
 
 #include "cli/output/line_assembler.h"
 #include "cli/output/write_failure.h"
+#include "rendezvous/unique_fd.h"
 
 namespace trainrun::cli {
 
@@ -67,7 +68,7 @@ class OutputRouter {
   void file_failed(int rank, int stream, int error);
 
   struct File {
-    int fd = -1;  // -1 once a write to it failed
+    UniqueFd fd;  // closed once a write to it failed
     std::string path;
   };
 

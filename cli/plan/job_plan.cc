@@ -13,6 +13,7 @@
 #include "cli/plan/printable.h"
 #include "contract/decimal.h"
 #include "contract/environment.h"
+#include "rendezvous/unique_fd.h"
 
 namespace trainrun::cli {
 namespace {
@@ -168,19 +169,19 @@ std::string transport_choice(const Options& options, const JobPlan& plan, const 
 std::optional<std::string> read_text_file(const std::string& path, std::string* error) {
   // O_NONBLOCK: a FIFO nobody writes to opens at once (and reads as empty)
   // instead of blocking trainrun before it has said anything.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  const UniqueFd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  const int fd = file.get();
   if (fd < 0) {
     *error = std::strerror(errno);
     return std::nullopt;
   }
   auto fail = [&](std::string why) {
-    ::close(fd);
     *error = std::move(why);
     return std::nullopt;
   };
   struct stat st {};
   if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) return fail("is a directory");
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  if (!set_nonblocking(fd, false)) return fail(std::string("fcntl: ") + std::strerror(errno));
   // Never more than the limit in memory, whatever the file is (/dev/zero, a pipe).
   std::string content;
   char buffer[65536];
@@ -195,7 +196,6 @@ std::optional<std::string> read_text_file(const std::string& path, std::string* 
       return fail("larger than " + std::to_string(kMaxHostfileBytes >> 20) + " MiB (the limit for a hostfile)");
     }
   }
-  ::close(fd);
   return content;
 }
 

@@ -80,6 +80,61 @@ void add_placement_options(CLI::App& app, Options& o) {
                "Print one line per rank: its host and the cores and CPUs it may run on")->group(placement);
 }
 
+void add_elastic_options(CLI::App& app, Options& o) {
+  const char* elastic = "Elastic (survive failures, grow with new hosts)";
+  app.add_option("--min-np", o.min_np, "Fewest ranks the job may go on with (default -np); enables elastic mode")
+      ->check(rank_count())->group(elastic);
+  app.add_option("--max-np", o.max_np, "Most ranks the job may grow to (default -np); enables elastic mode")
+      ->check(rank_count())->group(elastic);
+  app.add_option("--host-discovery-script", o.discovery_script,
+                 "Program printing the usable hosts as 'host:slots' lines, run every second "
+                 "(instead of -H); enables elastic mode")
+      ->type_name("PATH")->group(elastic);
+  app.add_option("--reset-limit,--max-restarts", o.reset_limit,
+                 "Elastic job: membership changes after which it gives up (default: no limit). Other jobs "
+                 "(torchrun's --max-restarts): restart every rank after a failure, at most N times (default 0)")
+      ->check(CLI::Range(0, 1 << 20))->group(elastic);
+  add_float(app, "--elastic-timeout", o.elastic_timeout_s,
+            "Seconds to wait for --min-np slots before giving up (default 600)", 0.001, 1e9)
+      ->group(elastic);
+  add_float(app, "--elastic-hang-timeout", o.elastic_hang_timeout_s,
+            "Seconds a worker's process may be stopped or frozen (no heartbeat) before it is killed and the "
+            "others re-form without it, and ranks may be stuck before a network partition they report is "
+            "resolved (the larger side goes on); 0: never (default 30)",
+            0.0, 1e9)
+      ->group(elastic);
+  add_float(app, "--blacklist-cooldown", o.blacklist_cooldown_s,
+            "Seconds before a failed host is used again; 0: never (default)", 0.0, 1e9)
+      ->group(elastic);
+}
+
+void add_engine_options(CLI::App& app, Options& o) {
+  const char* engine = "Engine (async named collectives)";
+  add_float(app, "--fusion-threshold-mb", o.fusion_threshold_mb,
+            "Fuse small allreduces into buffers up to this many MiB; 0: no fusion (default 64)", 0.0, 1e6)
+      ->group(engine);
+  add_float(app, "--cycle-time-ms", o.cycle_time_ms, "Engine negotiation cycle while ops keep coming (default 1)",
+            0.01, 60000.0)
+      ->group(engine);
+  app.add_option("--cache-capacity", o.cache_capacity, "Engine response cache entries; 0: off (default 1024)")
+      ->check(CLI::Range(0, 1 << 20))->group(engine);
+  app.add_option("--timeline", o.timeline, "Write a Chrome-trace timeline of engine ops to FILE (rank 0)")
+      ->group(engine);
+  add_float(app, "--stall-warning", o.stall_warning_s,
+            "Warn about ops some ranks have not submitted after S seconds; 0: never (default 60)", 0.0, 1e9)
+      ->group(engine);
+  add_float(app, "--stall-shutdown", o.stall_shutdown_s,
+            "Fail stalled ops on every rank after S seconds; 0: never (default)", 0.0, 1e9)
+      ->group(engine);
+  add_float(app, "--straggler-warning", o.straggler_warning_pct,
+            "Warn when one rank submits last in more than PCT% of a window's engine cycles; 0: never (default)",
+            0.0, 100.0)
+      ->type_name("PCT")->group(engine);
+  app.add_flag("--stacks-on-stall", o.stacks_on_stall,
+               "Print every rank's stack at each stall warning too (always: SIGQUIT, --timeout, stall shutdown)")
+      ->group(engine);
+}
+
 void build(CLI::App& app, Options& o) {
   app.description(kDescription);
   app.prefix_command();  // everything from the program name on belongs to the program
@@ -142,56 +197,8 @@ void build(CLI::App& app, Options& o) {
 
   add_remote_options(app, o.remote);
 
-  const char* elastic = "Elastic (survive failures, grow with new hosts)";
-  app.add_option("--min-np", o.min_np, "Fewest ranks the job may go on with (default -np); enables elastic mode")
-      ->check(rank_count())->group(elastic);
-  app.add_option("--max-np", o.max_np, "Most ranks the job may grow to (default -np); enables elastic mode")
-      ->check(rank_count())->group(elastic);
-  app.add_option("--host-discovery-script", o.discovery_script,
-                 "Program printing the usable hosts as 'host:slots' lines, run every second "
-                 "(instead of -H); enables elastic mode")
-      ->type_name("PATH")->group(elastic);
-  app.add_option("--reset-limit,--max-restarts", o.reset_limit,
-                 "Elastic job: membership changes after which it gives up (default: no limit). Other jobs "
-                 "(torchrun's --max-restarts): restart every rank after a failure, at most N times (default 0)")
-      ->check(CLI::Range(0, 1 << 20))->group(elastic);
-  add_float(app, "--elastic-timeout", o.elastic_timeout_s,
-            "Seconds to wait for --min-np slots before giving up (default 600)", 0.001, 1e9)
-      ->group(elastic);
-  add_float(app, "--elastic-hang-timeout", o.elastic_hang_timeout_s,
-            "Seconds a worker's process may be stopped or frozen (no heartbeat) before it is killed and the "
-            "others re-form without it, and ranks may be stuck before a network partition they report is "
-            "resolved (the larger side goes on); 0: never (default 30)",
-            0.0, 1e9)
-      ->group(elastic);
-  add_float(app, "--blacklist-cooldown", o.blacklist_cooldown_s,
-            "Seconds before a failed host is used again; 0: never (default)", 0.0, 1e9)
-      ->group(elastic);
-
-  const char* engine = "Engine (async named collectives)";
-  add_float(app, "--fusion-threshold-mb", o.fusion_threshold_mb,
-            "Fuse small allreduces into buffers up to this many MiB; 0: no fusion (default 64)", 0.0, 1e6)
-      ->group(engine);
-  add_float(app, "--cycle-time-ms", o.cycle_time_ms, "Engine negotiation cycle while ops keep coming (default 1)",
-            0.01, 60000.0)
-      ->group(engine);
-  app.add_option("--cache-capacity", o.cache_capacity, "Engine response cache entries; 0: off (default 1024)")
-      ->check(CLI::Range(0, 1 << 20))->group(engine);
-  app.add_option("--timeline", o.timeline, "Write a Chrome-trace timeline of engine ops to FILE (rank 0)")
-      ->group(engine);
-  add_float(app, "--stall-warning", o.stall_warning_s,
-            "Warn about ops some ranks have not submitted after S seconds; 0: never (default 60)", 0.0, 1e9)
-      ->group(engine);
-  add_float(app, "--stall-shutdown", o.stall_shutdown_s,
-            "Fail stalled ops on every rank after S seconds; 0: never (default)", 0.0, 1e9)
-      ->group(engine);
-  add_float(app, "--straggler-warning", o.straggler_warning_pct,
-            "Warn when one rank submits last in more than PCT% of a window's engine cycles; 0: never (default)",
-            0.0, 100.0)
-      ->type_name("PCT")->group(engine);
-  app.add_flag("--stacks-on-stall", o.stacks_on_stall,
-               "Print every rank's stack at each stall warning too (always: SIGQUIT, --timeout, stall shutdown)")
-      ->group(engine);
+  add_elastic_options(app, o);
+  add_engine_options(app, o);
 
   const char* info = "Information";
   app.add_flag("--verbose", o.verbose, "Print what trainrun decides and does")->group(info);

@@ -6,12 +6,15 @@
 #include <cerrno>
 #include <cstring>
 
+#include "rendezvous/unique_fd.h"
+
 namespace trainrun::cli {
 
 std::string write_atomically(const std::string& path, const std::string& text) {
   const std::string temp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return std::strerror(errno);
+  UniqueFd file(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!file) return std::strerror(errno);
+  const int fd = file.get();
   std::size_t done = 0;
   int error = 0;
   while (done < text.size()) {
@@ -23,7 +26,7 @@ std::string write_atomically(const std::string& path, const std::string& text) {
     }
     done += static_cast<std::size_t>(n);
   }
-  if (::close(fd) != 0 && error == 0) error = errno;
+  if (file.close() != 0 && error == 0) error = errno;  // a full disk may show only here
   if (error == 0 && ::rename(temp.c_str(), path.c_str()) != 0) error = errno;
   if (error == 0) return "";
   ::unlink(temp.c_str());

@@ -8,11 +8,13 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 
-#include "cli/process/child_process.h"
 #include "cli/process/process_tree.h"
+#include "cli/process/subprocess.h"
 #include "cli/plan/program_path.h"
+#include "rendezvous/unique_fd.h"
 
 namespace trainrun::cli::report {
 namespace {
@@ -22,10 +24,11 @@ constexpr std::size_t kParallel = 16;  // eu-stack processes at a time
 
 // One eu-stack run on one process.
 struct Run {
+  Run(std::size_t target_index, pid_t subject_pid) : target(target_index), subject(subject_pid) {}
   std::size_t target = 0;  // index into the targets
   pid_t subject = -1;      // the process it reads
   pid_t pid = -1;          // eu-stack itself
-  int out = -1, err = -1;
+  UniqueFd out, err;
   std::string out_text, err_text;
   int status = 0;
 };
@@ -37,42 +40,33 @@ std::string command_name(pid_t pid) {
   return name;
 }
 
+// Its stdout and stderr on pipes, nothing of trainrun's blocked signals.
+// One that cannot be executed ends with 127, as a shell would report it.
 void start(Run& run, const std::string& program) {
-  int out[2], err[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) return;
-  if (::pipe2(err, O_CLOEXEC) != 0) {
-    ::close(out[0]), ::close(out[1]);
+  SpawnRequest request;
+  request.program = program;
+  request.argv = {program, "-m", "-p", std::to_string(run.subject)};
+  request.env = current_environment();
+  request.out = request.err = ChildStream::pipe();
+  Subprocess child = spawn(request);
+  if (!child.started()) {
+    if (std::strcmp(child.step, "exec") == 0) run.status = W_EXITCODE(127, 0);
     return;
   }
-  const std::string pid_text = std::to_string(run.subject);
-  run.pid = ::fork();
-  if (run.pid == 0) {
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::dup2(out[1], 1);
-    ::dup2(err[1], 2);
-    close_inherited_descriptors();
-    ::execl(program.c_str(), program.c_str(), "-m", "-p", pid_text.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  ::close(out[1]);
-  ::close(err[1]);
-  run.out = out[0];
-  run.err = err[0];
-  if (run.pid < 0) ::close(run.out), ::close(run.err), run.out = run.err = -1;
+  run.pid = child.pid;
+  run.out = std::move(child.out);
+  run.err = std::move(child.err);
 }
 
-bool drain(int& fd, std::string& into) {
+bool drain(UniqueFd& fd, std::string& into) {
   char buffer[65536];
-  const ssize_t n = ::read(fd, buffer, sizeof buffer);
+  const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
   if (n > 0) {
     into.append(buffer, static_cast<std::size_t>(n));
     return true;
   }
   if (n < 0 && errno == EINTR) return true;
-  ::close(fd);
-  fd = -1;
+  fd.reset();
   return false;
 }
 
@@ -81,13 +75,13 @@ void run_all(std::vector<Run>& runs, const std::string& program, Clock::time_poi
   std::size_t next = 0;
   while (true) {
     std::vector<pollfd> fds;
-    std::vector<std::pair<Run*, int*>> owners;
+    std::vector<std::pair<Run*, UniqueFd*>> owners;
     std::size_t active = 0;
-    for (Run& r : runs) active += (r.out >= 0 || r.err >= 0);
+    for (Run& r : runs) active += (r.out || r.err);
     while (active < kParallel && next < runs.size()) start(runs[next++], program), ++active;
     for (Run& r : runs) {
-      for (int* fd : {&r.out, &r.err}) {
-        if (*fd >= 0) fds.push_back({*fd, POLLIN, 0}), owners.emplace_back(&r, fd);
+      for (UniqueFd* fd : {&r.out, &r.err}) {
+        if (*fd) fds.push_back({fd->get(), POLLIN, 0}), owners.emplace_back(&r, fd);
       }
     }
     if (fds.empty() && next >= runs.size()) break;
@@ -102,10 +96,9 @@ void run_all(std::vector<Run>& runs, const std::string& program, Clock::time_poi
   }
   for (Run& r : runs) {
     if (r.pid <= 0) continue;
-    if (r.out >= 0 || r.err >= 0) ::kill(r.pid, SIGKILL), r.err_text += "eu-stack took too long\n";
-    for (int* fd : {&r.out, &r.err}) {
-      if (*fd >= 0) ::close(*fd), *fd = -1;
-    }
+    if (r.out || r.err) ::kill(r.pid, SIGKILL), r.err_text += "eu-stack took too long\n";
+    r.out.reset();
+    r.err.reset();
     ::waitpid(r.pid, &r.status, 0);
   }
 }
@@ -143,8 +136,8 @@ CaptureResult capture_stacks(const std::vector<CaptureTarget>& targets, std::chr
   std::vector<Run> runs;
   for (std::size_t i = 0; i < targets.size(); ++i) {
     if (targets[i].pid <= 0) continue;
-    runs.push_back(Run{i, targets[i].pid});
-    for (pid_t child : descendants_of(targets[i].pid)) runs.push_back(Run{i, child});
+    runs.emplace_back(i, targets[i].pid);
+    for (pid_t child : descendants_of(targets[i].pid)) runs.emplace_back(i, child);
   }
   std::vector<std::string> names;
   for (const Run& r : runs) names.push_back(command_name(r.subject));

@@ -31,21 +31,18 @@ constexpr std::chrono::seconds kExitStatusWait{2};
 // `mutex_`) are touched by the supervisor's thread.
 class SshAgentLink::Pump {
  public:
-  Pump(std::string host, std::unique_ptr<SshSession> session, int remote)
-      : host_(std::move(host)), session_(std::move(session)), remote_(remote) {
-    if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) wake_[0] = wake_[1] = -1;
-  }
-  ~Pump() {
-    if (remote_ >= 0) ::close(remote_);
-    for (int fd : wake_) {
-      if (fd >= 0) ::close(fd);
+  Pump(std::string host, std::unique_ptr<SshSession> session, UniqueFd remote)
+      : host_(std::move(host)), session_(std::move(session)), remote_(std::move(remote)),
+        wake_(make_pipe(O_CLOEXEC | O_NONBLOCK)) {
+    if (!wake_.read) {
+      throw Error(Error::Code::Io, "cannot create a pipe for the agent on " + host_ + ": " + std::strerror(errno));
     }
   }
 
   void run();
   void stop() {
     stop_ = true;
-    if (wake_[1] >= 0) (void)!::write(wake_[1], "x", 1);
+    (void)!::write(wake_.write.get(), "x", 1);
   }
   bool done() const { return done_; }
   std::optional<std::string> failure() {
@@ -62,8 +59,8 @@ class SshAgentLink::Pump {
 
   const std::string host_;
   std::unique_ptr<SshSession> session_;
-  int remote_;
-  int wake_[2] = {-1, -1};
+  UniqueFd remote_;
+  PipeFds wake_;  // written by stop(): wakes the pump's poll
   std::atomic<bool> stop_{false}, done_{false};
   std::mutex mutex_;
   std::optional<std::string> failure_;
@@ -81,8 +78,7 @@ void SshAgentLink::Pump::end(std::optional<std::string> failure) {
     failure_ = std::move(failure);
   }
   // The supervisor reads EOF only after failure() can say why.
-  ::close(remote_);
-  remote_ = -1;
+  remote_.reset();
   done_ = true;
 }
 
@@ -115,12 +111,12 @@ bool SshAgentLink::Pump::move_bytes() {
     forward_stderr(buffer, static_cast<std::size_t>(n));
   }
   if (!from_agent_.empty()) {
-    const ssize_t w = ::write(remote_, from_agent_.data(), from_agent_.size());
+    const ssize_t w = ::write(remote_.get(), from_agent_.data(), from_agent_.size());
     if (w > 0) from_agent_.erase(0, static_cast<std::size_t>(w));
     else if (errno != EAGAIN && errno != EINTR) from_agent_.clear();  // the supervisor is gone
   }
   if (!local_eof_ && to_agent_.size() < kBufferLimit) {
-    const ssize_t r = ::read(remote_, buffer, sizeof buffer);
+    const ssize_t r = ::read(remote_.get(), buffer, sizeof buffer);
     if (r > 0) {
       outgoing_.feed(std::string_view(buffer, static_cast<std::size_t>(r)));
       while (auto frame = outgoing_.next()) to_agent_ += encode_frame(*frame);
@@ -158,9 +154,9 @@ void SshAgentLink::Pump::wait(bool backpressured) {
   const bool write_pending = ssh_get_poll_flags(session) & SSH_WRITE_PENDING;
   pollfd fds[3] = {
       {ssh_get_fd(session), static_cast<short>((backpressured ? 0 : POLLIN) | (write_pending ? POLLOUT : 0)), 0},
-      {remote_, static_cast<short>((!local_eof_ && to_agent_.size() < kBufferLimit ? POLLIN : 0) |
+      {remote_.get(), static_cast<short>((!local_eof_ && to_agent_.size() < kBufferLimit ? POLLIN : 0) |
                                    (from_agent_.empty() ? 0 : POLLOUT)), 0},
-      {wake_[0], POLLIN, 0},
+      {wake_.read.get(), POLLIN, 0},
   };
   ::poll(fds, 3, net::milliseconds_until(next_ping_));
   if (fds[0].revents & POLLOUT) ssh_blocking_flush(session, 0);
@@ -206,19 +202,18 @@ SshAgentLink::SshAgentLink(std::string host, std::unique_ptr<SshSession> session
     throw Error(Error::Code::Io, "cannot create a socketpair for the agent on " + host_ + ": " +
                                      std::strerror(errno));
   }
-  local_ = pair[0];
-  pump_ = std::make_unique<Pump>(host_, std::move(session), pair[1]);
+  local_.reset(pair[0]);
+  pump_ = std::make_unique<Pump>(host_, std::move(session), UniqueFd(pair[1]));
   thread_ = std::thread([pump = pump_.get()] { pump->run(); });
 }
 
 SshAgentLink::~SshAgentLink() {
   pump_->stop();
   if (thread_.joinable()) thread_.join();
-  if (local_ >= 0) ::close(local_);
 }
 
 void SshAgentLink::close_write() {
-  if (write_open_) ::shutdown(local_, SHUT_WR);
+  if (write_open_) ::shutdown(local_.get(), SHUT_WR);
   write_open_ = false;
 }
 

@@ -20,6 +20,7 @@
 
 #include "cli/agent/agent_link.h"
 #include "cli/ssh/ssh_session.h"
+#include "rendezvous/unique_fd.h"
 
 namespace trainrun::cli {
 
@@ -36,8 +37,8 @@ class SshAgentLink final : public AgentLink {
   ~SshAgentLink() override;
 
   const std::string& host() const override { return host_; }
-  int read_fd() const override { return local_; }
-  int write_fd() const override { return write_open_ ? local_ : -1; }
+  int read_fd() const override { return local_.get(); }
+  int write_fd() const override { return write_open_ ? local_.get() : -1; }
   void close_write() override;
   std::optional<std::string> failure() override;
   void finish(std::chrono::milliseconds timeout) override;
@@ -46,7 +47,7 @@ class SshAgentLink final : public AgentLink {
   class Pump;
 
   std::string host_;
-  int local_ = -1;            // the supervisor's end
+  UniqueFd local_;            // the supervisor's end
   bool write_open_ = true;
   std::unique_ptr<Pump> pump_;
   std::thread thread_;

@@ -105,10 +105,11 @@ std::optional<SshFailure> SshSession::connect() {
   if (option_text(session_, SSH_OPTIONS_PROXYCOMMAND).empty()) {
     int error = 0;
     std::string resolve_error;
-    const int fd = net::connect_tcp(address_, std::to_string(port_),
-                                    std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s_), &error,
-                                    &resolve_error);
-    if (fd < 0) return SshFailure{"connect", connect_error(error, resolve_error, address_)};
+    UniqueFd socket = net::connect_tcp(address_, std::to_string(port_),
+                                       std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s_), &error,
+                                       &resolve_error);
+    if (!socket) return SshFailure{"connect", connect_error(error, resolve_error, address_)};
+    const int fd = socket.release();  // the session owns it from here: ssh_free() closes it
     ssh_options_set(session_, SSH_OPTIONS_FD, &fd);
   }
   if (ssh_connect(session_) != SSH_OK) {

@@ -30,9 +30,7 @@ std::chrono::milliseconds PeerProbe::stuck_for(std::chrono::steady_clock::time_p
   return std::chrono::duration_cast<std::chrono::milliseconds>(now - moved_at_);
 }
 
-PeerProbe::~PeerProbe() {
-  if (listen_fd_ >= 0) ::close(listen_fd_);
-}
+PeerProbe::~PeerProbe() = default;
 
 void PeerProbe::publish(rendezvous::Store& store) {
   store.set(ep::kScope, ep::probe_key(worker_), address_ + " " + std::to_string(port_));
@@ -40,9 +38,11 @@ void PeerProbe::publish(rendezvous::Store& store) {
 }
 
 void PeerProbe::tick(rendezvous::Store& store) {
-  if (listen_fd_ < 0) return;
+  if (!listen_fd_) return;
   if (!published_) publish(store);
-  for (int fd; (fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC)) >= 0;) ::close(fd);
+  // Probes only connect: each connection is accepted and closed at once.
+  while (UniqueFd(::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC))) {
+  }
   const auto now = std::chrono::steady_clock::now();
   if (stuck_for(now) < kProbeAfter || now < next_probe_) return;
   probe(store);
@@ -64,10 +64,10 @@ void PeerProbe::probe(rendezvous::Store& store) {
     const auto space = target.find(' ');
     if (space == std::string::npos) continue;
     int error = 0;
-    const int fd = net::connect_tcp(target.substr(0, space), target.substr(space + 1),
-                                    std::chrono::steady_clock::now() + kConnectTimeout, &error);
-    if (fd >= 0) ::close(fd);
-    else unreachable += " " + std::to_string(slot.worker);
+    if (!net::connect_tcp(target.substr(0, space), target.substr(space + 1),
+                          std::chrono::steady_clock::now() + kConnectTimeout, &error)) {
+      unreachable += " " + std::to_string(slot.worker);
+    }
   }
   // Stuck as of the answer: the probes' own time counts.
   const auto stuck = stuck_for(std::chrono::steady_clock::now());

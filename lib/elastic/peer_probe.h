@@ -20,6 +20,7 @@
 #include "contract/world.h"
 #include "contract/elastic_protocol.h"
 #include "rendezvous/store.h"
+#include "rendezvous/unique_fd.h"
 
 namespace trainrun::detail {
 
@@ -46,7 +47,7 @@ class PeerProbe {
   const elastic_protocol::Assignment joined_;
   std::string host_;     // this worker's host, as the launcher names it
   std::string address_;  // towards the launcher
-  int listen_fd_ = -1;
+  UniqueFd listen_fd_;
   std::uint16_t port_ = 0;
   bool published_ = false;
   std::chrono::steady_clock::time_point next_probe_{};

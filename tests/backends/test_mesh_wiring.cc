@@ -19,6 +19,7 @@
 #include "trainrun/error.h"
 
 using namespace trainrun::detail;
+using trainrun::UniqueFd;
 using trainrun::rendezvous::Secret;
 using namespace std::chrono_literals;
 namespace hs = mesh_handshake;
@@ -109,9 +110,9 @@ void check_connected(int a, int b) {
   REQUIRE(::recv(a, &got, 1, 0) == 1);
 }
 
-void close_all(const std::vector<int>& fds) {
-  for (int fd : fds) {
-    if (fd >= 0) ::close(fd);
+void close_all(std::vector<UniqueFd>& fds) {
+  for (UniqueFd& fd : fds) {
+    fd.reset();
   }
 }
 
@@ -153,11 +154,11 @@ TEST_CASE("mesh wiring: garbage, silence and hang-ups at the door do not stop th
   REQUIRE(log0.wait_for("no answer within 200 ms"));
   CHECK(log0.count("bad authentication") == 1);
   LogLines log1;
-  const auto fds1 = MeshWiring(1, secret, l1.fd, peers, log1.sink()).run(deadline);
-  const auto fds0 = rank0.get();
-  REQUIRE(fds0[1] >= 0);
-  REQUIRE(fds1[0] >= 0);
-  check_connected(fds0[1], fds1[0]);
+  auto fds1 = MeshWiring(1, secret, l1.fd, peers, log1.sink()).run(deadline);
+  auto fds0 = rank0.get();
+  REQUIRE(fds0[1].valid());
+  REQUIRE(fds1[0].valid());
+  check_connected(fds0[1].get(), fds1[0].get());
   CHECK(log0.count("rejected a connection from 127.0.0.1:") == 3);
   CHECK(log1.count("rejected") == 0);
   ::close(garbage);
@@ -181,12 +182,12 @@ TEST_CASE("mesh wiring: a stranger who learned a reply cannot be another rank, a
   const auto deadline = MeshWiring::Clock::now() + 120s;
   auto rank0 = std::async(std::launch::async, [&] { return MeshWiring(0, secret, l0.fd, peers, log0.sink()).run(deadline); });
   auto rank1 = std::async(std::launch::async, [&] { return MeshWiring(1, secret, l1.fd, peers, [](auto&) {}).run(deadline); });
-  const auto fds2 = MeshWiring(2, secret, l2.fd, peers, [](auto&) {}).run(deadline);
-  const auto fds0 = rank0.get();
-  const auto fds1 = rank1.get();
-  check_connected(fds0[1], fds1[0]);
-  check_connected(fds0[2], fds2[0]);
-  check_connected(fds1[2], fds2[1]);
+  auto fds2 = MeshWiring(2, secret, l2.fd, peers, [](auto&) {}).run(deadline);
+  auto fds0 = rank0.get();
+  auto fds1 = rank1.get();
+  check_connected(fds0[1].get(), fds1[0].get());
+  check_connected(fds0[2].get(), fds2[0].get());
+  check_connected(fds1[2].get(), fds2[1].get());
   CHECK(log0.count("too many unanswered connections") >= 1);
   CHECK(log0.count("connections in all") == 1);  // past three lines, one summary
   for (int fd : flood) ::close(fd);

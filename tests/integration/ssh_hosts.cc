@@ -358,16 +358,16 @@ void SshHosts::start_sshd(int host) {
 
 void SshHosts::wait_for_sshd(int host) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  int fd = -1, error = 0;
-  while (fd < 0 && std::chrono::steady_clock::now() < deadline) {
+  trainrun::UniqueFd fd;
+  int error = 0;
+  while (!fd && std::chrono::steady_clock::now() < deadline) {
     fd = net::connect_tcp(address(host), "22", deadline, &error);
-    if (fd < 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (!fd) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  if (fd < 0) {
+  if (!fd) {
     throw std::runtime_error("sshd on h" + std::to_string(host) + " did not start: " +
                              read_file(dir_ + "/sshd-h" + std::to_string(host) + ".log"));
   }
-  ::close(fd);
 }
 
 void SshHosts::restore(int host) {

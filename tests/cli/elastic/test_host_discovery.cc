@@ -100,7 +100,7 @@ TEST_CASE("the script gets SIGPIPE back although the launcher ignores it") {
   const std::string path = dir.script("pipe", "yes h1 | head -n 2\n");
   struct sigaction ignore {}, previous {};
   ignore.sa_handler = SIG_IGN;
-  ::sigaction(SIGPIPE, &ignore, &previous);  // as block_job_signals() does
+  ::sigaction(SIGPIPE, &ignore, &previous);  // as BlockedJobSignals does
   const DiscoveryRun run = run_discovery_script(path, std::chrono::seconds(10));
   ::sigaction(SIGPIPE, &previous, nullptr);
   CHECK(run.ok);
