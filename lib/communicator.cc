@@ -10,6 +10,7 @@
 #include "lib/core_call.h"
 #include "lib/engine/engine.h"
 #include "lib/fork_guard.h"
+#include "lib/subset_world.h"
 #include "lib/world.h"
 #include "trainrun/error.h"
 
@@ -63,10 +64,14 @@ const std::string& Communicator::hostname() const { return world_->hostname; }
 std::string Communicator::backend_name() const { return backend_->name(); }
 detail::Backend& Communicator::backend() { return *backend_; }
 
+int Communicator::job_rank(int r) const { return world_->job_rank(r); }
+
 detail::Engine& Communicator::engine() {
   std::lock_guard lock(engine_mutex_);
   if (!engine_) {
-    engine_ = std::make_unique<detail::Engine>(*world_, *backend_, detail::engine_options_from_env(&std::getenv));
+    detail::EngineOptions options = detail::engine_options_from_env(&std::getenv);
+    if (!world_->members.empty()) options.timeline_path.clear();  // the job's engine writes it
+    engine_ = std::make_unique<detail::Engine>(*world_, *backend_, std::move(options));
     engine_made_.store(true, std::memory_order_release);
   }
   return *engine_;
@@ -213,6 +218,36 @@ void Communicator::reducescatter(const void* send, void* recv, std::size_t count
         const std::vector<std::size_t> counts(static_cast<std::size_t>(world_->size), count);
         backend_->reducescatter(send, recv, counts, type, op);
       });
+}
+
+// The ranks agree first (one allgather of SubsetRecords over this
+// communicator), so that a rank passing other ranks fails every rank alike
+// instead of leaving the set's members waiting for each other.
+std::unique_ptr<Communicator> Communicator::subset(const std::vector<int>& ranks) {
+  std::vector<int> sorted;
+  std::unique_ptr<detail::World> member;
+  std::unique_ptr<detail::Backend> backend;
+  const std::uint64_t ordinal = subsets_made_++;
+  call(
+      CoreOp::Subset,
+      [&] {
+        sorted = detail::checked_subset(ranks, world_->size);
+        return detail::describe_call(CoreOp::Subset, DataType::Int64, sorted.size());
+      },
+      [&] { return core_request("subset", DataType::Int64, {as_dim(sorted.size())}); },
+      [&] {
+        const detail::SubsetRecord mine = detail::subset_record(sorted, world_->hostname, ordinal);
+        std::vector<detail::SubsetRecord> records(static_cast<std::size_t>(world_->size));
+        backend_->allgather(&mine, records.data(), sizeof mine / sizeof(std::int64_t), DataType::Int64);
+        detail::check_subset_agrees(records, *world_);
+        const std::string set = world_->set + ".set" + std::to_string(ordinal);
+        if (auto world = detail::subset_world(*world_, sorted, records, set)) {
+          member = std::make_unique<detail::World>(std::move(*world));
+        }
+        backend = backend_->subset(sorted, member.get(), set);
+      });
+  if (!member) return nullptr;
+  return std::unique_ptr<Communicator>(new Communicator(std::move(member), std::move(backend)));
 }
 
 void Communicator::barrier() {
