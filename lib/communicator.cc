@@ -117,7 +117,7 @@ void Communicator::call(detail::CoreOp op, Check&& check, Negotiated&& request, 
     }
     backend_->synchronize();
   } catch (const Error& e) {
-    throw Error(e.code(), "rank " + std::to_string(world_->rank) + " (" + world_->hostname + "): " +
+    throw Error(e.code(), "rank " + std::to_string(world_->job_rank(world_->rank)) + " (" + world_->hostname + "): " +
                               name + ": " + e.what());
   }
 }
@@ -232,9 +232,10 @@ std::unique_ptr<Communicator> Communicator::subset(const std::vector<int>& ranks
       CoreOp::Subset,
       [&] {
         sorted = detail::checked_subset(ranks, world_->size);
-        return detail::describe_call(CoreOp::Subset, DataType::Int64, sorted.size());
+        // The ranks themselves are compared below, with a clearer message.
+        return detail::describe_call(CoreOp::Subset, DataType::Int64, 0);
       },
-      [&] { return core_request("subset", DataType::Int64, {as_dim(sorted.size())}); },
+      [&] { return core_request("subset", DataType::Int64, {}); },
       [&] {
         const detail::SubsetRecord mine = detail::subset_record(sorted, world_->hostname, ordinal);
         std::vector<detail::SubsetRecord> records(static_cast<std::size_t>(world_->size));
