@@ -12,6 +12,7 @@
 #include "backends/mpi/mpi_runtime.h"
 #include "backends/mpi/mpi_types.h"
 #include "backends/reduction.h"
+#include "rendezvous/protocol.h"
 #include "trainrun/error.h"
 
 namespace trainrun::detail {
@@ -63,6 +64,15 @@ class MpiBackend final : public Backend {
   // MPI_Comm_split of this communicator: every rank calls it, those outside
   // the set with MPI_UNDEFINED. Ranks keep their order.
   std::unique_ptr<Backend> subset(const std::vector<int>& ranks, World* member, const std::string&) override {
+    int level = MPI_THREAD_SINGLE;
+    check_mpi(MPI_Query_thread(&level), "MPI_Query_thread");
+    if (level != MPI_THREAD_MULTIPLE) {
+      throw Error(Error::Code::Unsupported,
+                  std::string("process sets on the mpi backend need MPI at MPI_THREAD_MULTIPLE (each set's engine "
+                              "calls MPI from its own thread): set ") +
+                      protocol::kEnvMpiThreads + "=multiple, or call MPI_Init_thread with MPI_THREAD_MULTIPLE "
+                      "before trainrun::init(), or use the gloo backend");
+    }
     const int position = static_cast<int>(std::find(ranks.begin(), ranks.end(), rank_) - ranks.begin());
     MPI_Comm comm = MPI_COMM_NULL;
     check_mpi(MPI_Comm_split(comm_.handle, member ? 0 : MPI_UNDEFINED, position, &comm), "MPI_Comm_split");

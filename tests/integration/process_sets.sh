@@ -18,7 +18,8 @@ case $mode in
   death-tcp) cmd=(env TRAINRUN_SHM=0 "$trainrun" --local -np "$np" --grace 100 --backend gloo "$program") ;;
   mpi)
     command -v mpirun >/dev/null || { echo "SKIP: mpirun not found in PATH (Debian: apt-get install openmpi-bin)"; exit 77; }
-    cmd=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
+    # Each set's engine calls MPI from its own thread.
+    cmd=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 TRAINRUN_MPI_THREADS=multiple
          mpirun --oversubscribe -np "$np" "$program") ;;
   *) echo "usage: $0 shm|tcp|mpi|death-shm|death-tcp NP PROGRAM TRAINRUN"; exit 2 ;;
 esac
