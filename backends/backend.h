@@ -1,4 +1,4 @@
-// detail::Backend: what a collective library must provide (DESIGN §5). The
+// detail::Backend: what a collective library must provide (docs/design.md §5.3). The
 // Communicator validates arguments and adds context to errors; a backend
 // only moves and reduces bytes. Calls block until this rank's part is done
 // unless the backend documents otherwise (synchronize() then waits).
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/world.h"
+#include "contract/world.h"
 #include "trainrun/types.h"
 
 namespace trainrun::rendezvous {

@@ -2,7 +2,7 @@
 
 #include <numeric>
 
-#include "rendezvous/protocol.h"
+#include "contract/environment.h"
 #include "trainrun/error.h"
 
 namespace trainrun::detail {

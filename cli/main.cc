@@ -6,13 +6,13 @@
 
 #include "backends/registry.h"
 #include "cli/agent/agent.h"
-#include "cli/ssh/doctor.h"
+#include "cli/doctor.h"
 #include "cli/job/job_state.h"
-#include "cli/job/launch.h"
+#include "cli/launch.h"
 #include "cli/mpirun/mpirun_launcher.h"
 #include "cli/plan/options.h"
 #include "cli/plan/program_path.h"
-#include "cli/report/report_recorder.h"
+#include "cli/job/report_recorder.h"
 #include "trainrun/error.h"
 #include "trainrun/version.h"
 
@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
   using namespace trainrun::cli;
   // `trainrun agent`: started by a launcher, speaks frames on stdin/stdout.
   if (argc == 2 && std::strcmp(argv[1], "agent") == 0) return run_agent(0, 1);
-  // `trainrun doctor -H ...`: the multi-host checks alone (cli/ssh/doctor.h).
+  // `trainrun doctor -H ...`: the multi-host checks alone (cli/doctor.h).
   if (argc >= 2 && std::strcmp(argv[1], "doctor") == 0) {
     ParseResult parsed = parse_options(argc - 1, argv + 1);
     if (parsed.exit_code >= 0) return parsed.exit_code;

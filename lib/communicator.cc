@@ -1,17 +1,21 @@
 #include "trainrun/communicator.h"
 
+#include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <numeric>
 
 #include "backends/backend.h"
-#include "lib/call_descriptor.h"
+#include "backends/call_descriptor.h"
 #include "lib/call_size.h"
-#include "lib/core_call.h"
+#include "backends/core_call.h"
+#include "lib/communicator_access.h"
 #include "lib/engine/engine.h"
 #include "lib/fork_guard.h"
 #include "lib/subset_world.h"
-#include "lib/world.h"
+#include "contract/world.h"
 #include "trainrun/error.h"
 
 namespace trainrun {
@@ -48,25 +52,59 @@ std::int64_t as_dim(std::size_t n) { return static_cast<std::int64_t>(n); }
 
 }  // namespace
 
-Communicator::Communicator(std::unique_ptr<detail::World> world,
-                           std::unique_ptr<detail::Backend> backend)
-    : world_(std::move(world)), backend_(std::move(backend)) {}
+// Communicator::Impl: what a Communicator is made of (its world, its
+// backend, its engine once started); only this file sees it. Owned by its
+// Communicator and used like it, from one thread at a time, except
+// engine(), which is thread-safe.
+struct Communicator::Impl {
+  Impl(std::unique_ptr<detail::World> world, std::unique_ptr<detail::Backend> backend)
+      : world_(std::move(world)), backend_(std::move(backend)) {}
+  ~Impl() { engine_.reset(); }
 
-Communicator::~Communicator() { engine_.reset(); }
+  detail::Engine& engine();
+  template <typename Check, typename Negotiated, typename Run>
+  void call(detail::CoreOp op, Check&& check, Negotiated&& request, Run&& run);
+  // The engine while it runs, else null.
+  detail::Engine* running_engine();
+  void check_call_agrees(const detail::CallDescriptor& call);
 
-int Communicator::rank() const { return world_->rank; }
-int Communicator::size() const { return world_->size; }
-int Communicator::local_rank() const { return world_->local_rank; }
-int Communicator::local_size() const { return world_->local_size; }
-int Communicator::cross_rank() const { return world_->cross_rank; }
-int Communicator::cross_size() const { return world_->cross_size; }
-const std::string& Communicator::hostname() const { return world_->hostname; }
-std::string Communicator::backend_name() const { return backend_->name(); }
-detail::Backend& Communicator::backend() { return *backend_; }
+  std::unique_ptr<detail::World> world_;
+  std::unique_ptr<detail::Backend> backend_;
+  std::uint64_t core_calls_ = 0;  // numbers core calls in wait messages (backends/core_call.h)
+  std::uint64_t subsets_made_ = 0;  // names each process set made from this one
+  std::mutex engine_mutex_;
+  std::atomic<bool> engine_made_{false};    // engine_ set (it stays until the communicator goes)
+  std::unique_ptr<detail::Engine> engine_;  // declared last: stops before the backend goes
+};
 
-int Communicator::job_rank(int r) const { return world_->job_rank(r); }
+Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-detail::Engine& Communicator::engine() {
+Communicator::~Communicator() = default;
+
+int Communicator::rank() const { return impl_->world_->rank; }
+int Communicator::size() const { return impl_->world_->size; }
+int Communicator::local_rank() const { return impl_->world_->local_rank; }
+int Communicator::local_size() const { return impl_->world_->local_size; }
+int Communicator::cross_rank() const { return impl_->world_->cross_rank; }
+int Communicator::cross_size() const { return impl_->world_->cross_size; }
+const std::string& Communicator::hostname() const { return impl_->world_->hostname; }
+std::string Communicator::backend_name() const { return impl_->backend_->name(); }
+int Communicator::job_rank(int r) const { return impl_->world_->job_rank(r); }
+
+namespace detail {
+
+std::unique_ptr<Communicator> CommunicatorAccess::make(std::unique_ptr<World> world,
+                                                       std::unique_ptr<Backend> backend) {
+  auto impl = std::make_unique<Communicator::Impl>(std::move(world), std::move(backend));
+  return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
+}
+
+Backend& CommunicatorAccess::backend(Communicator& comm) { return *comm.impl_->backend_; }
+Engine& CommunicatorAccess::engine(Communicator& comm) { return comm.impl_->engine(); }
+
+}  // namespace detail
+
+detail::Engine& Communicator::Impl::engine() {
   std::lock_guard lock(engine_mutex_);
   if (!engine_) {
     detail::EngineOptions options = detail::engine_options_from_env(&std::getenv);
@@ -79,7 +117,7 @@ detail::Engine& Communicator::engine() {
 
 // No lock until an engine exists: the core calls of a program that never
 // starts one pay nothing for it.
-detail::Engine* Communicator::running_engine() {
+detail::Engine* Communicator::Impl::running_engine() {
   if (!engine_made_.load(std::memory_order_acquire)) return nullptr;
   std::lock_guard lock(engine_mutex_);
   return engine_ && engine_->running() ? engine_.get() : nullptr;
@@ -87,7 +125,7 @@ detail::Engine* Communicator::running_engine() {
 
 // TRAINRUN_CHECK_CALLS: every rank's descriptor of this call, gathered
 // before the call itself, must agree.
-void Communicator::check_call_agrees(const detail::CallDescriptor& call) {
+void Communicator::Impl::check_call_agrees(const detail::CallDescriptor& call) {
   if (world_->size == 1) return;
   std::vector<detail::CallDescriptor> all(static_cast<std::size_t>(world_->size));
   backend_->allgather(&call, all.data(), sizeof call / sizeof(std::uint64_t), DataType::Int64);
@@ -97,13 +135,13 @@ void Communicator::check_call_agrees(const detail::CallDescriptor& call) {
 // Every core call: refused in a forked child, its arguments checked
 // (`check` validates them, sizes included, and describes the call), the
 // descriptor left where the shared-memory round carries it to the peers
-// (lib/core_call.h), then run: on this thread, or, while the engine runs,
+// (backends/core_call.h), then run: on this thread, or, while the engine runs,
 // on the engine's once every rank has reached the call `request()`
 // describes (the engine compares the requests itself). Every error leaving
 // a collective names the rank, its host and the op. Backends may only
 // enqueue (NCCL): the core API returns when done.
 template <typename Check, typename Negotiated, typename Run>
-void Communicator::call(detail::CoreOp op, Check&& check, Negotiated&& request, Run&& run) {
+void Communicator::Impl::call(detail::CoreOp op, Check&& check, Negotiated&& request, Run&& run) {
   const char* name = detail::to_string(op);
   try {
     detail::check_not_forked();
@@ -124,7 +162,7 @@ void Communicator::call(detail::CoreOp op, Check&& check, Negotiated&& request, 
 
 void Communicator::allreduce(const void* send, void* recv, std::size_t count, DataType type,
                              ReduceOp op) {
-  call(
+  impl_->call(
       CoreOp::Allreduce,
       [&] {
         detail::checked_bytes(count, type);
@@ -132,53 +170,53 @@ void Communicator::allreduce(const void* send, void* recv, std::size_t count, Da
         return detail::describe_call(CoreOp::Allreduce, type, count, op);
       },
       [&] { return core_request("allreduce", type, {as_dim(count)}, op); },
-      [&] { backend_->allreduce(send, recv, count, type, op); });
+      [&] { impl_->backend_->allreduce(send, recv, count, type, op); });
 }
 
 void Communicator::allgather(const void* send, void* recv, std::size_t count, DataType type) {
   bool in_place = false;
-  call(
+  impl_->call(
       CoreOp::Allgather,
       [&] {
-        detail::checked_bytes(count, type, static_cast<std::size_t>(world_->size));
+        detail::checked_bytes(count, type, static_cast<std::size_t>(impl_->world_->size));
         require(count == 0 || recv, "recv must not be null");
-        in_place = !send || send == recv || send == offset(recv, count * world_->rank, type);
+        in_place = !send || send == recv || send == offset(recv, count * impl_->world_->rank, type);
         return detail::describe_call(CoreOp::Allgather, type, count);
       },
       [&] { return core_request("allgather", type, {as_dim(count)}); },
-      [&] { backend_->allgather(in_place ? nullptr : send, recv, count, type); });
+      [&] { impl_->backend_->allgather(in_place ? nullptr : send, recv, count, type); });
 }
 
 void Communicator::allgatherv(const void* send, std::size_t count, void* recv,
                               const std::vector<std::size_t>& counts, DataType type) {
   bool in_place = false;
-  call(
+  impl_->call(
       CoreOp::Allgatherv,
       [&] {
-        if (counts.size() != static_cast<std::size_t>(world_->size)) {
+        if (counts.size() != static_cast<std::size_t>(impl_->world_->size)) {
           invalid("counts has " + std::to_string(counts.size()) + " entries, the world has " +
-                  std::to_string(world_->size) + " ranks");
+                  std::to_string(impl_->world_->size) + " ranks");
         }
-        if (counts[world_->rank] != count) {
-          invalid("count " + std::to_string(count) + " differs from counts[" + std::to_string(world_->rank) +
-                  "] = " + std::to_string(counts[world_->rank]));
+        if (counts[impl_->world_->rank] != count) {
+          invalid("count " + std::to_string(count) + " differs from counts[" + std::to_string(impl_->world_->rank) +
+                  "] = " + std::to_string(counts[impl_->world_->rank]));
         }
         require(detail::checked_bytes(counts, type) == 0 || recv, "recv must not be null");
-        const std::size_t before = std::accumulate(counts.begin(), counts.begin() + world_->rank, std::size_t{0});
+        const std::size_t before = std::accumulate(counts.begin(), counts.begin() + impl_->world_->rank, std::size_t{0});
         in_place = !send || send == recv || send == offset(recv, before, type);
         return detail::describe_call(CoreOp::Allgatherv, type, counts);
       },
       // Every rank passes the same counts, so they are what must agree.
       [&] { return core_request("allgatherv", type, std::vector<std::int64_t>(counts.begin(), counts.end())); },
-      [&] { backend_->allgatherv(in_place ? nullptr : send, recv, counts, type); });
+      [&] { impl_->backend_->allgatherv(in_place ? nullptr : send, recv, counts, type); });
 }
 
 void Communicator::broadcast(void* buf, std::size_t count, DataType type, int root) {
-  call(
+  impl_->call(
       CoreOp::Broadcast,
       [&] {
-        if (root < 0 || root >= world_->size) {
-          invalid("root " + std::to_string(root) + " is not a rank of this " + std::to_string(world_->size) +
+        if (root < 0 || root >= impl_->world_->size) {
+          invalid("root " + std::to_string(root) + " is not a rank of this " + std::to_string(impl_->world_->size) +
                   "-rank world");
         }
         detail::checked_bytes(count, type);
@@ -186,37 +224,37 @@ void Communicator::broadcast(void* buf, std::size_t count, DataType type, int ro
         return detail::describe_call(CoreOp::Broadcast, type, count, ReduceOp::Sum, root);
       },
       [&] { return core_request("broadcast", type, {as_dim(count)}, ReduceOp::Sum, root); },
-      [&] { backend_->broadcast(buf, count, type, root); });
+      [&] { impl_->backend_->broadcast(buf, count, type, root); });
 }
 
 void Communicator::alltoall(const void* send, void* recv, std::size_t count, DataType type) {
-  call(
+  impl_->call(
       CoreOp::Alltoall,
       [&] {
-        detail::checked_bytes(count, type, static_cast<std::size_t>(world_->size));
+        detail::checked_bytes(count, type, static_cast<std::size_t>(impl_->world_->size));
         require(count == 0 || (send && recv), "send and recv must not be null");
         return detail::describe_call(CoreOp::Alltoall, type, count);
       },
       [&] { return core_request("alltoall", type, {as_dim(count)}); },
       [&] {
-        const std::vector<std::size_t> counts(static_cast<std::size_t>(world_->size), count);
-        backend_->alltoall(send, counts, recv, counts, type);
+        const std::vector<std::size_t> counts(static_cast<std::size_t>(impl_->world_->size), count);
+        impl_->backend_->alltoall(send, counts, recv, counts, type);
       });
 }
 
 void Communicator::reducescatter(const void* send, void* recv, std::size_t count, DataType type,
                                  ReduceOp op) {
-  call(
+  impl_->call(
       CoreOp::Reducescatter,
       [&] {
-        detail::checked_bytes(count, type, static_cast<std::size_t>(world_->size));
+        detail::checked_bytes(count, type, static_cast<std::size_t>(impl_->world_->size));
         require(count == 0 || (send && recv), "send and recv must not be null");
         return detail::describe_call(CoreOp::Reducescatter, type, count, op);
       },
       [&] { return core_request("reducescatter", type, {as_dim(count)}, op); },
       [&] {
-        const std::vector<std::size_t> counts(static_cast<std::size_t>(world_->size), count);
-        backend_->reducescatter(send, recv, counts, type, op);
+        const std::vector<std::size_t> counts(static_cast<std::size_t>(impl_->world_->size), count);
+        impl_->backend_->reducescatter(send, recv, counts, type, op);
       });
 }
 
@@ -227,34 +265,35 @@ std::unique_ptr<Communicator> Communicator::subset(const std::vector<int>& ranks
   std::vector<int> sorted;
   std::unique_ptr<detail::World> member;
   std::unique_ptr<detail::Backend> backend;
-  const std::uint64_t ordinal = subsets_made_++;
-  call(
+  Impl& me = *impl_;
+  const std::uint64_t ordinal = me.subsets_made_++;
+  me.call(
       CoreOp::Subset,
       [&] {
-        sorted = detail::checked_subset(ranks, world_->size);
+        sorted = detail::checked_subset(ranks, me.world_->size);
         // The ranks themselves are compared below, with a clearer message.
         return detail::describe_call(CoreOp::Subset, DataType::Int64, 0);
       },
       [&] { return core_request("subset", DataType::Int64, {}); },
       [&] {
-        const detail::SubsetRecord mine = detail::subset_record(sorted, world_->hostname, ordinal);
-        std::vector<detail::SubsetRecord> records(static_cast<std::size_t>(world_->size));
-        backend_->allgather(&mine, records.data(), sizeof mine / sizeof(std::int64_t), DataType::Int64);
-        detail::check_subset_agrees(records, *world_);
-        const std::string set = world_->set + ".set" + std::to_string(ordinal);
-        if (auto world = detail::subset_world(*world_, sorted, records, set)) {
+        const detail::SubsetRecord mine = detail::subset_record(sorted, me.world_->hostname, ordinal);
+        std::vector<detail::SubsetRecord> records(static_cast<std::size_t>(me.world_->size));
+        me.backend_->allgather(&mine, records.data(), sizeof mine / sizeof(std::int64_t), DataType::Int64);
+        detail::check_subset_agrees(records, *me.world_);
+        const std::string set = me.world_->set + ".set" + std::to_string(ordinal);
+        if (auto world = detail::subset_world(*me.world_, sorted, records, set)) {
           member = std::make_unique<detail::World>(std::move(*world));
         }
-        backend = backend_->subset(sorted, member.get(), set);
+        backend = me.backend_->subset(sorted, member.get(), set);
       });
   if (!member) return nullptr;
-  return std::unique_ptr<Communicator>(new Communicator(std::move(member), std::move(backend)));
+  return detail::CommunicatorAccess::make(std::move(member), std::move(backend));
 }
 
 void Communicator::barrier() {
-  call(
+  impl_->call(
       CoreOp::Barrier, [] { return detail::describe_call(CoreOp::Barrier, DataType::UInt8, 0); },
-      [] { return core_request("barrier", DataType::UInt8, {}); }, [&] { backend_->barrier(); });
+      [] { return core_request("barrier", DataType::UInt8, {}); }, [&] { impl_->backend_->barrier(); });
 }
 
 }  // namespace trainrun

@@ -1,5 +1,5 @@
 // The process-wide default communicator behind trainrun::init(): the one
-// mutable global DESIGN §5 allows, with what belongs to it (an elastic
+// mutable global docs/design.md §5.1 allows, with what belongs to it (an elastic
 // job's generation watcher). Guarded by a mutex.
 #include <unistd.h>
 
@@ -8,15 +8,17 @@
 #include <mutex>
 
 #include "backends/registry.h"
+#include "lib/communicator_access.h"
 #include "lib/elastic/forming_store.h"
 #include "lib/elastic/generation_join.h"
 #include "lib/elastic/generation_watcher.h"
 #include "lib/elastic/membership.h"
 #include "lib/fork_guard.h"
 #include "lib/rendezvous_client.h"
-#include "lib/world.h"
-#include "rendezvous/elastic_protocol.h"
-#include "rendezvous/protocol.h"
+#include "contract/world.h"
+#include "contract/elastic_protocol.h"
+#include "contract/job_records.h"
+#include "contract/kv_keys.h"
 #include "trainrun/communicator.h"
 #include "trainrun/error.h"
 
@@ -56,7 +58,7 @@ std::shared_ptr<rendezvous::Store> connect_store(const detail::World& world) {
 void record_start(rendezvous::Store& store, const detail::World& world, const std::string& backend) {
   const int key = world.elastic ? world.worker_id : world.rank;
   store.set(protocol::kScopeJob, std::string(protocol::kKeyRankPrefix) + std::to_string(key),
-            world.hostname + " " + std::to_string(::getpid()) + " " + backend);
+            detail::encode_rank_record({world.hostname, static_cast<long>(::getpid()), backend}));
 }
 
 // Announces the worker (once per process), then waits for a generation that
@@ -124,9 +126,10 @@ Communicator& init() {
     ++g_generation;
     const detail::World made = *world;
     g_membership = {made.elastic, made.worker_id, made.generation, made.generation};
-    g_communicator.reset(new Communicator(std::move(world), std::move(backend)));
+    g_communicator.reset(detail::CommunicatorAccess::make(std::move(world), std::move(backend)).release());
     detail::note_initialized(made.rank);
-    if (joined) g_watcher.reset(start_watcher(made, *std::move(joined), g_communicator->backend()).release());
+    detail::Backend& made_backend = detail::CommunicatorAccess::backend(*g_communicator);
+    if (joined) g_watcher.reset(start_watcher(made, *std::move(joined), made_backend).release());
   } catch (const Error& e) {
     throw Error(e.code(), whom + ": init: " + e.what());
   }
@@ -162,7 +165,7 @@ int last_joined_generation() {
 
 void abort_current_backend() noexcept {
   std::lock_guard lock(g_mutex);
-  if (g_communicator) g_communicator->backend().abort();
+  if (g_communicator) CommunicatorAccess::backend(*g_communicator).abort();
 }
 
 }  // namespace detail

@@ -3,7 +3,9 @@
 #include <string>
 
 #include "rendezvous/auth.h"
-#include "rendezvous/protocol.h"
+#include "contract/environment.h"
+#include "contract/kv_keys.h"
+#include "contract/auth_scheme.h"
 #include "trainrun/error.h"
 
 namespace trainrun::detail {

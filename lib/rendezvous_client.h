@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "lib/world.h"
+#include "contract/world.h"
 #include "rendezvous/http_store.h"
 
 namespace trainrun::detail {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/world.h"
+#include "contract/world.h"
 
 namespace trainrun::detail {
 

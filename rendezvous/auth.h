@@ -12,7 +12,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "rendezvous/protocol.h"
+#include "contract/auth_scheme.h"
 
 namespace trainrun::rendezvous {
 

@@ -1,6 +1,6 @@
 // The rendezvous HTTP server that runs inside the launcher (Boost.Beast on
 // Asio, one I/O thread). It authenticates every request before reading its
-// body, enforces the limits of protocol.h, and serves the KV table with
+// body, enforces the limits of contract/limits.h, and serves the KV table with
 // long-poll waits. start()/stop()/port() are for the owning thread; table()
 // and stats() may be used from any thread while it runs.
 #pragma once
@@ -12,7 +12,7 @@
 
 #include "rendezvous/auth.h"
 #include "rendezvous/kv_table.h"
-#include "rendezvous/protocol.h"
+#include "contract/limits.h"
 
 namespace trainrun::rendezvous {
 

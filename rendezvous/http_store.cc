@@ -13,7 +13,9 @@
 
 #include "rendezvous/kv_request.h"
 #include "rendezvous/net.h"
-#include "rendezvous/protocol.h"
+#include "contract/http_scheme.h"
+#include "contract/auth_scheme.h"
+#include "contract/limits.h"
 #include "trainrun/error.h"
 
 namespace trainrun::rendezvous {

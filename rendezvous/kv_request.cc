@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <charconv>
 
-#include "rendezvous/protocol.h"
+#include "contract/http_scheme.h"
+#include "contract/limits.h"
 
 namespace trainrun::rendezvous {
 namespace {

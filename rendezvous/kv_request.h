@@ -1,4 +1,4 @@
-// The grammar of the rendezvous KV API (DESIGN §4): building request
+// The grammar of the rendezvous KV API (docs/design.md §4): building request
 // targets on the client, parsing them on the server, and the framing of
 // multi-key answers. Pure functions, no I/O, thread-safe.
 #pragma once

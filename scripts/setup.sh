@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   # build
   g++ meson ninja-build pkg-config cmake python3
-  # libraries (DESIGN §6)
+  # libraries (docs/design.md §6)
   libcli11-dev libboost-dev libssl-dev libgloo-dev libopenmpi-dev doctest-dev libssh-dev
   # horovodrun's YAML --config-file (cli/plan/config_file.cc)
   libyaml-cpp-dev
@@ -30,6 +30,12 @@ packages=(
   # runtimes, which clang does not pull in itself; gcc's ASan/UBSan/TSan
   # runtimes (scripts/sanitize.sh) come with g++
   clang libclang-rt-14-dev
+  # scripts/format.sh: the code's layout, from .clang-format
+  clang-format
+  # the install paths and their tests (scripts/package.sh): pip install with
+  # meson-python into a venv; the Debian packages (debian/); ccache lets the
+  # pip build reuse the main build's objects
+  python3-mesonpy python3-venv python3-pip build-essential debhelper dh-python dpkg-dev ccache
 )
 # Commands that other packages may provide (nodesource's nodejs ships npm;
 # Debian's npm package would conflict with it): installed only when absent.

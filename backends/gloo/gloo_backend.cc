@@ -12,13 +12,14 @@
 #include "backends/gloo/socket_mesh.h"
 #include "backends/gloo/two_level_allreduce.h"
 #include "backends/reduction.h"
-#include "lib/core_call.h"
+#include "backends/core_call.h"
 #include "backends/shm/shm_collectives.h"
 #include "backends/shm/shm_group.h"
 #include "rendezvous/auth.h"
 #include "rendezvous/interfaces.h"
 #include "rendezvous/net.h"
-#include "rendezvous/protocol.h"
+#include "contract/job_records.h"
+#include "contract/kv_keys.h"
 #include "rendezvous/store.h"
 #include "trainrun/error.h"
 
@@ -214,7 +215,8 @@ class GlooBackend final : public Backend {
       try {
         const std::string entry = store_->get(protocol::kScopeJob, std::string(protocol::kKeyRankPrefix) +
                                                                      std::to_string(job_peer), std::chrono::seconds(2));
-        peer_host = entry.substr(0, entry.find(' ')) + ", ";
+        const auto record = detail::decode_rank_record(entry);
+        peer_host = (record ? record->host : "?") + ", ";
       } catch (const Error&) {
         peer_host = "?, ";
       }

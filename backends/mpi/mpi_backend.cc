@@ -12,7 +12,7 @@
 #include "backends/mpi/mpi_runtime.h"
 #include "backends/mpi/mpi_types.h"
 #include "backends/reduction.h"
-#include "rendezvous/protocol.h"
+#include "contract/environment.h"
 #include "trainrun/error.h"
 
 namespace trainrun::detail {

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "rendezvous/protocol.h"
+#include "contract/environment.h"
 #include "trainrun/error.h"
 
 namespace trainrun::detail {

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "rendezvous/protocol.h"
+#include "contract/environment.h"
 #include "trainrun/error.h"
 
 namespace trainrun::detail {

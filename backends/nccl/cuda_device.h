@@ -5,7 +5,7 @@
 // Pure; safe from any thread.
 #pragma once
 
-#include "lib/world.h"
+#include "contract/world.h"
 
 namespace trainrun::detail {
 

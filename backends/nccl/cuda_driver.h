@@ -15,12 +15,15 @@ namespace trainrun::detail {
 
 // Names expand through cuda.h's macros (cuMemcpyHtoD -> cuMemcpyHtoD_v2),
 // so a member, its type and the symbol it is resolved from always agree.
+// (clang-format does not keep an X-macro list stable)
+// clang-format off
 #define TRAINRUN_CUDA_DRIVER_FUNCTIONS(X)                                                    \
   X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet)                       \
   X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxGetCurrent)              \
   X(cuCtxSetCurrent) X(cuPointerGetAttributes) X(cuStreamCreate) X(cuStreamDestroy)        \
   X(cuStreamQuery) X(cuMemAlloc) X(cuMemFree) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemcpy) \
   X(cuGetErrorName) X(cuGetErrorString)
+// clang-format on
 
 class CudaDriver {
  public:

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <thread>
 
-#include "rendezvous/protocol.h"
+#include "contract/environment.h"
 
 namespace trainrun::detail {
 namespace {

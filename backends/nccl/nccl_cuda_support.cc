@@ -8,7 +8,7 @@
 #include "backends/nccl/nccl_backend.h"
 #include "backends/nccl/nccl_library.h"
 #include "backends/nccl/shared_library.h"
-#include "rendezvous/protocol.h"
+#include "contract/kv_keys.h"
 #include "rendezvous/store.h"
 #include "trainrun/error.h"
 

@@ -1,5 +1,5 @@
 // How the CUDA driver's and NCCL's result codes become trainrun::Error
-// (DESIGN §5: C return codes become Error at the call site): an
+// (docs/design.md §5.6: C return codes become Error at the call site): an
 // Error::Code saying what kind of failure it was, and a message naming the
 // call, the result and what the library said about it. Pure functions;
 // the callers pass the library's own strings. Safe from any thread.

@@ -12,11 +12,14 @@
 
 namespace trainrun::detail {
 
+// (clang-format does not keep an X-macro list stable)
+// clang-format off
 #define TRAINRUN_NCCL_FUNCTIONS(X)                                                        \
   X(ncclGetVersion) X(ncclGetUniqueId) X(ncclCommInitRankConfig) X(ncclCommFinalize)     \
   X(ncclCommDestroy) X(ncclCommAbort) X(ncclCommGetAsyncError) X(ncclGetErrorString)     \
   X(ncclGetLastError) X(ncclAllReduce) X(ncclAllGather) X(ncclBroadcast) X(ncclReduce)   \
   X(ncclReduceScatter) X(ncclSend) X(ncclRecv) X(ncclGroupStart) X(ncclGroupEnd)
+// clang-format on
 
 class NcclLibrary {
  public:

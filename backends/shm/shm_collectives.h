@@ -26,7 +26,7 @@
 #include "backends/shm/shm_layout.h"
 #include "backends/shm/shm_rounds.h"
 #include "backends/shm/shm_segment.h"
-#include "lib/core_call.h"
+#include "backends/core_call.h"
 
 namespace trainrun::detail {
 
@@ -59,7 +59,7 @@ class ShmCollectives {
 
  private:
   // Completes a round; the first of each collective carries the core
-  // call's descriptor (lib/core_call.h), which every rank checks.
+  // call's descriptor (backends/core_call.h), which every rank checks.
   void round(std::uint64_t value = 0) { rounds_.sync(value, std::exchange(call_, CallDescriptor{})); }
   char* slot(int parity, int r) const { return segment_.base() + layout_.slot_offset(parity, r); }
   void allreduce_small(const void* send, void* recv, std::size_t bytes, std::size_t element, ReduceFn reduce);

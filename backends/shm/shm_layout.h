@@ -22,7 +22,7 @@ struct alignas(128) ShmControlLine {
   std::atomic<std::uint32_t> round;
   std::atomic<std::uint32_t> sleepers;  // peers in futex_wait on `round`
   std::atomic<std::uint64_t> value[2];  // published with the round, by parity
-  // The descriptor of the core call whose first round this is (lib/call_descriptor.h), by parity; 0 0: none.
+  // The descriptor of the core call whose first round this is (backends/call_descriptor.h), by parity; 0 0: none.
   std::atomic<std::uint64_t> call[2][2];
 };
 static_assert(sizeof(std::atomic<std::uint32_t>) * 2 + sizeof(std::atomic<std::uint64_t>) * 6 <= 64,

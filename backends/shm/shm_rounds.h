@@ -24,7 +24,7 @@
 #include <string>
 
 #include "backends/shm/shm_layout.h"
-#include "lib/call_descriptor.h"
+#include "backends/call_descriptor.h"
 
 namespace trainrun::detail {
 

@@ -1,5 +1,5 @@
 #include "cli/agent/agent.h"
-#include "cli/agent/child_process.h"
+#include "cli/process/child_process.h"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -24,11 +24,11 @@
 #include "cli/agent/agent_protocol.h"
 #include "cli/agent/cpu_binding.h"
 #include "cli/agent/host_probe.h"
-#include "cli/agent/process_tree.h"
+#include "cli/process/process_tree.h"
 #include "cli/report/exit_record.h"
 #include "cli/plan/rank_env.h"
 #include "cli/report/stack_capture.h"
-#include "rendezvous/protocol.h"
+#include "contract/environment.h"
 #include "trainrun/version.h"
 
 extern char** environ;

@@ -9,7 +9,7 @@
 #include <thread>
 #include <utility>
 
-#include "cli/agent/child_process.h"
+#include "cli/process/child_process.h"
 #include "trainrun/error.h"
 
 namespace trainrun::cli {

@@ -7,7 +7,7 @@
 
 #include "cli/elastic/partition.h"
 #include "cli/plan/host_list.h"
-#include "lib/decimal.h"
+#include "contract/decimal.h"
 #include "rendezvous/kv_table.h"
 
 namespace trainrun::cli::elastic {

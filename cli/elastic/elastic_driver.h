@@ -1,7 +1,7 @@
 // ElasticDriver: what an elastic job (--min-np/--max-np/--host-discovery-
 // script) does instead of ending at the first failure. It numbers workers
 // (stable ids, the supervisor's rank indices), publishes each generation's
-// assignment in the rendezvous table (rendezvous/elastic_protocol.h), and:
+// assignment in the rendezvous table (contract/elastic_protocol.h), and:
 //   - a worker that fails (exit != 0, signal) or a lost host: the survivors
 //     re-form without it in a new generation (failures within ~100 ms are
 //     one change); its host is cooled down, and blacklisted at its second

@@ -7,7 +7,7 @@
 #include "cli/plan/job_plan.h"
 #include "cli/job/job_state.h"
 #include "cli/plan/local_host.h"
-#include "lib/decimal.h"
+#include "contract/decimal.h"
 
 namespace trainrun::cli::elastic {
 namespace {

@@ -1,6 +1,6 @@
 // HangDetector: which workers of an elastic job stopped making progress.
 // Every worker's process rewrites its heartbeat in the rendezvous
-// (alive.{w}, rendezvous/elastic_protocol.h) every 500 ms while it is in a
+// (alive.{w}, contract/elastic_protocol.h) every 500 ms while it is in a
 // generation; the driver feeds what it reads here on each tick. A worker
 // whose heartbeat has not changed for the hang timeout is hung: a stopped
 // (SIGSTOP) or frozen process, alive to the agent but silent to its peers,

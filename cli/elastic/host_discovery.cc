@@ -14,11 +14,11 @@
 #include <cstring>
 #include <utility>
 
-#include "cli/agent/child_process.h"
+#include "cli/process/child_process.h"
 #include "cli/plan/host_list.h"
 #include "cli/job/job_state.h"
 #include "cli/plan/printable.h"
-#include "cli/agent/process_tree.h"
+#include "cli/process/process_tree.h"
 
 extern char** environ;
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "rendezvous/elastic_protocol.h"
+#include "contract/elastic_protocol.h"
 
 namespace trainrun::cli::elastic {
 

@@ -1,6 +1,6 @@
 #include "cli/job/job_state.h"
 
-#include "lib/decimal.h"
+#include "contract/decimal.h"
 
 #include <sys/wait.h>
 
@@ -20,17 +20,6 @@ std::string rank_list(const std::vector<int>& ranks) {
 
 
 }  // namespace
-
-std::string signal_name(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
-}
-
-int shell_status(int wait_status) {
-  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
-  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
-  return 1;
-}
 
 JobState::JobState(int size, std::vector<std::string> rank_hosts) : size_(size), ranks_(static_cast<std::size_t>(size)) {
   for (int r = 0; r < size; ++r) ranks_[r].host = rank_hosts[r];

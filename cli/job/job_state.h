@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "cli/process/wait_status.h"
+
 namespace trainrun::cli {
 
 // Exit codes of trainrun's own (documented in man/trainrun.1).
@@ -88,9 +90,5 @@ class JobState {
   std::string elastic_reason_;       // why an elastic job gave up
   std::string unit_ = "rank";
 };
-
-std::string signal_name(int sig);  // "SIGSEGV", or "signal N" for one without a name
-// A wait() status as a shell reports it: the exit code, or 128 + signal.
-int shell_status(int wait_status);
 
 }  // namespace trainrun::cli

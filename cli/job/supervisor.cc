@@ -10,9 +10,9 @@
 #include <string>
 
 #include "cli/report/stack_dumps.h"
-#include "lib/decimal.h"
+#include "contract/decimal.h"
 #include "rendezvous/kv_table.h"
-#include "rendezvous/protocol.h"
+#include "contract/kv_keys.h"
 
 namespace trainrun::cli {
 namespace {

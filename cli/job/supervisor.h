@@ -17,7 +17,7 @@
 #include "cli/agent/agent_protocol.h"
 #include "cli/job/job_state.h"
 #include "cli/output/output_router.h"
-#include "cli/report/rank_events.h"
+#include "cli/job/rank_events.h"
 
 namespace trainrun::rendezvous {
 class KvTable;

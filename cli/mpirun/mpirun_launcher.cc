@@ -14,7 +14,7 @@
 #include <optional>
 #include <thread>
 
-#include "cli/agent/child_process.h"
+#include "cli/process/child_process.h"
 #include "cli/plan/job_plan.h"
 #include "cli/job/job_state.h"
 #include "cli/plan/local_host.h"
@@ -22,10 +22,10 @@
 #include "cli/mpirun/mpirun_output.h"
 #include "cli/output/job_output.h"
 #include "cli/output/output_router.h"
-#include "cli/report/report_recorder.h"
+#include "cli/job/report_recorder.h"
 #include "cli/plan/shell_words.h"
 #include "cli/plan/program_path.h"
-#include "rendezvous/protocol.h"
+#include "contract/environment.h"
 #include "trainrun/error.h"
 
 extern char** environ;

@@ -11,8 +11,8 @@
 
 #include "cli/plan/host_list.h"
 #include "cli/plan/printable.h"
-#include "lib/decimal.h"
-#include "rendezvous/protocol.h"
+#include "contract/decimal.h"
+#include "contract/environment.h"
 
 namespace trainrun::cli {
 namespace {
@@ -29,7 +29,7 @@ std::string hosts_text(const std::vector<HostSlots>& hosts) {
 }
 
 // The engine's and the transport's launcher flags, as the variables the
-// library reads (rendezvous/protocol.h); only those the user gave.
+// library reads (contract/environment.h); only those the user gave.
 void append_engine_settings(const Options& o, EnvList& env) {
   namespace p = protocol;
   if (o.fusion_threshold_mb >= 0) {

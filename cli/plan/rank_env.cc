@@ -2,7 +2,7 @@
 
 #include <unordered_map>
 
-#include "rendezvous/protocol.h"
+#include "contract/environment.h"
 
 namespace trainrun::cli {
 

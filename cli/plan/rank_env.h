@@ -1,4 +1,4 @@
-// The environment each rank starts with (DESIGN §3): TRAINRUN_* plus the
+// The environment each rank starts with (docs/design.md §3): TRAINRUN_* plus the
 // Horovod and torch compatibility names. Pure, no I/O.
 #pragma once
 

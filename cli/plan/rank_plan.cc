@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "lib/world.h"
+#include "contract/world.h"
 
 namespace trainrun::cli {
 

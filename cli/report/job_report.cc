@@ -6,7 +6,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
-#include "cli/job/job_state.h"
+#include "cli/process/wait_status.h"
 
 namespace trainrun::cli {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "cli/output/write_failure.h"
 #include "cli/report/exit_record.h"
-#include "lib/engine/straggler_tracker.h"
+#include "contract/straggler_table.h"
 
 namespace trainrun::cli {
 

@@ -10,8 +10,8 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "cli/agent/child_process.h"
-#include "cli/agent/process_tree.h"
+#include "cli/process/child_process.h"
+#include "cli/process/process_tree.h"
 #include "cli/plan/program_path.h"
 
 namespace trainrun::cli::report {

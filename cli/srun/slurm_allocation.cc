@@ -3,7 +3,7 @@
 #include <charconv>
 
 #include "cli/plan/printable.h"
-#include "lib/world.h"
+#include "contract/world.h"
 #include "trainrun/error.h"
 
 namespace trainrun::cli {

@@ -7,7 +7,7 @@
 //   host list:       "n[1-3,5],m7" = n1 n2 n3 n5 m7; "r[1-2]-n[01-02]" =
 //                    r1-n01 r1-n02 r2-n01 r2-n02 (zero padding as written);
 //                    items separated by ',' (or blanks) outside brackets
-//   tasks per node:  "2(x3),1" = 2 2 2 1 (lib/world.h parses it)
+//   tasks per node:  "2(x3),1" = 2 2 2 1 (contract/world.h parses it)
 #pragma once
 
 #include <functional>

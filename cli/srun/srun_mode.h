@@ -4,7 +4,7 @@
 // host's agent is one srun step: `srun --nodes=1 --ntasks=1 --nodelist=HOST
 // ... trainrun agent`, whose stdin and stdout are the agent's control stream
 // (cli/srun/srun_agent_link.h). Rendezvous, supervision and teardown are the
-// SSH mode's (cli/job/launch.cc). Pure given the environment and srun's path.
+// SSH mode's (cli/launch.cc). Pure given the environment and srun's path.
 #pragma once
 
 #include <optional>

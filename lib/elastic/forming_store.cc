@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <string>
 
-#include "lib/decimal.h"
-#include "rendezvous/elastic_protocol.h"
+#include "contract/decimal.h"
+#include "contract/elastic_protocol.h"
 #include "trainrun/error.h"
 
 namespace trainrun::detail {

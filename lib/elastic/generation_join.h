@@ -1,12 +1,12 @@
-// How an elastic worker finds the generation it belongs to (DESIGN §5,
-// rendezvous/elastic_protocol.h): the newest generation the launcher named,
+// How an elastic worker finds the generation it belongs to (docs/design.md §5.4,
+// contract/elastic_protocol.h): the newest generation the launcher named,
 // or the first one after those this process already joined, whichever is
 // later; a generation that does not list the worker is skipped and the next
 // one awaited. Pure logic over a Store, so tests drive it with a fake.
 #pragma once
 
-#include "lib/world.h"
-#include "rendezvous/elastic_protocol.h"
+#include "contract/world.h"
+#include "contract/elastic_protocol.h"
 #include "rendezvous/store.h"
 
 namespace trainrun::detail {

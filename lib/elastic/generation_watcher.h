@@ -21,8 +21,8 @@
 
 #include "backends/backend.h"
 #include "lib/elastic/peer_probe.h"
-#include "lib/world.h"
-#include "rendezvous/elastic_protocol.h"
+#include "contract/world.h"
+#include "contract/elastic_protocol.h"
 #include "rendezvous/store.h"
 
 namespace trainrun::detail {

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <set>
 
-#include "lib/core_call.h"
+#include "backends/core_call.h"
 #include "rendezvous/net.h"
 #include "trainrun/error.h"
 

@@ -17,8 +17,8 @@
 #include <cstdint>
 #include <string>
 
-#include "lib/world.h"
-#include "rendezvous/elastic_protocol.h"
+#include "contract/world.h"
+#include "contract/elastic_protocol.h"
 #include "rendezvous/store.h"
 
 namespace trainrun::detail {

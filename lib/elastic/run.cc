@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "lib/elastic/membership.h"
-#include "rendezvous/protocol.h"
+#include "contract/environment.h"
 #include "trainrun/communicator.h"
 #include "trainrun/elastic.h"
 

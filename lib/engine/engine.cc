@@ -6,12 +6,13 @@
 #include <string_view>
 #include <utility>
 
-#include "lib/core_call.h"
+#include "backends/core_call.h"
 #include "lib/engine/cycle_status.h"
 #include "lib/engine/fusion_planner.h"
 #include "lib/engine/shutdown_cause.h"
 #include "lib/rendezvous_client.h"
-#include "rendezvous/protocol.h"
+#include "contract/job_records.h"
+#include "contract/kv_keys.h"
 
 namespace trainrun::detail {
 namespace {
@@ -41,7 +42,7 @@ std::vector<std::string> reserved_names(const Request& r) {
 // A failed write reaches the launcher's report through its store.
 std::unique_ptr<Timeline> open_timeline(const World& world, const std::string& path) {
   return std::make_unique<Timeline>(path, [world, path](const std::string& error) {
-    publish_job_key(world, protocol::kKeyTimelineError, path + "\n" + error);
+    publish_job_key(world, protocol::kKeyTimelineError, encode_timeline_error({path, error}));
   });
 }
 

@@ -42,7 +42,7 @@
 #include "lib/engine/straggler_monitor.h"
 #include "lib/engine/timeline.h"
 #include "lib/engine/work.h"
-#include "lib/world.h"
+#include "contract/world.h"
 
 namespace trainrun::detail {
 

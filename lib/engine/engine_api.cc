@@ -7,6 +7,7 @@
 #include <set>
 
 #include "lib/call_size.h"
+#include "lib/communicator_access.h"
 #include "lib/engine/engine.h"
 #include "lib/fork_guard.h"
 #include "trainrun/communicator.h"
@@ -40,7 +41,7 @@ auto call(Communicator* comm, const char* what, Fn&& fn) {
       if (!is_initialized()) invalid("call trainrun::init() before using the engine");
       comm = &init();
     }
-    return fn(comm->engine());
+    return fn(detail::CommunicatorAccess::engine(*comm));
   } catch (const Error& e) {
     const std::string where =
         comm ? "rank " + std::to_string(comm->job_rank(comm->rank())) + " (" + comm->hostname() + "): " : "";

@@ -1,6 +1,6 @@
 #include "lib/engine/engine_options.h"
 
-#include "rendezvous/protocol.h"
+#include "contract/environment.h"
 
 namespace trainrun::detail {
 

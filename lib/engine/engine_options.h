@@ -1,5 +1,5 @@
 // EngineOptions: the engine's settings, read from the environment the
-// launcher sets (rendezvous/protocol.h: TRAINRUN_FUSION_THRESHOLD, ...).
+// launcher sets (contract/environment.h: TRAINRUN_FUSION_THRESHOLD, ...).
 // Plain value type; engine_options_from_env is pure given `env`.
 #pragma once
 
@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <string>
 
-#include "lib/world.h"
+#include "contract/world.h"
 
 namespace trainrun::detail {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "lib/decimal.h"
+#include "contract/decimal.h"
 #include "trainrun/error.h"
 
 namespace trainrun::detail {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "rendezvous/protocol.h"
+#include "contract/environment.h"
 
 namespace trainrun::detail {
 namespace {

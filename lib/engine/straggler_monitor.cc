@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "lib/rendezvous_client.h"
-#include "rendezvous/protocol.h"
+#include "contract/kv_keys.h"
 
 namespace trainrun::detail {
 namespace {

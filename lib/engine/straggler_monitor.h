@@ -19,7 +19,7 @@
 #include "backends/backend.h"
 #include "lib/engine/coordinator.h"
 #include "lib/engine/straggler_tracker.h"
-#include "lib/world.h"
+#include "contract/world.h"
 
 namespace trainrun::rendezvous {
 class Store;

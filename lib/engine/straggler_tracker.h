@@ -23,23 +23,9 @@
 #include <string>
 #include <vector>
 
+#include "contract/straggler_table.h"
+
 namespace trainrun::detail {
-
-// One rank's line of the stragglers table (also what the launcher's report
-// shows, from the encoded text below).
-struct StragglerRow {
-  int rank = 0;
-  std::string host;
-  std::uint64_t cycles = 0;  // cycles measured
-  std::uint64_t last = 0;    // cycles in which it submitted last
-  double median_lag_ms = 0;  // behind the first rank
-  double p95_lag_ms = 0;
-};
-
-// "rank cycles last median p95 host" lines; the launcher decodes them
-// (rendezvous key job/stragglers). decode: nullopt when malformed.
-std::string encode_straggler_table(const std::vector<StragglerRow>& rows);
-std::optional<std::vector<StragglerRow>> decode_straggler_table(const std::string& text);
 
 class StragglerTracker {
  public:

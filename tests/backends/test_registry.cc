@@ -1,4 +1,4 @@
-// Which backend a world gets by default (DESIGN §3): mpi under Open MPI or
+// Which backend a world gets by default (docs/design.md §3): mpi under Open MPI or
 // Slurm when it is built, gloo when trainrun started the job, and
 // TRAINRUN_BACKEND over both. Worlds come from simulated environments.
 #include <doctest/doctest.h>
@@ -7,7 +7,7 @@
 #include <string>
 
 #include "backends/registry.h"
-#include "lib/world.h"
+#include "contract/world.h"
 #include "trainrun/error.h"
 
 using trainrun::detail::choose_backend;

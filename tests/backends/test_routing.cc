@@ -10,7 +10,7 @@
 
 #include "backends/registry.h"
 #include "backends/routing.h"
-#include "lib/world.h"
+#include "contract/world.h"
 #include "trainrun/error.h"
 
 using namespace trainrun;

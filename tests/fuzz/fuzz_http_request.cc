@@ -10,7 +10,8 @@
 
 #include "rendezvous/auth.h"
 #include "rendezvous/kv_request.h"
-#include "rendezvous/protocol.h"
+#include "contract/auth_scheme.h"
+#include "contract/limits.h"
 #include "tests/fuzz/fuzz_input.h"
 
 namespace beast = boost::beast;

@@ -1,7 +1,7 @@
 // parse_kv_request on "METHOD\nTARGET": an accepted request only names
 // valid keys, within the protocol's limits.
 #include "rendezvous/kv_request.h"
-#include "rendezvous/protocol.h"
+#include "contract/limits.h"
 #include "tests/fuzz/fuzz_input.h"
 
 using namespace trainrun::rendezvous;

@@ -45,6 +45,10 @@ Child::Child(const std::vector<std::string>& argv, const ProcessOptions& options
     ::dup2(in[0], 0);
     ::dup2(out[1], 1);
     ::dup2(err[1], 2);
+    if (!options.cwd.empty() && ::chdir(options.cwd.c_str()) != 0) {
+      std::fprintf(stderr, "chdir %s: %s\n", options.cwd.c_str(), std::strerror(errno));
+      ::_exit(127);
+    }
     ::execve(args[0], args.data(), envp.data());
     std::fprintf(stderr, "exec %s: %s\n", args[0], std::strerror(errno));
     ::_exit(127);

@@ -30,6 +30,7 @@ struct ProcessOptions {
   std::size_t read_chunk = 65536;
   std::chrono::microseconds read_pause{0};
   bool track_rss = false;         // sample the process's peak RSS while it runs
+  std::string cwd;                // the child's working directory (empty: the runner's)
 };
 
 class Child {

@@ -5,6 +5,7 @@
 // the same plan and rank environment (--dry-run) as trainrun's own.
 #include <doctest/doctest.h>
 
+#include <dirent.h>
 #include <unistd.h>
 
 #include <sched.h>
@@ -22,6 +23,16 @@
 using namespace trainrun::test;
 
 namespace {
+
+// The names in a directory.
+std::set<std::string> entries(const std::string& path) {
+  std::set<std::string> names;
+  if (DIR* d = ::opendir(path.c_str())) {
+    while (const dirent* e = ::readdir(d)) names.insert(e->d_name);
+    ::closedir(d);
+  }
+  return names;
+}
 
 bool is_help(const ProcessResult& r) { return contains(r.out, "Usage: trainrun") || contains(r.err, "Usage: trainrun"); }
 
@@ -100,14 +111,22 @@ TEST_CASE("nothing but -h and --help prints the help and exits 0") {
     cases.push_back({"-" + name, value});
     cases.push_back({"-" + name + "x"});
   }
+  // An option given without its value takes the next word: --output-filename
+  // makes "--dry-run" a directory and the job runs. Each case runs in the
+  // fresh directory, so nothing lands where the test was started (once the
+  // source tree: a committed "--dry-run/rank.00").
+  ProcessOptions in_dir;
+  in_dir.cwd = dir;
+  const std::set<std::string> before = entries(".");
   for (std::vector<std::string> args : cases) {
     CAPTURE(args);
     args.insert(args.end(), {"--dry-run", "-np", "1", "true"});
-    const ProcessResult r = run_trainrun(args);
+    const ProcessResult r = run_trainrun(args, nullptr, in_dir);
     CHECK_FALSE(is_help(r));
     // A usage error: one line (after the note of an option accepted for compatibility).
     if (r.exit_code == 2) CHECK(count(r.err, "\n") - count(r.err, "trainrun: note: ") == 1);
   }
+  CHECK(entries(".") == before);
   CHECK(std::system(("rm -rf " + std::string(dir)).c_str()) == 0);
 }
 

@@ -1,13 +1,13 @@
 // The core path's argument checks as pure functions: byte sizes that
 // overflow or pass 2^47 (lib/call_size.h), and what ranks must agree on
-// for one call (lib/call_descriptor.h).
+// for one call (backends/call_descriptor.h).
 #include <doctest/doctest.h>
 
 #include <limits>
 #include <string>
 #include <vector>
 
-#include "lib/call_descriptor.h"
+#include "backends/call_descriptor.h"
 #include "lib/call_size.h"
 #include "trainrun/error.h"
 

@@ -2,7 +2,7 @@
 
 #include <thread>
 
-#include "lib/core_call.h"
+#include "backends/core_call.h"
 
 using namespace trainrun::detail;
 

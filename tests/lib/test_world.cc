@@ -4,7 +4,7 @@
 #include <map>
 #include <string>
 
-#include "lib/world.h"
+#include "contract/world.h"
 #include "trainrun/error.h"
 
 using trainrun::Error;

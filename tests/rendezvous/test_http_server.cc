@@ -15,7 +15,8 @@
 #include "rendezvous/http_server.h"
 #include "rendezvous/http_store.h"
 #include "rendezvous/kv_request.h"
-#include "rendezvous/protocol.h"
+#include "contract/auth_scheme.h"
+#include "contract/limits.h"
 #include "trainrun/error.h"
 
 using namespace trainrun::rendezvous;

@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "rendezvous/kv_request.h"
-#include "rendezvous/protocol.h"
+#include "contract/limits.h"
 
 using namespace trainrun::rendezvous;
 using std::chrono::milliseconds;

@@ -1,4 +1,4 @@
-// The core collective API (DESIGN §5). Every rank issues the same calls in
+// The core collective API (docs/design.md §5.1). Every rank issues the same calls in
 // the same order; each call blocks until this rank's part is complete.
 //
 // Buffers are host memory or CUDA device memory, all of one call's buffers
@@ -20,11 +20,8 @@
 // run by the engine's thread, in the order every rank made them.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
-#include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -33,16 +30,11 @@
 namespace trainrun {
 
 namespace detail {
-class Backend;
-class Engine;
-struct CallDescriptor;
-enum class CoreOp : std::uint8_t;
-struct World;
+class CommunicatorAccess;
 }  // namespace detail
 
 class Communicator {
  public:
-  Communicator(std::unique_ptr<detail::World> world, std::unique_ptr<detail::Backend> backend);
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -84,26 +76,14 @@ class Communicator {
   // is a process set).
   int job_rank(int r) const;
 
-  // The backend behind this communicator, for the engine layer: it routes
-  // host and CUDA buffers as the calls above do (backends/routed_backend.h).
-  detail::Backend& backend();
-  // The coordination engine, started on first use (thread-safe).
-  detail::Engine& engine();
-
  private:
-  template <typename Check, typename Negotiated, typename Run>
-  void call(detail::CoreOp op, Check&& check, Negotiated&& request, Run&& run);
-  // The engine while it runs, else null.
-  detail::Engine* running_engine();
-  void check_call_agrees(const detail::CallDescriptor& call);
+  // The library's own way in (lib/communicator_access.h): it makes
+  // communicators and reaches their backend and engine.
+  friend class detail::CommunicatorAccess;
+  struct Impl;  // the world, the backend, the engine (lib/communicator.cc)
+  explicit Communicator(std::unique_ptr<Impl> impl);
 
-  std::unique_ptr<detail::World> world_;
-  std::unique_ptr<detail::Backend> backend_;
-  std::uint64_t core_calls_ = 0;
-  std::uint64_t subsets_made_ = 0;  // names each process set made from this one  // numbers core calls in wait messages (lib/core_call.h)
-  std::mutex engine_mutex_;
-  std::atomic<bool> engine_made_{false};    // engine_ set (it stays until the communicator goes)
-  std::unique_ptr<detail::Engine> engine_;  // declared last: stops before the backend goes
+  std::unique_ptr<Impl> impl_;
 };
 
 // Starts the process-wide communicator from the environment (TRAINRUN_*,

@@ -74,12 +74,14 @@ class State {
   // Called by run() after each re-form, once the state is synchronized
   // (rebuild what depends on the size: samplers, optimizers, learning rate).
   void on_reset(std::function<void()> callback);
-
-  // For run(): calls the on_reset callbacks in the order they were added.
-  void reset() const;
+  // Whether a commit (or sync) has been made: restore() has something to load.
   bool has_snapshot() const { return has_snapshot_; }
 
  private:
+  // run() calls the on_reset callbacks, in the order they were added, after a re-form.
+  friend void run(State& state, const std::function<void()>& fn);
+  void reset() const;
+
   struct Part {
     std::string name;
     Save save;

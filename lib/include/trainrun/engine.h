@@ -1,4 +1,4 @@
-// The coordination engine (DESIGN §5 "Engine"): asynchronous, named
+// The coordination engine (docs/design.md §5.2): asynchronous, named
 // collectives that ranks may submit in any order. A background thread per
 // process negotiates which names every rank has submitted, checks that the
 // ranks agree on op, dtype, shape, root and scale (a disagreement is an

@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "cli/elastic/membership.h"
-#include "rendezvous/elastic_protocol.h"
+#include "contract/elastic_protocol.h"
 
 using namespace trainrun::cli::elastic;
 namespace ep = trainrun::elastic_protocol;

@@ -10,10 +10,12 @@ same order agree; pass name= when the order differs between ranks.
 import atexit
 import itertools
 import os
+import sys
 
 import torch
 
 from trainrun import _core, elastic
+from trainrun.torch import autograd_ops
 from trainrun.torch import process_sets as _sets
 from trainrun.torch.process_sets import (  # noqa: F401  (Horovod's names, here as in horovod.torch.mpi_ops)
     ProcessSet,
@@ -165,13 +167,12 @@ def _in_place(tensor):
     return work, copy_back
 
 
+# What autograd_ops' backward passes call: this module.
+_ops = sys.modules[__name__]
+
+
 def _differentiable(tensor):
     return tensor.requires_grad and torch.is_grad_enabled()
-
-
-def _autograd():
-    from trainrun.torch import autograd_ops  # it imports this module
-    return autograd_ops
 
 
 def _copy(tensor):
@@ -215,8 +216,8 @@ def allreduce(tensor, average=None, name=None, compression=None, op=None, presca
               postscale_factor=1.0, process_set=None):
     """A reduced copy of `tensor` (op Average unless told); differentiable."""
     if _differentiable(tensor):
-        return _autograd().Allreduce.apply(tensor, _op(average, op), name, prescale_factor, postscale_factor,
-                                           process_set)
+        return autograd_ops.Allreduce.apply(tensor, _ops, _op(average, op), name, prescale_factor, postscale_factor,
+                                            process_set)
     if compression is None:
         return synchronize(allreduce_async(tensor, average, name, op, prescale_factor, postscale_factor,
                                            process_set))
@@ -266,7 +267,7 @@ def allgather_async(tensor, name=None, process_set=None):
 def allgather(tensor, name=None, process_set=None):
     """Every rank's tensor concatenated along the first dimension (which may differ); differentiable."""
     if _differentiable(tensor):
-        return _autograd().Allgather.apply(tensor, name, process_set)
+        return autograd_ops.Allgather.apply(tensor, _ops, name, process_set)
     return synchronize(allgather_async(tensor, name, process_set))
 
 
@@ -289,7 +290,7 @@ def broadcast_(tensor, root_rank, name=None, process_set=None):
 def broadcast(tensor, root_rank, name=None, process_set=None):
     """A copy of root_rank's tensor; differentiable."""
     if _differentiable(tensor):
-        return _autograd().Broadcast.apply(tensor, root_rank, name, process_set)
+        return autograd_ops.Broadcast.apply(tensor, _ops, root_rank, name, process_set)
     return synchronize(broadcast_async(tensor, root_rank, name, process_set))
 
 

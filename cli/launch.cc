@@ -1,0 +1,397 @@
+#include "cli/launch.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/elastic/elastic_start.h"
+#include "cli/plan/host_list.h"
+#include "cli/plan/job_plan.h"
+#include "cli/job/job_state.h"
+#include "cli/agent/local_agent_link.h"
+#include "cli/plan/local_host.h"
+#include "cli/output/job_output.h"
+#include "cli/output/output_router.h"
+#include "cli/ssh/preflight.h"
+#include "cli/plan/program_path.h"
+#include "cli/plan/rank_env.h"
+#include "cli/ssh/remote_plan.h"
+#include "cli/job/report_recorder.h"
+#include "cli/report/stack_dumps.h"
+#include "cli/plan/shell_words.h"
+#include "cli/srun/srun_agent_link.h"
+#include "cli/srun/srun_mode.h"
+#include "cli/job/supervisor.h"
+#include "rendezvous/auth.h"
+#include "rendezvous/http_server.h"
+#include "rendezvous/net.h"
+#include "contract/environment.h"
+#include "trainrun/error.h"
+
+namespace trainrun::cli {
+namespace {
+
+JobEnv job_environment(const Options& options, const JobPlan& plan, const RemotePlan& remote) {
+  JobEnv job;
+  job.size = static_cast<int>(plan.ranks.size());
+  job.backend = options.backend;
+  job.start_timeout_s = options.start_timeout_s;
+  job.max_restarts = std::max(options.reset_limit, 0);
+  job.extra = plan.forwarded;
+  job.extra.insert(job.extra.end(), remote.rank_env().begin(), remote.rank_env().end());
+  job.rendezvous_addr = remote.bind_address();
+  return job;
+}
+
+// The elastic settings every rank gets (contract/elastic_protocol.h).
+void add_elastic_environment(const Options& options, JobEnv& job) {
+  if (!options.elastic()) return;
+  job.extra.emplace_back(protocol::kEnvElastic, "1");
+  // Workers wait for a new generation a little longer than the launcher
+  // waits for slots, so the launcher's message names the reason.
+  job.extra.emplace_back(protocol::kEnvElasticTimeout,
+                         std::to_string(static_cast<long long>(options.elastic_timeout_s) + 30));
+}
+
+// `slot`'s rank: argv and environment; in an elastic job, as worker `worker`.
+RankSpec rank_spec(const Options& options, const RankSlot& slot, const JobEnv& job, int worker) {
+  RankSpec rank;
+  rank.rank = static_cast<std::uint32_t>(worker);
+  rank.argv = options.command;
+  for (const auto& [name, value] : rank_environment(slot, job)) rank.env.push_back(name + "=" + value);
+  if (options.elastic()) rank.env.push_back(std::string(protocol::kEnvWorkerId) + "=" + std::to_string(worker));
+  return rank;
+}
+
+JobSpec job_template(const Options& options) {
+  JobSpec spec;
+  spec.cwd = current_directory();
+  spec.grace_ms = static_cast<std::uint32_t>(options.grace_s * 1000);
+  spec.stdin_rank = 0;
+  return spec;
+}
+
+// One JobSpec per host: each rank's argv and environment.
+std::vector<JobSpec> host_jobs(const Options& options, const JobPlan& plan, const JobEnv& job) {
+  std::vector<JobSpec> jobs(plan.hosts.size(), job_template(options));
+  for (const RankSlot& slot : plan.ranks) {
+    jobs[static_cast<std::size_t>(slot.host_index)].ranks.push_back(rank_spec(options, slot, job, slot.rank));
+  }
+  return jobs;
+}
+
+// How the elastic driver starts workers and agents later in the job.
+elastic::Starter elastic_starter(const Options& options, const JobEnv& job, const RemotePlan& remote) {
+  elastic::Starter starter;
+  starter.job_template = job_template(options);
+  starter.rank_spec = [&options, job](const RankSlot& slot, int size, int worker) {
+    JobEnv sized = job;
+    sized.size = size;
+    return rank_spec(options, slot, sized, worker);
+  };
+  starter.start_agent = [&options, &remote](const HostSlots& host, std::string* error) -> std::unique_ptr<AgentLink> {
+    if (is_local_host(host.host)) return std::make_unique<LocalAgentLink>(display_name(host));
+    RemoteAgents agents = start_remote_agents({host}, options.remote, remote.probe(current_directory()), false);
+    if (agents.ok) return std::move(agents.links.front());
+    *error = "the pre-flight checks failed";
+    for (const CheckRow& row : agents.rows) {
+      if (!row.ok) *error = row.check + ": " + row.result;  // the last: what stopped the checks
+    }
+    return nullptr;
+  };
+  return starter;
+}
+
+// What starts each host's agent: SSH (in remote.choices()) or srun steps.
+std::vector<std::string> agent_choices(const JobPlan& plan, const RemotePlan& remote, const SrunMode* srun) {
+  std::vector<std::string> lines = remote.choices();
+  if (!srun) return lines;
+  lines.resize(lines.size() - remote.remote_hosts().size());  // the SSH destinations
+  for (const HostSlots& host : plan.hosts) {
+    lines.push_back(display_name(host) + ": " + shell_join(srun->agent_command(host.host)));
+  }
+  return lines;
+}
+
+int dry_run(const Options& options, const JobPlan& plan, const RemotePlan& remote, const SrunMode* srun) {
+  JobEnv job = job_environment(options, plan, remote);
+  job.master_addr = remote.is_remote(0) ? "<rank 0's host address>" : job.rendezvous_addr;
+  std::cout << "trainrun: dry run: " << plan.ranks.size() << " rank(s) on " << plan.hosts.size()
+            << " host(s); rendezvous on " << job.rendezvous_addr
+            << ", port chosen at launch; nothing is started\n";
+  if (srun) std::cout << "trainrun: " << srun->allocation.description() << ": one srun step per host\n";
+  for (const std::string& line : agent_choices(plan, remote, srun)) std::cout << "trainrun: " << line << "\n";
+  const std::string transport = transport_choice(options, plan, &std::getenv);
+  if (!transport.empty()) std::cout << "trainrun: " << transport << "\n";
+  std::cout << "rank  host              local  cross  command\n";
+  const std::string cwd = current_directory();
+  for (const RankSlot& slot : plan.ranks) {
+    std::vector<std::string> words;
+    for (const auto& [name, value] : rank_environment(slot, job)) {
+      const bool secret = name == protocol::kEnvSecret;
+      const bool later = name == protocol::kEnvRendezvousPort || name == protocol::kEnvJobId ||
+                         name == protocol::kEnvTorchMasterPort || name == protocol::kEnvTorchRunId;
+      words.push_back(name + "=" + (secret ? "<secret>" : later ? "<at launch>" : value));
+    }
+    words.insert(words.end(), options.command.begin(), options.command.end());
+    char prefix[96];
+    std::snprintf(prefix, sizeof prefix, "%4d  %-16s  %2d/%-2d  %2d/%-2d  ", slot.rank, slot.host.c_str(),
+                  slot.local_rank, slot.local_size, slot.cross_rank, slot.cross_size);
+    std::cout << prefix << "cd " << shell_quote(cwd) << " && " << shell_join(words) << "\n";
+  }
+  return 0;
+}
+
+report::StackDumps::Options stack_dump_options(const Options& options) {
+  report::StackDumps::Options o;
+  o.on_stall_warning = options.stacks_on_stall;
+  // The ranks' warning interval: the option, else what they inherit.
+  const char* inherited = std::getenv(protocol::kEnvStallWarning);
+  if (options.stall_warning_s > 0) o.stall_warning_s = options.stall_warning_s;
+  else if (inherited && std::atof(inherited) > 0) o.stall_warning_s = std::atof(inherited);
+  o.output_dir = options.output_dir;
+  return o;
+}
+
+// Multi-host: every remote host checked at once, its agent started; nothing
+// starts unless all pass. Returns trainrun's exit status when they did not.
+std::optional<int> start_remote(const Options& options, const RemotePlan& remote, RemoteAgents& agents,
+                                ReportRecorder& report) {
+  if (!remote.any_remote()) return std::nullopt;
+  agents = start_remote_agents(remote.remote_hosts(), options.remote, remote.probe(current_directory()),
+                               options.verbose);
+  if (agents.signal) {
+    const std::string line = "trainrun: received " + signal_name(agents.signal) +
+                             " during the pre-flight checks; nothing was started";
+    std::cerr << line << "\n";
+    report.failed("signal", line);
+    report.write(128 + agents.signal);
+    std::_Exit(128 + agents.signal);  // host threads may still wait on the network
+  }
+  if (agents.ok) return std::nullopt;
+  const std::string text = preflight_failure_report(agents.rows, remote.host_count());
+  std::cerr << text;
+  report.failed("preflight_failed", text.substr(0, text.find('\n')));
+  return kExitLaunch;
+}
+
+}  // namespace
+
+std::string current_directory() {
+  char path[PATH_MAX];
+  return ::getcwd(path, sizeof path) ? path : ".";
+}
+
+std::optional<PlannedJob> plan_job(const Options& options, std::string* error_line) {
+  std::string error;
+  PlanResult planned = make_plan(options, this_host_name(), &std::getenv, read_text_file);
+  try {
+    // Multi-host: which hosts are remote, and which network the job uses.
+    if (planned.plan) {
+      RemotePlan remote(*planned.plan, options);
+      return PlannedJob{std::move(*planned.plan), std::move(remote)};
+    }
+    error = planned.error;
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  std::cerr << "trainrun: error: " << error << "\n";
+  if (error_line) *error_line = "trainrun: error: " + error;
+  return std::nullopt;
+}
+
+namespace {
+
+// Inside a Slurm allocation (or with --launcher srun): the allocation's
+// hosts, agents started by srun (cli/srun/srun_mode.h).
+SrunDecision srun_decision(const Options& options) {
+  const ProgramLookup srun = find_program("srun", std::getenv("PATH"));
+  const std::string agent = options.remote.remote_trainrun.empty() ? self_executable() : options.remote.remote_trainrun;
+  return decide_srun_mode(options, &std::getenv, srun.path, agent);
+}
+
+// One run of a non-elastic job under --max-restarts (torchrun's whole-job
+// restarts): which run this is, and the line that announced a restart.
+struct Attempt {
+  int number = 0;        // restarts before this run
+  int max = 0;           // --max-restarts
+  bool restarting = false;  // this run failed and the job starts again
+};
+
+// Whether `state`'s end starts the job again: a rank failed and restarts remain.
+bool restarts(const JobState& state, const Attempt* attempt) {
+  return attempt && attempt->number < attempt->max && state.outcome() == "rank_failed" && state.failed_rank();
+}
+
+int launch_planned(const Options& options, const SrunMode* srun, ReportRecorder& report,
+                   elastic::ElasticStart* elastic, Attempt* attempt = nullptr) {
+  std::string plan_error;
+  const std::optional<PlannedJob> planned = plan_job(options, &plan_error);
+  if (!planned) {
+    report.failed("usage_error", plan_error);
+    return kExitUsage;
+  }
+  const JobPlan& plan = planned->plan;
+  const RemotePlan& remote = planned->remote;
+  std::vector<bool> is_remote;
+  for (std::size_t i = 0; i < plan.hosts.size(); ++i) is_remote.push_back(!srun && remote.is_remote(i));
+  report.planned(plan, is_remote);
+  report.set_launcher(srun ? "srun" : remote.any_remote() ? "ssh" : "local");
+  // Remote hosts look for the program themselves, in the pre-flight.
+  const ProgramLookup program = find_program(options.command.front(), std::getenv("PATH"));
+  if (!program.path && remote.any_local()) {
+    std::cerr << "trainrun: error: " << program.error << "\n";
+    report.failed("preflight_failed", "trainrun: error: " + program.error);
+    return program.exit_code;
+  }
+  // (A dry run shows OMP_NUM_THREADS=1 in each rank's command.)
+  if (plan.omp_threads_default && !options.dry_run && (!attempt || attempt->number == 0)) {
+    std::cerr << "trainrun: note: OMP_NUM_THREADS=1 for every rank, as several share a host (set OMP_NUM_THREADS "
+                 "or -x OMP_NUM_THREADS=N to choose)\n";
+  }
+  if (options.dry_run) return dry_run(options, plan, remote, srun);
+  if (srun && srun->automatic) std::cerr << srun->announcement() << "\n";
+
+  // Before the server thread and the agents exist (they inherit the mask).
+  const sigset_t previous_mask = block_job_signals();
+  const rendezvous::Secret secret = rendezvous::generate_secret();
+  rendezvous::HttpServer::Options server_options;
+  server_options.bind_address = remote.bind_address();
+  rendezvous::HttpServer server(secret, server_options);
+  server.start();
+  report.watch(server.table());
+  if (options.verbose) {
+    for (const std::string& line : agent_choices(plan, remote, srun)) std::cerr << "trainrun: " << line << "\n";
+    const std::string transport = transport_choice(options, plan, &std::getenv);
+    if (!transport.empty()) std::cerr << "trainrun: " << transport << "\n";
+  }
+
+  RemoteAgents remote_agents;
+  const std::optional<int> failed = srun ? std::nullopt : start_remote(options, remote, remote_agents, report);
+  if (failed) {
+    server.stop();
+    ::sigprocmask(SIG_SETMASK, &previous_mask, nullptr);
+    return *failed;
+  }
+
+  JobEnv job = job_environment(options, plan, remote);
+  add_elastic_environment(options, job);
+  job.rendezvous_port = server.port();
+  job.job_id = rendezvous::random_hex(8);
+  job.secret_hex = rendezvous::to_hex(secret);
+  job.restart_count = attempt ? attempt->number : 0;
+  // torch's env:// store runs in rank 0, so MASTER_ADDR is rank 0's host.
+  const bool probed_master = remote.is_remote(0) && !srun;
+  job.master_addr = probed_master ? remote_agents.answers[0].address
+                    : remote.is_remote(0) ? plan.hosts[0].host  // srun: no probe; the node's name
+                                          : job.rendezvous_addr;
+  job.master_port = probed_master ? remote_agents.answers[0].free_port : net::free_tcp_port(job.rendezvous_addr);
+  const std::vector<JobSpec> jobs = host_jobs(options, plan, job);
+  if (options.verbose) {
+    std::cerr << "trainrun: job " << job.job_id << ": " << plan.ranks.size() << " rank(s) on "
+              << plan.hosts.size() << " host(s), rendezvous " << job.rendezvous_addr << ":"
+              << job.rendezvous_port << ", MASTER_ADDR " << job.master_addr << ":" << job.master_port
+              << ", program " << program.path.value_or(options.command.front()) << "\n";
+  }
+
+  const OutputRouter::Options output_options = job_output_options(options, plan);
+  OutputRouter output(output_options);
+
+  std::vector<std::string> rank_hosts;
+  for (const RankSlot& slot : plan.ranks) rank_hosts.push_back(display_name(plan.hosts[slot.host_index]));
+  JobState state(static_cast<int>(plan.ranks.size()), rank_hosts);
+  std::vector<std::unique_ptr<AgentLink>> agents;
+  for (std::size_t i = 0, next_remote = 0; i < plan.hosts.size(); ++i) {
+    if (srun) {
+      agents.push_back(std::make_unique<SrunAgentLink>(display_name(plan.hosts[i]),
+                                                       srun->agent_command(plan.hosts[i].host)));
+      continue;
+    }
+    agents.push_back(remote.is_remote(i) ? std::move(remote_agents.links[next_remote++])
+                                          : std::make_unique<LocalAgentLink>(display_name(plan.hosts[i])));
+  }
+
+  SupervisorOptions supervision;
+  supervision.grace_s = options.grace_s;
+  supervision.timeout_s = options.timeout_s;
+  supervision.start_timeout_s = options.start_timeout_s;
+  supervision.verbose = options.verbose;
+  supervision.events = &report;
+  if (attempt && attempt->number < attempt->max) {
+    supervision.on_failure = "restarting the job (restart " + std::to_string(attempt->number + 1) + " of " +
+                             std::to_string(attempt->max) + ")";
+  }
+  Supervisor supervisor(supervision, state, output, &server.table());
+  report::StackDumps stacks(stack_dump_options(options), rank_hosts);
+  supervisor.attach_stacks(stacks);
+  std::unique_ptr<elastic::ElasticDriver> driver;
+  if (elastic) {
+    state.name_ranks_workers();
+    driver = std::make_unique<elastic::ElasticDriver>(elastic->driver, elastic->hosts, plan.ranks, state, supervisor,
+                                                      server.table(), elastic_starter(options, job, remote),
+                                                      elastic->discovery.get());
+    supervisor.attach_control(*driver);
+    if (elastic->discovery) elastic->discovery->start();
+  }
+  supervisor.run(agents, jobs);
+  report.finished(state);
+
+  if (attempt) attempt->restarting = restarts(state, attempt);
+  // A restart was announced when the rank failed: no summary.
+  const std::string summary = attempt && attempt->restarting ? "" : state.summary();
+  const bool said = summary.find("did not reach the rendezvous") != std::string::npos || supervisor.noted(summary);
+  if (!summary.empty() && !said) output.note(summary);
+  if (options.verbose && summary.empty()) output.note("trainrun: all " + std::to_string(plan.ranks.size()) + " rank(s) exited 0");
+  output.drain(std::chrono::seconds(5));
+  for (auto& agent : agents) agent->finish(std::chrono::seconds(2));
+  report.lost_output(output.write_failures());
+  report.lost_output(stacks.write_failures());
+  report.collect(server.table());
+  server.stop();
+  ::sigprocmask(SIG_SETMASK, &previous_mask, nullptr);
+  return state.exit_code();
+}
+
+}  // namespace
+
+int launch(const Options& given, ReportRecorder& report) {
+  Options options = given;
+  if (options.elastic()) {  // local and SSH agents only (elastic_start.h)
+    std::string error_line;
+    int exit_code = 0;
+    std::optional<elastic::ElasticStart> elastic = elastic::prepare_elastic(options, &error_line, &exit_code);
+    if (!elastic) {
+      report.failed(exit_code == kExitUsage ? "usage_error" : "preflight_failed", error_line);
+      return exit_code;
+    }
+    return launch_planned(options, nullptr, report, &*elastic);
+  }
+  const SrunDecision srun = srun_decision(given);
+  if (!srun.error.empty()) {
+    std::cerr << "trainrun: error: " << srun.error << "\n";
+    report.failed("usage_error", "trainrun: error: " + srun.error);
+    return kExitUsage;
+  }
+  if (srun.mode) options.hosts = srun.mode->allocation.host_option();
+  const SrunMode* srun_mode = srun.mode ? &*srun.mode : nullptr;
+  // torchrun's --max-restarts: after a rank fails, every rank is stopped and
+  // the whole job starts again through the same path (a fresh rendezvous
+  // and job id), at most N times; the last failure ends the job.
+  Attempt attempt;
+  attempt.max = options.dry_run ? 0 : std::max(options.reset_limit, 0);
+  while (true) {
+    const int status = launch_planned(options, srun_mode, report, nullptr, &attempt);
+    if (!attempt.restarting) return status;
+    report.restarted();
+    ++attempt.number;
+  }
+}
+
+}  // namespace trainrun::cli

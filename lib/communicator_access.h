@@ -1,0 +1,28 @@
+// detail::CommunicatorAccess: the library's own way into a Communicator,
+// whose public header (trainrun/communicator.h) shows only the user's API.
+// init() makes the process's communicator here; the engine API and the
+// elastic layer reach its backend and its engine. Stateless; thread safety
+// as documented per function.
+#pragma once
+
+#include <memory>
+
+#include "trainrun/communicator.h"
+
+namespace trainrun::detail {
+
+class Backend;
+class Engine;
+struct World;
+
+class CommunicatorAccess {
+ public:
+  static std::unique_ptr<Communicator> make(std::unique_ptr<World> world, std::unique_ptr<Backend> backend);
+  // The backend behind the communicator: it routes host and CUDA buffers as
+  // the core calls do (backends/routed_backend.h). Lives as long as `comm`.
+  static Backend& backend(Communicator& comm);
+  // The coordination engine, started on first use (thread-safe).
+  static Engine& engine(Communicator& comm);
+};
+
+}  // namespace trainrun::detail

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# The layers depend one way: every #include "dir/x.h" in the library and
+# the launcher must point at its own layer or one below it. Prints each
+# offending line as `file:line: X includes Y (layer A may not depend on
+# layer B)` and exits 1; also fails on an import cycle in the Python
+# package (lib/python/trainrun). Usage: scripts/check_layers.sh [SOURCE_ROOT]
+#
+# Library layers, bottom to top (meson.build builds one static library per
+# layer and links each with only the layers below it):
+#
+#   layer        folder                    may include
+#   vocabulary   lib/include/trainrun/     vocabulary (the public headers include only <trainrun/*.h>)
+#   contract     contract/                 vocabulary
+#   rendezvous   rendezvous/               contract, vocabulary
+#   backends     backends/                 rendezvous, contract, vocabulary
+#   lib          lib/ (engine/, elastic/,  backends, rendezvous, contract, vocabulary
+#                torch/, python/)
+#   cli          cli/                      rendezvous, contract, vocabulary; never backends or lib
+#                                          (one exception: cli/main.cc includes backends/registry.h
+#                                          for `trainrun --version`)
+#
+# "vocabulary" from outside lib/ means trainrun/error.h, types.h, half.h and
+# version.h (lib/names.cc implements them); the other public headers
+# (communicator.h, engine.h, elastic.h, sampler.h, trainrun.h, torch.h) are
+# the lib layer's API.
+#
+# Inside cli, folders bottom to top; each may include its own and lower ones:
+#
+#   process < plan < output < report < agent < ssh < srun < job < elastic < mpirun < cli/*.cc
+#
+# (cli/*.cc: main.cc, launch.cc, doctor.cc: the commands, which use every folder.)
+set -uo pipefail
+cd "${1:-$(dirname "$0")/..}" || exit 2
+
+library_layers=(vocabulary contract rendezvous backends lib cli)
+cli_layers=(process plan output report agent ssh srun job elastic mpirun top)
+
+rank_of() {  # rank_of NAME LIST...: the index of NAME in LIST, or -1
+  local name=$1 i=0; shift
+  for item in "$@"; do [[ $item == "$name" ]] && { echo $i; return; }; i=$((i + 1)); done
+  echo -1
+}
+
+layer_of_file() {
+  case $1 in
+    lib/include/trainrun/*|lib/names.cc) echo vocabulary ;;
+    contract/*) echo contract ;; rendezvous/*) echo rendezvous ;; backends/*) echo backends ;;
+    lib/*) echo lib ;; cli/*) echo cli ;;
+  esac
+}
+
+layer_of_include() {
+  case $1 in
+    trainrun/error.h|trainrun/types.h|trainrun/half.h|trainrun/version.h) echo vocabulary ;;
+    trainrun/*) echo lib ;;
+    *) layer_of_file "$1" ;;
+  esac
+}
+
+cli_layer_of() {  # cli/<folder>/x.h -> folder; cli/x.cc -> top
+  local rest=${1#cli/}
+  [[ $rest == */* ]] && echo "${rest%%/*}" || echo top
+}
+
+bad=0
+offend() { echo "$1: $2 includes $3 ($4)"; bad=1; }
+
+while IFS= read -r file; do
+  from=$(layer_of_file "$file")
+  [[ -n $from ]] || continue
+  while IFS=: read -r line text; do
+    target=$(sed -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"([^"]+)".*/\1/' <<<"$text")
+    to=$(layer_of_include "$target")
+    [[ -n $to ]] || continue  # trainrun_config.h, a sibling, a third-party header
+    if [[ $file == lib/include/trainrun/* ]]; then
+      [[ $target == trainrun/* ]] || offend "$file:$line" "$file" "$target" "a public header may include only <trainrun/*.h>"
+      continue
+    fi
+    from_rank=$(rank_of "$from" "${library_layers[@]}")
+    to_rank=$(rank_of "$to" "${library_layers[@]}")
+    if [[ $from == cli && ( $to == backends || $to == lib ) ]]; then
+      [[ $file == cli/main.cc && $target == backends/registry.h ]] && continue
+      offend "$file:$line" "$file" "$target" "layer cli may not depend on layer $to"
+    elif ((to_rank > from_rank)); then
+      offend "$file:$line" "$file" "$target" "layer $from may not depend on layer $to"
+    elif [[ $from == cli && $to == cli ]]; then
+      a=$(cli_layer_of "$file") b=$(cli_layer_of "$target")
+      if (($(rank_of "$b" "${cli_layers[@]}") > $(rank_of "$a" "${cli_layers[@]}"))); then
+        offend "$file:$line" "$file" "$target" "cli/$a may not depend on cli/$b"
+      fi
+    fi
+  done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file")
+done < <(git ls-files 'lib/*' 'contract/*' 'rendezvous/*' 'backends/*' 'cli/*' 2>/dev/null | grep -E '\.(h|cc|h\.in)$' ||
+         find lib contract rendezvous backends cli -name '*.h' -o -name '*.cc' -o -name '*.h.in')
+
+# The Python package: module -> the trainrun modules it imports (anywhere in
+# it, function bodies included); a cycle is printed as a -> b -> a.
+python3 - lib/python <<'EOF' || bad=1
+import ast, pathlib, sys
+root = pathlib.Path(sys.argv[1])
+modules = {}
+for path in root.rglob('*.py'):
+    parts = path.relative_to(root).with_suffix('').parts
+    name = '.'.join(parts[:-1] if parts[-1] == '__init__' else parts)
+    modules[name] = path
+graph = {}
+for name, path in modules.items():
+    package = name if path.name == '__init__.py' else name.rpartition('.')[0]
+    edges = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ''
+            if node.level:
+                base = '.'.join(package.split('.')[:len(package.split('.')) - node.level + 1] + ([base] if base else []))
+            targets = [base + '.' + a.name if base + '.' + a.name in modules else base for a in node.names]
+        else:
+            continue
+        # Not the packages above this module: Python imports them first anyway.
+        edges |= {t for t in targets if t in modules and t != name and not name.startswith(t + '.')}
+    graph[name] = edges
+state = {}
+def visit(name, stack):
+    state[name] = 'open'
+    for nxt in sorted(graph[name]):
+        if state.get(nxt) == 'open':
+            cycle = stack[stack.index(nxt):] + [name, nxt]
+            print(f'{modules[name]}: import cycle ' + ' -> '.join(cycle) + ' (a module may not import one that imports it)')
+            return False
+        if nxt not in state and not visit(nxt, stack + [name]):
+            return False
+    state[name] = 'done'
+    return True
+sys.exit(0 if all(visit(n, []) for n in sorted(graph) if n not in state) else 1)
+EOF
+
+exit $bad
