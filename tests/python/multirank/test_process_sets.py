@@ -174,3 +174,13 @@ def test_autograd_in_a_set(even_odd):
     g = torch.ones(2, 1, requires_grad=True)
     hvd.allgather(g, process_set=s).sum().backward()
     assert g.grad.flatten().tolist() == [float(len(s.ranks))] * 2
+
+
+def test_an_optimizer_of_a_set_leaves_other_ranks_alone(even_odd):
+    even, _ = even_odd
+    w = torch.nn.Parameter(torch.zeros(2))
+    opt = hvd.DistributedOptimizer(torch.optim.SGD([w], lr=1.0), named_parameters=[('w', w)], process_set=even)
+    (w * (hvd.rank() + 1)).sum().backward()
+    opt.step()  # odd ranks: their own gradient, no collective
+    expected = -(sum(r + 1 for r in even.ranks) / len(even.ranks) if even.included() else hvd.rank() + 1)
+    assert w.detach().tolist() == pytest.approx([expected] * 2)

@@ -65,8 +65,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._requires_update = set()
         self._synchronized = False
         self._should_synchronize = True
+        # A rank outside the process set steps on its own gradients (Horovod's way).
+        included = process_set is None or process_set.included()
         set_size = mpi_ops.size() if process_set is None else len(process_set.ranks)
-        if set_size > 1 or _core.elastic_enabled():
+        if included and (set_size > 1 or _core.elastic_enabled()):
             self._register_hooks()
         _optimizers.add(self)
 
@@ -115,6 +117,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def synchronize(self):
         """Waits for every gradient's allreduce (submitting the ones backward did not produce)."""
+        if self._process_set is not None and not self._process_set.included():
+            self._synchronized = True
+            return
         for p in self._requires_update:
             if self._handles.get(p, (None, None))[0] is None:
                 self._handles[p] = self._allreduce_grad_async(p)
