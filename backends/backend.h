@@ -47,6 +47,16 @@ class Backend {
   virtual void barrier() = 0;
   virtual void synchronize() = 0;
   virtual void abort() noexcept = 0;
+
+  // A backend over `ranks` of this one (positions in this backend's world,
+  // ascending, this rank among them or not), for a process set. Collective
+  // over every rank of this backend, at the same point of its call order.
+  // `member` is the set's world when this rank is in `ranks` (null
+  // otherwise); the result lives no longer than it. Returns null on ranks
+  // outside the set. `set` names the set in rendezvous keys (unique per
+  // job, the same on every member).
+  virtual std::unique_ptr<Backend> subset(const std::vector<int>& ranks, World* member,
+                                          const std::string& set) = 0;
 };
 
 // What a backend may use while it starts: the world, and the job's
@@ -62,6 +72,9 @@ struct BackendContext {
   // at start (outside the store, whose waits check it themselves); throws
   // Error(MembershipChanged) once a newer generation makes this one moot.
   std::function<void()> forming_check;
+  // A process set's communicator (Backend::subset): its name in rendezvous
+  // keys, e.g. ".set2"; empty for the job's communicator.
+  std::string set;
 };
 
 }  // namespace trainrun::detail

@@ -28,6 +28,7 @@ const char* to_string(CoreOp op) {
     case CoreOp::Alltoall: return "alltoall";
     case CoreOp::Reducescatter: return "reducescatter";
     case CoreOp::Barrier: return "barrier";
+    case CoreOp::Subset: return "subset";
   }
   return "?";
 }

@@ -41,6 +41,9 @@ class CudaSupport {
     int device = -1;  // the CUDA device its communicator uses
   };
   virtual Nccl open_nccl(const BackendContext& context, Backend& host, CudaPolicy policy) = 0;
+  // A new, empty CudaSupport of the same kind, for a process set's backend
+  // (whose NCCL communicator open_nccl makes among the set's ranks).
+  virtual std::unique_ptr<CudaSupport> fresh() const = 0;
 };
 
 }  // namespace trainrun::detail

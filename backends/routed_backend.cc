@@ -138,6 +138,14 @@ void RoutedBackend::reducescatter(const void* send, void* recv, const std::vecto
 
 void RoutedBackend::barrier() { host_->barrier(); }
 
+std::unique_ptr<Backend> RoutedBackend::subset(const std::vector<int>& ranks, World* member, const std::string& set) {
+  std::unique_ptr<Backend> host = host_->subset(ranks, member, set);
+  if (!member) return nullptr;
+  BackendContext context{*member, context_.store, context_.generation, nullptr};
+  context.set = set;
+  return std::make_unique<RoutedBackend>(context, name_, std::move(host), cuda_ ? cuda_->fresh() : nullptr, policy_);
+}
+
 void RoutedBackend::synchronize() {
   host_->synchronize();
   if (nccl_) nccl_->synchronize();

@@ -42,6 +42,11 @@ class RoutedBackend final : public Backend {
   void barrier() override;
   void synchronize() override;
   void abort() noexcept override;
+  // The CPU backend's subset, routed alike; CUDA buffers of the set get an
+  // NCCL communicator of their own (a new ncclUniqueId among the set's
+  // ranks), made as this one's was: at start under CudaPolicy::Nccl, else
+  // at the set's first CUDA buffer.
+  std::unique_ptr<Backend> subset(const std::vector<int>& ranks, World* member, const std::string& set) override;
 
  private:
   enum class Route { Host, Nccl, Staged };

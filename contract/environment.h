@@ -36,6 +36,9 @@ inline constexpr const char* kEnvCollectiveTimeout = "TRAINRUN_COLLECTIVE_TIMEOU
 // gloo backend then uses its TCP mesh everywhere); 1, the default, allows it
 // (launcher --no-shm sets 0).
 inline constexpr const char* kEnvShm = "TRAINRUN_SHM";
+// "multiple": the MPI backend initialises MPI at MPI_THREAD_MULTIPLE, which
+// process sets need (each set's engine calls MPI from its own thread).
+inline constexpr const char* kEnvMpiThreads = "TRAINRUN_MPI_THREADS";
 // 1: before each core call every rank gathers what the others called (op,
 // dtype, count, reduce op, root) and a disagreement is Error(Mismatch) on
 // every rank naming the rank, as torch's TORCH_DISTRIBUTED_DEBUG=DETAIL does;

@@ -60,7 +60,15 @@ struct World {
   std::chrono::milliseconds elastic_timeout{600'000};
   int generation = 0;
 
+  // A process set's world (Communicator::subset): the job rank of each of
+  // its ranks, for messages and for the launcher's per-rank records; empty
+  // for the whole job.
+  std::vector<int> members;
+  std::string set;  // a process set's name in rendezvous keys (BackendContext::set)
+
   bool has_rendezvous() const { return !rendezvous_addr.empty(); }
+  // The job rank of rank `r` of this world.
+  int job_rank(int r) const { return members.empty() ? r : members[static_cast<std::size_t>(r)]; }
 };
 
 const char* to_string(World::Source source);

@@ -14,6 +14,7 @@
 #include "lib/communicator_access.h"
 #include "lib/engine/engine.h"
 #include "lib/fork_guard.h"
+#include "lib/subset_world.h"
 #include "contract/world.h"
 #include "trainrun/error.h"
 
@@ -70,6 +71,7 @@ struct Communicator::Impl {
   std::unique_ptr<detail::World> world_;
   std::unique_ptr<detail::Backend> backend_;
   std::uint64_t core_calls_ = 0;  // numbers core calls in wait messages (backends/core_call.h)
+  std::uint64_t subsets_made_ = 0;  // names each process set made from this one
   std::mutex engine_mutex_;
   std::atomic<bool> engine_made_{false};    // engine_ set (it stays until the communicator goes)
   std::unique_ptr<detail::Engine> engine_;  // declared last: stops before the backend goes
@@ -87,6 +89,7 @@ int Communicator::cross_rank() const { return impl_->world_->cross_rank; }
 int Communicator::cross_size() const { return impl_->world_->cross_size; }
 const std::string& Communicator::hostname() const { return impl_->world_->hostname; }
 std::string Communicator::backend_name() const { return impl_->backend_->name(); }
+int Communicator::job_rank(int r) const { return impl_->world_->job_rank(r); }
 
 namespace detail {
 
@@ -104,7 +107,9 @@ Engine& CommunicatorAccess::engine(Communicator& comm) { return comm.impl_->engi
 detail::Engine& Communicator::Impl::engine() {
   std::lock_guard lock(engine_mutex_);
   if (!engine_) {
-    engine_ = std::make_unique<detail::Engine>(*world_, *backend_, detail::engine_options_from_env(&std::getenv));
+    detail::EngineOptions options = detail::engine_options_from_env(&std::getenv);
+    if (!world_->members.empty()) options.timeline_path.clear();  // the job's engine writes it
+    engine_ = std::make_unique<detail::Engine>(*world_, *backend_, std::move(options));
     engine_made_.store(true, std::memory_order_release);
   }
   return *engine_;
@@ -150,7 +155,7 @@ void Communicator::Impl::call(detail::CoreOp op, Check&& check, Negotiated&& req
     }
     backend_->synchronize();
   } catch (const Error& e) {
-    throw Error(e.code(), "rank " + std::to_string(world_->rank) + " (" + world_->hostname + "): " +
+    throw Error(e.code(), "rank " + std::to_string(world_->job_rank(world_->rank)) + " (" + world_->hostname + "): " +
                               name + ": " + e.what());
   }
 }
@@ -251,6 +256,38 @@ void Communicator::reducescatter(const void* send, void* recv, std::size_t count
         const std::vector<std::size_t> counts(static_cast<std::size_t>(impl_->world_->size), count);
         impl_->backend_->reducescatter(send, recv, counts, type, op);
       });
+}
+
+// The ranks agree first (one allgather of SubsetRecords over this
+// communicator), so that a rank passing other ranks fails every rank alike
+// instead of leaving the set's members waiting for each other.
+std::unique_ptr<Communicator> Communicator::subset(const std::vector<int>& ranks) {
+  std::vector<int> sorted;
+  std::unique_ptr<detail::World> member;
+  std::unique_ptr<detail::Backend> backend;
+  Impl& me = *impl_;
+  const std::uint64_t ordinal = me.subsets_made_++;
+  me.call(
+      CoreOp::Subset,
+      [&] {
+        sorted = detail::checked_subset(ranks, me.world_->size);
+        // The ranks themselves are compared below, with a clearer message.
+        return detail::describe_call(CoreOp::Subset, DataType::Int64, 0);
+      },
+      [&] { return core_request("subset", DataType::Int64, {}); },
+      [&] {
+        const detail::SubsetRecord mine = detail::subset_record(sorted, me.world_->hostname, ordinal);
+        std::vector<detail::SubsetRecord> records(static_cast<std::size_t>(me.world_->size));
+        me.backend_->allgather(&mine, records.data(), sizeof mine / sizeof(std::int64_t), DataType::Int64);
+        detail::check_subset_agrees(records, *me.world_);
+        const std::string set = me.world_->set + ".set" + std::to_string(ordinal);
+        if (auto world = detail::subset_world(*me.world_, sorted, records, set)) {
+          member = std::make_unique<detail::World>(std::move(*world));
+        }
+        backend = me.backend_->subset(sorted, member.get(), set);
+      });
+  if (!member) return nullptr;
+  return detail::CommunicatorAccess::make(std::move(member), std::move(backend));
 }
 
 void Communicator::barrier() {

@@ -30,8 +30,8 @@ class GlooBackend final : public Backend {
  public:
   explicit GlooBackend(const BackendContext& context)
       : rank_(context.world.rank), size_(context.world.size),
-        timeout_(context.world.collective_timeout), store_(context.store),
-        scope_("gloo." + std::to_string(context.generation)) {
+        timeout_(context.world.collective_timeout), store_(context.store), generation_(context.generation),
+        members_(context.world.members), scope_("gloo." + std::to_string(context.generation) + context.set) {
     if (size_ == 1) return;  // every collective is a local copy
     const auto secret = rendezvous::secret_from_hex(context.world.secret_hex);
     if (!store_ || !secret) {
@@ -48,6 +48,7 @@ class GlooBackend final : public Backend {
                                   : world.network.empty() ? net::local_address_toward(world.rendezvous_addr)
                                                           : net::address_in_network(world.network);
       mesh_ = std::make_unique<SocketMesh>(rank_, size_, *secret, timeout_);
+      mesh_->name_ranks(members_);
       store_->set(scope_, "mesh." + std::to_string(rank_), mesh_->listen(address));
       const auto addresses = store_->get_range(scope_, "mesh.", 0, static_cast<std::uint64_t>(size_),
                                                context.world.start_timeout);
@@ -124,6 +125,18 @@ class GlooBackend final : public Backend {
 
   void synchronize() override {}
 
+  // A fresh mesh (and shared-memory segment) among the set's ranks, met
+  // through the rendezvous under the set's own scope: its traffic never
+  // shares a socket with this backend's, so the set's engine and the job's
+  // run side by side. Only members take part.
+  std::unique_ptr<Backend> subset(const std::vector<int>& ranks, World* member, const std::string& set) override {
+    (void)ranks;
+    if (!member) return nullptr;
+    BackendContext context{*member, store_, generation_, nullptr};
+    context.set = set;
+    return std::make_unique<GlooBackend>(context);
+  }
+
   void abort() noexcept override {
     if (shm_) shm_->abort();
     if (host_shm_) host_shm_->abort();
@@ -175,8 +188,9 @@ class GlooBackend final : public Backend {
     options.warn = [this, host = world.hostname, ranks = attached->ranks](int peer, std::chrono::seconds waited) {
       warn_waiting(host, ranks[peer], waited);
     };
-    options.peer_name = [host = world.hostname, ranks = attached->ranks](int peer) {
-      return "rank " + std::to_string(ranks[peer]) + " (" + host + ")";
+    options.peer_name = [host = world.hostname, ranks = attached->ranks, members = members_](int peer) {
+      const int r = ranks[peer];
+      return "rank " + std::to_string(members.empty() ? r : members[r]) + " (" + host + ")";
     };
     auto collectives = std::make_unique<ShmCollectives>(std::move(attached->segment), attached->index,
                                                         static_cast<int>(attached->ranks.size()), std::move(options));
@@ -194,12 +208,13 @@ class GlooBackend final : public Backend {
   void warn_waiting(const std::string& host, int peer, std::chrono::seconds waited) {
     const CoreCall* call = current_core_call();
     if (!call) return;
+    const int job_peer = members_.empty() ? peer : members_[peer];
     if (peer_hosts_.empty()) peer_hosts_.resize(static_cast<std::size_t>(size_));
     std::string& peer_host = peer_hosts_[peer];
     if (peer_host.empty()) {
       try {
         const std::string entry = store_->get(protocol::kScopeJob, std::string(protocol::kKeyRankPrefix) +
-                                                                     std::to_string(peer), std::chrono::seconds(2));
+                                                                     std::to_string(job_peer), std::chrono::seconds(2));
         const auto record = detail::decode_rank_record(entry);
         peer_host = (record ? record->host : "?") + ", ";
       } catch (const Error&) {
@@ -207,7 +222,8 @@ class GlooBackend final : public Backend {
       }
     }
     const std::string address = peer_addresses_[peer].substr(0, peer_addresses_[peer].rfind(' '));
-    std::fprintf(stderr, "%s\n", core_wait_message(rank_, host, *call, peer, peer_host + address, waited).c_str());
+    std::fprintf(stderr, "%s\n", core_wait_message(members_.empty() ? rank_ : members_[rank_], host, *call, job_peer,
+                                                       peer_host + address, waited).c_str());
   }
 
   static void copy(const void* from, void* to, std::size_t bytes) {
@@ -236,6 +252,8 @@ class GlooBackend final : public Backend {
   const int size_;
   const std::chrono::milliseconds timeout_;
   std::shared_ptr<rendezvous::Store> store_;
+  const int generation_;
+  const std::vector<int> members_;  // a process set's job ranks (World::members)
   const std::string scope_;   // this communicator's keys in the rendezvous store
   std::unique_ptr<SocketMesh> mesh_;  // every collective over TCP
   std::vector<std::string> peer_addresses_;  // "address port" by rank

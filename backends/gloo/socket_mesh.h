@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rendezvous/auth.h"
@@ -37,6 +38,10 @@ class SocketMesh {
   // throw to give up (BackendContext::forming_check).
   void connect(const std::vector<std::string>& published, std::chrono::milliseconds timeout,
                const std::function<void()>& check = nullptr);
+
+  // Names rank r "rank names[r]" in messages (a process set's mesh names
+  // the job's ranks); empty: by its own number.
+  void name_ranks(std::vector<int> names) { names_ = std::move(names); }
 
   int rank() const { return rank_; }
   int size() const { return size_; }

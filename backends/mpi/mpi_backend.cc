@@ -12,6 +12,7 @@
 #include "backends/mpi/mpi_runtime.h"
 #include "backends/mpi/mpi_types.h"
 #include "backends/reduction.h"
+#include "contract/environment.h"
 #include "trainrun/error.h"
 
 namespace trainrun::detail {
@@ -51,14 +52,32 @@ class MpiBackend final : public Backend {
     // Our own errors return codes, on the world too when we own MPI.
     if (runtime_.initialised_by_us()) MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &comm_.handle), "MPI_Comm_dup");
-    check_mpi(MPI_Comm_set_errhandler(comm_.handle, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
-    check_mpi(MPI_Comm_rank(comm_.handle, &rank_), "MPI_Comm_rank");
-    check_mpi(MPI_Comm_size(comm_.handle, &size_), "MPI_Comm_size");
-    refine(world);
-    counts_.resize(static_cast<std::size_t>(size_));
-    displs_.resize(static_cast<std::size_t>(size_));
-    recv_counts_.resize(static_cast<std::size_t>(size_));
-    recv_displs_.resize(static_cast<std::size_t>(size_));
+    open(world);
+  }
+
+  // A process set's backend over `comm`, which it owns from here on.
+  MpiBackend(World& world, MPI_Comm comm) : runtime_(MpiRuntime::acquire()) {
+    comm_.handle = comm;
+    open(world);
+  }
+
+  // MPI_Comm_split of this communicator: every rank calls it, those outside
+  // the set with MPI_UNDEFINED. Ranks keep their order.
+  std::unique_ptr<Backend> subset(const std::vector<int>& ranks, World* member, const std::string&) override {
+    int level = MPI_THREAD_SINGLE;
+    check_mpi(MPI_Query_thread(&level), "MPI_Query_thread");
+    if (level != MPI_THREAD_MULTIPLE) {
+      throw Error(Error::Code::Unsupported,
+                  std::string("process sets on the mpi backend need MPI at MPI_THREAD_MULTIPLE (each set's engine "
+                              "calls MPI from its own thread): set ") +
+                      protocol::kEnvMpiThreads + "=multiple, or call MPI_Init_thread with MPI_THREAD_MULTIPLE "
+                      "before trainrun::init(), or use the gloo backend");
+    }
+    const int position = static_cast<int>(std::find(ranks.begin(), ranks.end(), rank_) - ranks.begin());
+    MPI_Comm comm = MPI_COMM_NULL;
+    check_mpi(MPI_Comm_split(comm_.handle, member ? 0 : MPI_UNDEFINED, position, &comm), "MPI_Comm_split");
+    if (!member) return nullptr;
+    return std::make_unique<MpiBackend>(*member, comm);
   }
 
   std::string name() const override { return "mpi"; }
@@ -131,6 +150,17 @@ class MpiBackend final : public Backend {
   }
 
  private:
+  void open(World& world) {
+    check_mpi(MPI_Comm_set_errhandler(comm_.handle, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    check_mpi(MPI_Comm_rank(comm_.handle, &rank_), "MPI_Comm_rank");
+    check_mpi(MPI_Comm_size(comm_.handle, &size_), "MPI_Comm_size");
+    refine(world);
+    counts_.resize(static_cast<std::size_t>(size_));
+    displs_.resize(static_cast<std::size_t>(size_));
+    recv_counts_.resize(static_cast<std::size_t>(size_));
+    recv_displs_.resize(static_cast<std::size_t>(size_));
+  }
+
   // MPI's view of the nodes is exact; the environment's was a guess (Open
   // MPI exports no host index) or, under trainrun, must agree with it.
   void refine(World& world) {

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "contract/environment.h"
 #include "trainrun/error.h"
 
 namespace trainrun::detail {
@@ -30,7 +31,10 @@ MpiRuntime::MpiRuntime() {
   MPI_Initialized(&initialised);
   if (initialised) return;  // the program's MPI, at the program's thread level
   int provided = 0;
-  check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SINGLE, &provided), "MPI_Init_thread");
+  const char* threads = std::getenv(protocol::kEnvMpiThreads);
+  const bool multiple = threads && std::string(threads) == "multiple";
+  check_mpi(MPI_Init_thread(nullptr, nullptr, multiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided),
+            "MPI_Init_thread");
   owned_ = true;
   // Registered after MPI_Init_thread, so it runs before anything MPI
   // registered at exit, and before the default communicator is destroyed.

@@ -14,7 +14,8 @@
 // allreduce latency here (0.7 -> 1.0-3 us at np=2, FUNNELED and SERIALIZED
 // alike). The core API calls MPI only from the thread that uses the
 // communicator; a layer that moves MPI calls to a background thread must
-// initialise MPI itself at the level it needs (the runtime then keeps it).
+// initialise MPI itself at the level it needs (the runtime then keeps it),
+// or set TRAINRUN_MPI_THREADS=multiple (process sets need it).
 #pragma once
 
 namespace trainrun::detail {

@@ -266,4 +266,8 @@ void NcclBackend::synchronize() {
 
 void NcclBackend::abort() noexcept { abort_requested_ = true; }
 
+std::unique_ptr<Backend> NcclBackend::subset(const std::vector<int>&, World*, const std::string&) {
+  throw Error(Error::Code::Internal, "nccl: a process set's NCCL communicator is made by its RoutedBackend");
+}
+
 }  // namespace trainrun::detail

@@ -62,6 +62,9 @@ class NcclBackend final : public Backend {
   void barrier() override;
   void synchronize() override;
   void abort() noexcept override;
+  // Never called: a process set's NCCL communicator is a new one, made by
+  // the set's RoutedBackend with its own ncclUniqueId (CudaSupport::open_nccl).
+  std::unique_ptr<Backend> subset(const std::vector<int>& ranks, World* member, const std::string& set) override;
 
  private:
   // Checks that the communicator is usable, makes the context current and

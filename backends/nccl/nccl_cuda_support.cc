@@ -181,7 +181,7 @@ std::vector<std::string> exchange_nccl_readiness(const BackendContext& context, 
                                                  const std::string& mine) {
   const World& world = context.world;
   if (context.store) {
-    const std::string scope = std::string(protocol::kScopeNcclPrefix) + std::to_string(context.generation);
+    const std::string scope = std::string(protocol::kScopeNcclPrefix) + std::to_string(context.generation) + context.set;
     context.store->set(scope, std::string(protocol::kKeyNcclReadyPrefix) + std::to_string(world.rank), mine);
     // A rank reaches its first CUDA collective when its program does: as
     // patient as a collective, not as start-up.

@@ -9,6 +9,7 @@
 
 #include <cuda.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,7 @@ class NcclCudaSupport final : public CudaSupport {
   void* staging(std::size_t bytes, const void* device_buffer) override;
   void* device_scratch(std::size_t bytes, const void* device_buffer) override;
   Nccl open_nccl(const BackendContext& context, Backend& host, CudaPolicy policy) override;
+  std::unique_ptr<CudaSupport> fresh() const override { return std::make_unique<NcclCudaSupport>(); }
 
  private:
   struct Allocation {

@@ -10,9 +10,12 @@
 // buffers on the current device; through NCCL, or staged by --backend gloo),
 // --collective allreduce|broadcast|alltoall (default allreduce; broadcast
 // from rank 0; alltoall: the size is each rank's whole send buffer, split
-// evenly among the ranks; busbw as nccl-tests computes it for each).
+// evenly among the ranks; busbw as nccl-tests computes it for each),
+// --process-set all|half (half: the first half of the ranks run the sweep
+// as a process set, Communicator::subset; the others wait for them).
 #include <trainrun/trainrun.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -58,7 +61,19 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    trainrun::Communicator& comm = trainrun::init();
+    trainrun::Communicator& world = trainrun::init();
+    std::unique_ptr<trainrun::Communicator> set;
+    if (config.process_set == "half") {
+      std::vector<int> half(static_cast<std::size_t>(std::max(world.size() / 2, 1)));
+      for (std::size_t r = 0; r < half.size(); ++r) half[r] = static_cast<int>(r);
+      set = world.subset(half);
+      if (!set) {  // outside the set: wait for its sweep
+        world.barrier();
+        trainrun::shutdown();
+        return 0;
+      }
+    }
+    trainrun::Communicator& comm = set ? *set : world;
     const std::size_t element = trainrun::size_of(type);
     // alltoall sends at least one element to every rank.
     const std::size_t max_count = std::max<std::size_t>(config.max_bytes / element, comm.size());
@@ -97,10 +112,16 @@ int main(int argc, char** argv) {
       comm.allreduce(&v, &out, 1, trainrun::DataType::Float64, trainrun::ReduceOp::Max);
       return out;
     };
-    const std::string title = "trainrun " + config.collective + " (" + comm.backend_name() + ", " + config.device + " buffers)";
+    const std::string title = "trainrun " + config.collective + " (" + comm.backend_name() + ", " + config.device +
+                              " buffers" + (set ? ", a process set of " + std::to_string(world.size()) + " ranks" : "") +
+                              ")";
     bench::run(config, hooks, title.c_str());
     device_send.reset();
     device_recv.reset();
+    if (set) {
+      set.reset();
+      world.barrier();
+    }
     trainrun::shutdown();
     return 0;
   } catch (const std::runtime_error& e) {  // trainrun::Error, or a CUDA runtime error

@@ -28,6 +28,7 @@ struct Config {
   std::string op = "sum";
   std::string device = "host";  // where the buffers live: host | cuda
   std::string collective = "allreduce";  // allreduce | broadcast | alltoall (allreduce_bench only)
+  std::string process_set = "all";  // all | half: the first half of the ranks, as a process set (allreduce_bench only)
 };
 
 // Parses --min-bytes/--max-bytes (with K/M/G suffixes), --factor, --iters,

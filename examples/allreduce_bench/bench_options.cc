@@ -54,6 +54,10 @@ std::optional<Config> parse_options(int argc, char** argv, int& exit_code) {
       ->check(CLI::IsMember({"allreduce", "broadcast", "alltoall"}))->capture_default_str();
   app.add_option("--device", c.device, "Where the buffers live: host or cuda")
       ->check(CLI::IsMember({"host", "cuda"}))->capture_default_str();
+  app.add_option("--process-set", c.process_set,
+                 "all: every rank; half: the first half of the ranks as a process set (Communicator::subset), "
+                 "the others wait")
+      ->check(CLI::IsMember({"all", "half"}))->capture_default_str();
   app.add_flag("--csv", c.csv, "One CSV line per size");
   if (!examples::parse_cli(app, argc, argv, exit_code)) return std::nullopt;
   if (c.min_bytes > c.max_bytes) {

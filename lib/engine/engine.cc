@@ -90,7 +90,7 @@ Handle Engine::submit(Work work) {
   in_flight_.insert(names.begin(), names.end());
   work.op = std::make_shared<Operation>();
   work.submitted = Clock::now();
-  const Handle handle{next_handle_++};
+  const Handle handle{next_handle_.fetch_add(1, std::memory_order_relaxed)};
   handles_.emplace(handle.id, work.op);
   incoming_.push_back(std::move(work));
   const bool wake = idle_;

@@ -18,6 +18,7 @@
 // shutdown time (or 10 s into a shutdown) aborts the backend.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -109,7 +110,9 @@ class Engine {
   std::vector<Work> incoming_;
   std::set<std::string> in_flight_;
   std::unordered_map<std::uint64_t, std::shared_ptr<Operation>> handles_;
-  std::uint64_t next_handle_ = 1;
+  // Process-wide: a handle never names an op of another engine (a process
+  // set's), so callers may keep one table of handles.
+  static inline std::atomic<std::uint64_t> next_handle_{1};
   std::uint64_t next_core_ = 0;     // "#core.N": the Nth core call since the last join
   std::uint64_t next_barrier_ = 0;  // "#barrier.N"
   bool stop_requested_ = false;

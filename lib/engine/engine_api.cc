@@ -31,17 +31,20 @@ using detail::Work;
   throw Error(Error::Code::InvalidArgument, message);
 }
 
+// Runs `fn` on the engine of `comm`, or of the default communicator when
+// `comm` is null; errors name the rank (as the job numbers it) and host.
 template <typename Fn>
-auto call(const char* what, Fn&& fn) {
-  Communicator* comm = nullptr;
+auto call(Communicator* comm, const char* what, Fn&& fn) {
   try {
     detail::check_not_forked();
-    if (!is_initialized()) invalid("call trainrun::init() before using the engine");
-    comm = &init();
+    if (!comm) {
+      if (!is_initialized()) invalid("call trainrun::init() before using the engine");
+      comm = &init();
+    }
     return fn(detail::CommunicatorAccess::engine(*comm));
   } catch (const Error& e) {
     const std::string where =
-        comm ? "rank " + std::to_string(comm->rank()) + " (" + comm->hostname() + "): " : "";
+        comm ? "rank " + std::to_string(comm->job_rank(comm->rank())) + " (" + comm->hostname() + "): " : "";
     throw Error(e.code(), where + what + e.what());
   }
 }
@@ -97,9 +100,8 @@ Work work_for(Request request, const Tensor& tensor) {
 
 }  // namespace
 
-Handle allreduce_async(const std::string& name, const Tensor& tensor, ReduceOp op, double prescale,
-                       double postscale) {
-  return call("allreduce_async: ", [&](detail::Engine& engine) {
+Handle allreduce_async(Communicator& comm, const std::string& name, const Tensor& tensor, ReduceOp op, double prescale, double postscale) {
+  return call(&comm, "allreduce_async: ", [&](detail::Engine& engine) {
     Request r = tensor_request(OpType::Allreduce, name, tensor);
     r.reduce_op = op;
     set_scales(r, prescale, postscale);
@@ -107,9 +109,9 @@ Handle allreduce_async(const std::string& name, const Tensor& tensor, ReduceOp o
   });
 }
 
-Handle grouped_allreduce_async(const std::vector<std::string>& names, const std::vector<Tensor>& tensors,
-                               ReduceOp op, double prescale, double postscale) {
-  return call("grouped_allreduce_async: ", [&](detail::Engine& engine) {
+Handle grouped_allreduce_async(Communicator& comm, const std::vector<std::string>& names, const std::vector<Tensor>& tensors, ReduceOp op, double prescale,
+                               double postscale) {
+  return call(&comm, "grouped_allreduce_async: ", [&](detail::Engine& engine) {
     if (names.empty() || names.size() != tensors.size()) {
       invalid(std::to_string(names.size()) + " names for " + std::to_string(tensors.size()) +
               " tensors (need the same number, at least one)");
@@ -136,14 +138,14 @@ Handle grouped_allreduce_async(const std::vector<std::string>& names, const std:
   });
 }
 
-Handle allgather_async(const std::string& name, const Tensor& tensor) {
-  return call("allgather_async: ", [&](detail::Engine& engine) {
+Handle allgather_async(Communicator& comm, const std::string& name, const Tensor& tensor) {
+  return call(&comm, "allgather_async: ", [&](detail::Engine& engine) {
     return engine.submit(work_for(tensor_request(OpType::Allgather, name, tensor), tensor));
   });
 }
 
-Handle broadcast_async(const std::string& name, const Tensor& tensor, int root) {
-  return call("broadcast_async: ", [&](detail::Engine& engine) {
+Handle broadcast_async(Communicator& comm, const std::string& name, const Tensor& tensor, int root) {
+  return call(&comm, "broadcast_async: ", [&](detail::Engine& engine) {
     Request r = tensor_request(OpType::Broadcast, name, tensor);
     if (root < 0 || root >= engine.size()) {
       invalid("'" + name + "': root " + std::to_string(root) + " is not a rank of this " +
@@ -154,8 +156,8 @@ Handle broadcast_async(const std::string& name, const Tensor& tensor, int root) 
   });
 }
 
-Handle alltoall_async(const std::string& name, const Tensor& tensor, const std::vector<std::int64_t>& splits) {
-  return call("alltoall_async: ", [&](detail::Engine& engine) {
+Handle alltoall_async(Communicator& comm, const std::string& name, const Tensor& tensor, const std::vector<std::int64_t>& splits) {
+  return call(&comm, "alltoall_async: ", [&](detail::Engine& engine) {
     Work work = work_for(tensor_request(OpType::Alltoall, name, tensor), tensor);
     const std::int64_t rows = tensor.shape[0], size = engine.size();
     work.splits = splits;
@@ -178,32 +180,80 @@ Handle alltoall_async(const std::string& name, const Tensor& tensor, const std::
   });
 }
 
-Handle reducescatter_async(const std::string& name, const Tensor& tensor, ReduceOp op) {
-  return call("reducescatter_async: ", [&](detail::Engine& engine) {
+Handle reducescatter_async(Communicator& comm, const std::string& name, const Tensor& tensor, ReduceOp op) {
+  return call(&comm, "reducescatter_async: ", [&](detail::Engine& engine) {
     Request r = tensor_request(OpType::Reducescatter, name, tensor);
     r.reduce_op = op;
     return engine.submit(work_for(std::move(r), tensor));
   });
 }
 
-bool poll(Handle handle) {
-  return call("poll: ", [&](detail::Engine& engine) { return engine.poll(handle); });
+bool poll(Communicator& comm, Handle handle) {
+  return call(&comm, "poll: ", [&](detail::Engine& engine) { return engine.poll(handle); });
 }
 
-Output synchronize(Handle handle) {
-  return call("", [&](detail::Engine& engine) { return engine.wait(handle); });
+Output synchronize(Communicator& comm, Handle handle) {
+  return call(&comm, "", [&](detail::Engine& engine) { return engine.wait(handle); });
 }
 
-void barrier() {
-  call("barrier: ", [&](detail::Engine& engine) {
+void barrier(Communicator& comm) {
+  call(&comm, "barrier: ", [&](detail::Engine& engine) {
     Work work;
     work.request.op = OpType::Barrier;
     engine.wait(engine.submit(std::move(work)));
   });
 }
 
+int join(Communicator& comm) {
+  return call(&comm, "join: ", [&](detail::Engine& engine) { return engine.join(); });
+}
+
+
+// The default communicator for the engine calls without one; errors as call() gives them.
+Communicator* default_communicator(const char* what) {
+  return call(nullptr, what, [](detail::Engine&) { return &init(); });
+}
+
+Handle allreduce_async(const std::string& name, const Tensor& tensor, ReduceOp op, double prescale,
+                       double postscale) {
+  return allreduce_async(*default_communicator("allreduce_async: "), name, tensor, op, prescale, postscale);
+}
+
+Handle grouped_allreduce_async(const std::vector<std::string>& names, const std::vector<Tensor>& tensors,
+                               ReduceOp op, double prescale, double postscale) {
+  return grouped_allreduce_async(*default_communicator("grouped_allreduce_async: "), names, tensors, op, prescale, postscale);
+}
+
+Handle allgather_async(const std::string& name, const Tensor& tensor) {
+  return allgather_async(*default_communicator("allgather_async: "), name, tensor);
+}
+
+Handle broadcast_async(const std::string& name, const Tensor& tensor, int root) {
+  return broadcast_async(*default_communicator("broadcast_async: "), name, tensor, root);
+}
+
+Handle alltoall_async(const std::string& name, const Tensor& tensor, const std::vector<std::int64_t>& splits) {
+  return alltoall_async(*default_communicator("alltoall_async: "), name, tensor, splits);
+}
+
+Handle reducescatter_async(const std::string& name, const Tensor& tensor, ReduceOp op) {
+  return reducescatter_async(*default_communicator("reducescatter_async: "), name, tensor, op);
+}
+
+bool poll(Handle handle) {
+  return poll(*default_communicator("poll: "), handle);
+}
+
+Output synchronize(Handle handle) {
+  return synchronize(*default_communicator(""), handle);
+}
+
+void barrier() {
+  barrier(*default_communicator("barrier: "));
+}
+
 int join() {
-  return call("join: ", [&](detail::Engine& engine) { return engine.join(); });
+  return join(*default_communicator("join: "));
 }
 
 }  // namespace trainrun

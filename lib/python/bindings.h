@@ -1,7 +1,7 @@
 // The pieces of the `trainrun._core` extension module, one per concept:
 // errors (module.cc), the process world (world_bindings.cc), the engine's
 // asynchronous collectives (engine_bindings.cc) and elastic training
-// (elastic_bindings.cc). The Python package
+// (elastic_bindings.cc) and process sets (process_set_bindings.cc). The Python package
 // (lib/python/trainrun) is the only intended caller; it maps torch tensors
 // to (data pointer, dtype code, shape, device) before calling in here.
 #pragma once
@@ -13,6 +13,7 @@ namespace trainrun::python {
 void bind_world(pybind11::module_& m);
 void bind_engine(pybind11::module_& m);
 void bind_elastic(pybind11::module_& m);
+void bind_process_sets(pybind11::module_& m);
 
 // A Python exception on its way back into the core (out of a function that
 // elastic::run called): a trainrun error is thrown as the trainrun::Error of

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "lib/python/bindings.h"
+#include "lib/python/process_set_table.h"
+#include "trainrun/communicator.h"
 #include "trainrun/engine.h"
 #include "trainrun/types.h"
 
@@ -48,6 +50,17 @@ py::tuple to_python(Output&& out) {
   return py::make_tuple(out.type, out.shape, data, out.received_splits);
 }
 
+// Submits on the engine of process set `set` (0: the job) and remembers
+// which set the handle belongs to. Horovod's op name leads the error of a
+// rank outside the set.
+template <typename Submit>
+std::uint64_t on_set(int set, const char* op, Submit&& submit) {
+  ProcessSetTable& table = ProcessSetTable::instance();
+  const Handle handle = submit(table.communicator(set, op));
+  table.remember(handle.id, set);
+  return handle.id;
+}
+
 }  // namespace
 
 void bind_engine(py::module_& m) {
@@ -71,56 +84,69 @@ void bind_engine(py::module_& m) {
   using Release = py::call_guard<py::gil_scoped_release>;
   m.def(
       "allreduce_async",
-      [](const std::string& name, const TensorArgs& t, ReduceOp op, double prescale, double postscale) {
-        return allreduce_async(name, to_tensor(t), op, prescale, postscale).id;
+      [](const std::string& name, const TensorArgs& t, ReduceOp op, double prescale, double postscale, int set) {
+        return on_set(set, "Allreduce", [&](Communicator& c) {
+          return allreduce_async(c, name, to_tensor(t), op, prescale, postscale);
+        });
       },
       Release(), py::arg("name"), py::arg("tensor"), py::arg("op"), py::arg("prescale") = 1.0,
-      py::arg("postscale") = 1.0);
+      py::arg("postscale") = 1.0, py::arg("process_set") = 0);
   m.def(
       "grouped_allreduce_async",
       [](const std::vector<std::string>& names, const std::vector<TensorArgs>& ts, ReduceOp op, double prescale,
-         double postscale) {
+         double postscale, int set) {
         std::vector<Tensor> tensors;
         tensors.reserve(ts.size());
         for (const TensorArgs& t : ts) tensors.push_back(to_tensor(t));
-        return grouped_allreduce_async(names, tensors, op, prescale, postscale).id;
+        return on_set(set, "Allreduce", [&](Communicator& c) {
+          return grouped_allreduce_async(c, names, tensors, op, prescale, postscale);
+        });
       },
       Release(), py::arg("names"), py::arg("tensors"), py::arg("op"), py::arg("prescale") = 1.0,
-      py::arg("postscale") = 1.0);
+      py::arg("postscale") = 1.0, py::arg("process_set") = 0);
   m.def(
       "allgather_async",
-      [](const std::string& name, const TensorArgs& t) { return allgather_async(name, to_tensor(t)).id; },
-      Release(), py::arg("name"), py::arg("tensor"));
+      [](const std::string& name, const TensorArgs& t, int set) {
+        return on_set(set, "Allgather", [&](Communicator& c) { return allgather_async(c, name, to_tensor(t)); });
+      },
+      Release(), py::arg("name"), py::arg("tensor"), py::arg("process_set") = 0);
   m.def(
       "broadcast_async",
-      [](const std::string& name, const TensorArgs& t, int root) {
-        return broadcast_async(name, to_tensor(t), root).id;
+      [](const std::string& name, const TensorArgs& t, int root, int set) {
+        return on_set(set, "Broadcast", [&](Communicator& c) { return broadcast_async(c, name, to_tensor(t), root); });
       },
-      Release(), py::arg("name"), py::arg("tensor"), py::arg("root"));
+      Release(), py::arg("name"), py::arg("tensor"), py::arg("root"), py::arg("process_set") = 0);
   m.def(
       "alltoall_async",
-      [](const std::string& name, const TensorArgs& t, const std::vector<std::int64_t>& splits) {
-        return alltoall_async(name, to_tensor(t), splits).id;
+      [](const std::string& name, const TensorArgs& t, const std::vector<std::int64_t>& splits, int set) {
+        return on_set(set, "Alltoall", [&](Communicator& c) { return alltoall_async(c, name, to_tensor(t), splits); });
       },
-      Release(), py::arg("name"), py::arg("tensor"), py::arg("splits"));
+      Release(), py::arg("name"), py::arg("tensor"), py::arg("splits"), py::arg("process_set") = 0);
   m.def(
       "reducescatter_async",
-      [](const std::string& name, const TensorArgs& t, ReduceOp op) {
-        return reducescatter_async(name, to_tensor(t), op).id;
+      [](const std::string& name, const TensorArgs& t, ReduceOp op, int set) {
+        return on_set(set, "Reducescatter",
+                      [&](Communicator& c) { return reducescatter_async(c, name, to_tensor(t), op); });
       },
-      Release(), py::arg("name"), py::arg("tensor"), py::arg("op"));
+      Release(), py::arg("name"), py::arg("tensor"), py::arg("op"), py::arg("process_set") = 0);
 
-  m.def("poll", [](std::uint64_t id) { return poll(Handle{id}); }, Release());
+  m.def(
+      "poll", [](std::uint64_t id) { return poll(ProcessSetTable::instance().owner(id, false), Handle{id}); },
+      Release());
   m.def("synchronize", [](std::uint64_t id) {
     Output out;
     {
       py::gil_scoped_release release;
-      out = synchronize(Handle{id});
+      out = synchronize(ProcessSetTable::instance().owner(id, true), Handle{id});
     }
     return to_python(std::move(out));
   });
-  m.def("barrier", &barrier, Release());
-  m.def("join", &join, Release());
+  m.def(
+      "barrier", [](int set) { barrier(ProcessSetTable::instance().communicator(set, "Barrier")); }, Release(),
+      py::arg("process_set") = 0);
+  m.def(
+      "join", [](int set) { return join(ProcessSetTable::instance().communicator(set, "Join")); }, Release(),
+      py::arg("process_set") = 0);
 }
 
 }  // namespace trainrun::python

@@ -10,6 +10,7 @@
 
 #include "backends/registry.h"
 #include "lib/python/bindings.h"
+#include "lib/python/process_set_table.h"
 #include "trainrun/communicator.h"
 #include "trainrun/error.h"
 
@@ -32,8 +33,14 @@ Communicator& world() {
 void bind_world(py::module_& m) {
   m.def("init", [] { init(); }, py::call_guard<py::gil_scoped_release>(),
         "Starts the process-wide communicator from the environment (idempotent).");
-  m.def("shutdown", &trainrun::shutdown, py::call_guard<py::gil_scoped_release>(),
-        "Stops the engine and tears the communicator down; init() may follow.");
+  m.def(
+      "shutdown",
+      [] {
+        ProcessSetTable::instance().clear();  // the sets' engines stop before the job's communicator goes
+        trainrun::shutdown();
+      },
+      py::call_guard<py::gil_scoped_release>(),
+      "Stops the engines (the process sets' too) and tears the communicator down; init() may follow.");
   m.def("is_initialized", &trainrun::is_initialized);
   m.def("rank", [] { return world().rank(); });
   m.def("size", [] { return world().size(); });

@@ -63,6 +63,9 @@ struct AbortCounter final : trainrun::detail::Backend {
   void barrier() override {}
   void synchronize() override {}
   void abort() noexcept override { ++aborts; }
+  std::unique_ptr<Backend> subset(const std::vector<int>&, trainrun::detail::World*, const std::string&) override {
+    return nullptr;
+  }
 };
 
 }  // namespace

@@ -61,6 +61,21 @@ class Communicator {
   void reducescatter(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op);
   void barrier();
 
+  // A process set: a communicator over `ranks` of this one (ranks of this
+  // communicator, in any order; the set numbers them ascending). Collective
+  // over every rank of this communicator, like any call here: all of them
+  // call it with the same ranks, in the same order of calls. Returns the
+  // set's communicator on its members and null on the other ranks. The set
+  // has its own connections (shared memory, TCP mesh, MPI_Comm_split, its
+  // own NCCL communicator) and its own engine, so it runs beside this one;
+  // rank 0 of the set coordinates it. It must be destroyed before
+  // trainrun::shutdown(). Throws Error(InvalidArgument) for an empty set, a
+  // rank out of range or twice, Error(Mismatch) when ranks disagree.
+  std::unique_ptr<Communicator> subset(const std::vector<int>& ranks);
+  // Rank r of this communicator as the job numbers it (r itself unless this
+  // is a process set).
+  int job_rank(int r) const;
+
  private:
   // The library's own way in (lib/communicator_access.h): it makes
   // communicators and reaches their backend and engine.

@@ -40,6 +40,8 @@
 
 namespace trainrun {
 
+class Communicator;
+
 inline constexpr int kCpu = -1;  // Tensor::device of host memory; >= 0: a CUDA device
 
 // A non-owning view of a dense tensor. An empty shape is a scalar.
@@ -105,5 +107,27 @@ void barrier();
 // zeros for Sum; allgather: no rows). Average still divides by size().
 // Blocks until every rank joined; returns the rank that joined last.
 int join();
+
+// The same on another communicator than the default one, e.g. a process
+// set's (Communicator::subset): each communicator has its own engine,
+// negotiated among its ranks only (its rank 0 coordinates), so a set's
+// ops run beside the job's. Ranks and roots are the communicator's own.
+// Handles are unique in the process; poll and synchronize them with the
+// communicator that made them.
+Handle allreduce_async(Communicator& comm, const std::string& name, const Tensor& tensor,
+                       ReduceOp op = ReduceOp::Sum, double prescale = 1.0, double postscale = 1.0);
+Handle grouped_allreduce_async(Communicator& comm, const std::vector<std::string>& names,
+                               const std::vector<Tensor>& tensors, ReduceOp op = ReduceOp::Sum,
+                               double prescale = 1.0, double postscale = 1.0);
+Handle allgather_async(Communicator& comm, const std::string& name, const Tensor& tensor);
+Handle broadcast_async(Communicator& comm, const std::string& name, const Tensor& tensor, int root);
+Handle alltoall_async(Communicator& comm, const std::string& name, const Tensor& tensor,
+                      const std::vector<std::int64_t>& splits = {});
+Handle reducescatter_async(Communicator& comm, const std::string& name, const Tensor& tensor,
+                           ReduceOp op = ReduceOp::Sum);
+bool poll(Communicator& comm, Handle handle);
+Output synchronize(Communicator& comm, Handle handle);
+void barrier(Communicator& comm);
+int join(Communicator& comm);
 
 }  // namespace trainrun

@@ -59,3 +59,9 @@ from trainrun.torch.mpi_ops import (  # noqa: F401
     synchronize,
 )
 from trainrun.torch.optimizer import DistributedOptimizer  # noqa: F401
+from trainrun.torch.process_sets import (  # noqa: F401
+    ProcessSet,
+    add_process_set,
+    global_process_set,
+    remove_process_set,
+)

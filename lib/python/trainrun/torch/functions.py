@@ -17,14 +17,14 @@ except ImportError:  # plain pickle handles everything but lambdas and local cla
 _object_counters = {}
 
 
-def broadcast_parameters(params, root_rank):
+def broadcast_parameters(params, root_rank, process_set=None):
     """Root's values replace every rank's, in place. `params` is a
     state_dict (dict) or named_parameters() (pairs (name, tensor))."""
     if isinstance(params, dict):
         params = sorted(params.items())
     else:  # named_parameters(), or bare tensors (named by position)
         params = [p if isinstance(p, tuple) else (str(i), p) for i, p in enumerate(params)]
-    handles = [mpi_ops.broadcast_async_(p, root_rank, name=f'parameter.{name}')
+    handles = [mpi_ops.broadcast_async_(p, root_rank, name=f'parameter.{name}', process_set=process_set)
                for name, p in params if p is not None]
     for handle in handles:
         mpi_ops.synchronize(handle)
@@ -59,7 +59,7 @@ def _join_tensors(value, tensors):
     return value
 
 
-def broadcast_optimizer_state(optimizer, root_rank, name='optimizer'):
+def broadcast_optimizer_state(optimizer, root_rank, name='optimizer', process_set=None):
     """Root's optimizer state (momentum buffers, Adam moments and steps,
     learning rates, ...) replaces every other rank's; ranks without state yet
     get it created. The structure goes as a pickled object, the tensors
@@ -68,14 +68,15 @@ def broadcast_optimizer_state(optimizer, root_rank, name='optimizer'):
     skeleton = None
     if mpi_ops.rank() == root_rank:
         skeleton = _split_tensors(optimizer.state_dict(), tensors)
-    skeleton = broadcast_object(skeleton, root_rank, name=f'{name}.structure')
+    skeleton = broadcast_object(skeleton, root_rank, name=f'{name}.structure', process_set=process_set)
     if mpi_ops.rank() != root_rank:
         slots = []
         _collect_slots(skeleton, slots)
         tensors = [None] * len(slots)
         for slot in slots:
             tensors[slot.index] = torch.empty(slot.shape, dtype=slot.dtype)
-    handles = [mpi_ops.broadcast_async_(t, root_rank, name=f'{name}.{i}') for i, t in enumerate(tensors)]
+    handles = [mpi_ops.broadcast_async_(t, root_rank, name=f'{name}.{i}', process_set=process_set)
+               for i, t in enumerate(tensors)]
     for handle in handles:
         mpi_ops.synchronize(handle)
     if mpi_ops.rank() != root_rank:
@@ -117,9 +118,11 @@ def _payload_size(length):
     return length if length >= 0 else -1 - length
 
 
-def _object_name(op):
-    # Not type(obj).__name__: non-root ranks often pass None.
-    counter = _object_counters.setdefault(op, itertools.count())
+def _object_name(op, process_set=None):
+    # Not type(obj).__name__: non-root ranks often pass None. Counted per
+    # process set, as mpi_ops counts unnamed ops.
+    key = op if process_set is None else (op, process_set.process_set_id)
+    counter = _object_counters.setdefault(key, itertools.count())
     return f'{op}.noname.{next(counter)}'
 
 
@@ -127,18 +130,18 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=None):
     """Root's `obj` (anything cloudpickle can pickle) on every rank. When
     the root cannot pickle it, the root raises that error and every other
     rank a RuntimeError naming the root and the error; the next call works."""
-    name = name or _object_name('broadcast_object')
+    name = name or _object_name('broadcast_object', process_set)
     error = None
     if mpi_ops.rank() == root_rank:
         payload, n, error = _pickled(obj)
         length = torch.tensor([n], dtype=torch.int64)
     else:
         length = torch.zeros(1, dtype=torch.int64)
-    mpi_ops.broadcast_(length, root_rank, name=f'{name}.length')
+    mpi_ops.broadcast_(length, root_rank, name=f'{name}.length', process_set=process_set)
     n = int(length.item())
     if mpi_ops.rank() != root_rank:
         payload = torch.empty(_payload_size(n), dtype=torch.uint8)
-    mpi_ops.broadcast_(payload, root_rank, name=f'{name}.data')
+    mpi_ops.broadcast_(payload, root_rank, name=f'{name}.data', process_set=process_set)
     if error is not None:
         raise error
     if n < 0:
@@ -153,14 +156,16 @@ def allgather_object(obj, name=None, process_set=None):
     """Every rank's `obj`, in rank order. When a rank cannot pickle its
     object, that rank raises its error and every other rank a RuntimeError
     naming it; the next call works."""
-    name = name or _object_name('allgather_object')
+    name = name or _object_name('allgather_object', process_set)
     payload, n, error = _pickled(obj)
-    lengths = mpi_ops.allgather(torch.tensor([n], dtype=torch.int64), name=f'{name}.length').tolist()
-    data = mpi_ops.allgather(payload, name=f'{name}.data').numpy().tobytes()
+    lengths = mpi_ops.allgather(torch.tensor([n], dtype=torch.int64), name=f'{name}.length',
+                                process_set=process_set).tolist()
+    data = mpi_ops.allgather(payload, name=f'{name}.data', process_set=process_set).numpy().tobytes()
+    ranks = list(range(len(lengths))) if process_set is None else process_set.ranks
     if error is not None:
         raise error
     objects, failures, offset = [], [], 0
-    for rank, length in enumerate(lengths):
+    for rank, length in zip(ranks, lengths):
         piece = data[offset:offset + _payload_size(length)]
         offset += _payload_size(length)
         if length < 0:

@@ -9,12 +9,20 @@ same order agree; pass name= when the order differs between ranks.
 """
 import atexit
 import itertools
+import os
 import sys
 
 import torch
 
 from trainrun import _core, elastic
 from trainrun.torch import autograd_ops
+from trainrun.torch import process_sets as _sets
+from trainrun.torch.process_sets import (  # noqa: F401  (Horovod's names, here as in horovod.torch.mpi_ops)
+    ProcessSet,
+    add_process_set,
+    global_process_set,
+    remove_process_set,
+)
 
 Average = _core.ReduceOp.Average
 Sum = _core.ReduceOp.Sum
@@ -49,12 +57,18 @@ cross_rank = _core.cross_rank
 
 
 def init(comm=None, process_sets=None):
-    """Starts trainrun from the launcher's environment (idempotent)."""
+    """Starts trainrun from the launcher's environment (idempotent).
+    process_sets: hvd.ProcessSet objects to register (every rank passes the
+    same sets), or "dynamic" to allow add_process_set() later."""
     global _atexit_registered
+    if isinstance(process_sets, str) and process_sets.lower() == 'dynamic':
+        os.environ['HOROVOD_DYNAMIC_PROCESS_SETS'] = '1'
+        process_sets = None
     _core.init()
     if not _atexit_registered:
         atexit.register(shutdown)
         _atexit_registered = True
+    _sets._init_process_sets(list(process_sets or []))
 
 
 def shutdown():
@@ -73,6 +87,15 @@ def _forget_engine():
 elastic._on_reform(_forget_engine)
 
 
+def _forget_set_names(process_set_id):
+    """A new set (perhaps under a removed one's id) counts its op names from 0 on every rank."""
+    for key in [k for k in _counters if isinstance(k, tuple) and k[1] == process_set_id]:
+        del _counters[key]
+
+
+_sets._on_register.append(_forget_set_names)
+
+
 def is_homogeneous():
     return size() == local_size() * cross_size()
 
@@ -87,9 +110,12 @@ def _error(cls, code, message):
     return e
 
 
-def _name(op, name):
+def _name(op, name, process_set=None):
+    """Unnamed ops count per op and per process set: a rank in two
+    overlapping sets numbers each set's ops as that set's other ranks do."""
     if name is None:
-        counter = _counters.setdefault(op, itertools.count())
+        key = op if process_set is None else (op, _sets._set_id(process_set))
+        counter = _counters.setdefault(key, itertools.count())
         return f'{op}.noname.{next(counter)}'
     return f'{op}.{name}'
 
@@ -168,100 +194,108 @@ def poll(handle):
 
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
                      process_set=None):
-    name = _name('allreduce', name)
+    name = _name('allreduce', name, process_set)
     work, finish = _in_place(tensor)
     handle = _core.allreduce_async(name, _engine_tensor(work, name), _op(average, op), prescale_factor,
-                                   postscale_factor)
+                                   postscale_factor, process_set=_sets._set_id(process_set))
     return _submit(handle, (tensor, work), finish)
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
                     process_set=None):
-    return allreduce_async_(_copy(tensor), average, name, op, prescale_factor, postscale_factor)
+    return allreduce_async_(_copy(tensor), average, name, op, prescale_factor, postscale_factor, process_set)
 
 
 def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
                process_set=None):
-    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor))
+    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor,
+                                        process_set))
 
 
 def allreduce(tensor, average=None, name=None, compression=None, op=None, prescale_factor=1.0,
               postscale_factor=1.0, process_set=None):
     """A reduced copy of `tensor` (op Average unless told); differentiable."""
     if _differentiable(tensor):
-        return autograd_ops.Allreduce.apply(tensor, _ops, _op(average, op), name, prescale_factor, postscale_factor)
+        return autograd_ops.Allreduce.apply(tensor, _ops, _op(average, op), name, prescale_factor, postscale_factor,
+                                            process_set)
     if compression is None:
-        return synchronize(allreduce_async(tensor, average, name, op, prescale_factor, postscale_factor))
+        return synchronize(allreduce_async(tensor, average, name, op, prescale_factor, postscale_factor,
+                                           process_set))
     wire, ctx = compression.compress(tensor)
     wire = _copy(wire) if wire is tensor else wire.contiguous()
-    reduced = synchronize(allreduce_async_(wire, average, name, op, prescale_factor, postscale_factor))
+    reduced = synchronize(allreduce_async_(wire, average, name, op, prescale_factor, postscale_factor,
+                                           process_set))
     return compression.decompress(reduced, ctx)
 
 
 def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                              postscale_factor=1.0, process_set=None):
-    base = _name('grouped_allreduce', name)
+    base = _name('grouped_allreduce', name, process_set)
     names = [f'{base}.{i}' for i in range(len(tensors))]
     works = [_in_place(t) for t in tensors]
     handle = _core.grouped_allreduce_async(names, [_engine_tensor(w, n) for (w, _), n in zip(works, names)],
-                                           _op(average, op), prescale_factor, postscale_factor)
+                                           _op(average, op), prescale_factor, postscale_factor,
+                                           process_set=_sets._set_id(process_set))
     return _submit(handle, (list(tensors), works), lambda out: [finish(out) for _, finish in works])
 
 
 def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                             postscale_factor=1.0, process_set=None):
     return grouped_allreduce_async_([_copy(t) for t in tensors], average, name, op, prescale_factor,
-                                    postscale_factor)
+                                    postscale_factor, process_set)
 
 
 def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
                        process_set=None):
-    return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor, postscale_factor))
+    return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor, postscale_factor,
+                                                process_set))
 
 
 def grouped_allreduce(tensors, average=None, name=None, compression=None, op=None, prescale_factor=1.0,
                       postscale_factor=1.0, process_set=None):
-    return synchronize(grouped_allreduce_async(tensors, average, name, op, prescale_factor, postscale_factor))
+    return synchronize(grouped_allreduce_async(tensors, average, name, op, prescale_factor, postscale_factor,
+                                               process_set))
 
 
 def allgather_async(tensor, name=None, process_set=None):
-    name = _name('allgather', name)
+    name = _name('allgather', name, process_set)
     work = tensor.contiguous()
-    handle = _core.allgather_async(name, _engine_tensor(work, name))
+    handle = _core.allgather_async(name, _engine_tensor(work, name), process_set=_sets._set_id(process_set))
     return _submit(handle, work, _result)
 
 
 def allgather(tensor, name=None, process_set=None):
     """Every rank's tensor concatenated along the first dimension (which may differ); differentiable."""
     if _differentiable(tensor):
-        return autograd_ops.Allgather.apply(tensor, _ops, name)
-    return synchronize(allgather_async(tensor, name))
+        return autograd_ops.Allgather.apply(tensor, _ops, name, process_set)
+    return synchronize(allgather_async(tensor, name, process_set))
 
 
 def broadcast_async_(tensor, root_rank, name=None, process_set=None):
-    name = _name('broadcast', name)
+    name = _name('broadcast', name, process_set)
     work, finish = _in_place(tensor)
-    handle = _core.broadcast_async(name, _engine_tensor(work, name), root_rank)
+    handle = _core.broadcast_async(name, _engine_tensor(work, name), _sets._set_root(process_set, root_rank),
+                                   process_set=_sets._set_id(process_set))
     return _submit(handle, (tensor, work), finish)
 
 
 def broadcast_async(tensor, root_rank, name=None, process_set=None):
-    return broadcast_async_(_copy(tensor), root_rank, name)
+    return broadcast_async_(_copy(tensor), root_rank, name, process_set)
 
 
 def broadcast_(tensor, root_rank, name=None, process_set=None):
-    return synchronize(broadcast_async_(tensor, root_rank, name))
+    return synchronize(broadcast_async_(tensor, root_rank, name, process_set))
 
 
 def broadcast(tensor, root_rank, name=None, process_set=None):
     """A copy of root_rank's tensor; differentiable."""
     if _differentiable(tensor):
-        return autograd_ops.Broadcast.apply(tensor, _ops, root_rank, name)
-    return synchronize(broadcast_async(tensor, root_rank, name))
+        return autograd_ops.Broadcast.apply(tensor, _ops, root_rank, name, process_set)
+    return synchronize(broadcast_async(tensor, root_rank, name, process_set))
 
 
 def alltoall_async(tensor, splits=None, name=None, process_set=None):
-    name = _name('alltoall', name)
+    name = _name('alltoall', name, process_set)
     work = tensor.contiguous()
     split_list = [] if splits is None else [int(s) for s in splits]
 
@@ -270,32 +304,33 @@ def alltoall_async(tensor, splits=None, name=None, process_set=None):
         if splits is None:
             return result
         return result, torch.tensor(output[3], dtype=torch.int32)
-    handle = _core.alltoall_async(name, _engine_tensor(work, name), split_list)
+    handle = _core.alltoall_async(name, _engine_tensor(work, name), split_list,
+                                  process_set=_sets._set_id(process_set))
     return _submit(handle, work, finish)
 
 
 def alltoall(tensor, splits=None, name=None, process_set=None):
     """Rows of the first dimension scattered by `splits` (even without), gathered
     rank by rank; with splits, also the rows received from each rank."""
-    return synchronize(alltoall_async(tensor, splits, name))
+    return synchronize(alltoall_async(tensor, splits, name, process_set))
 
 
 def reducescatter_async(tensor, name=None, op=Average, process_set=None, prescale_factor=1.0,
                         postscale_factor=1.0):
-    name = _name('reducescatter', name)
+    name = _name('reducescatter', name, process_set)
     work = tensor.contiguous() if prescale_factor == 1.0 else tensor * prescale_factor
 
     def finish(output):
         result = _result(output)
         return result if postscale_factor == 1.0 else result.mul_(postscale_factor)
-    handle = _core.reducescatter_async(name, _engine_tensor(work, name), op)
+    handle = _core.reducescatter_async(name, _engine_tensor(work, name), op, process_set=_sets._set_id(process_set))
     return _submit(handle, work, finish)
 
 
 def reducescatter(tensor, name=None, compression=None, op=Average, process_set=None, prescale_factor=1.0,
                   postscale_factor=1.0):
     """The reduction of every rank's tensor; this rank gets its share of the first dimension."""
-    return synchronize(reducescatter_async(tensor, name, op, prescale_factor=prescale_factor,
+    return synchronize(reducescatter_async(tensor, name, op, process_set, prescale_factor=prescale_factor,
                                            postscale_factor=postscale_factor))
 
 
@@ -305,4 +340,4 @@ def join(device=-1):
 
 
 def barrier(process_set=None):
-    _core.barrier()
+    _core.barrier(process_set=_sets._set_id(process_set))

@@ -32,8 +32,9 @@ elastic._on_reform(_forget_handles)
 
 class _DistributedOptimizer(torch.optim.Optimizer):
     def __init__(self, params, named_parameters, compression, backward_passes_per_step=1, op=mpi_ops.Average,
-                 gradient_predivide_factor=1.0):
+                 gradient_predivide_factor=1.0, process_set=None):
         super(self.__class__, self).__init__(params)
+        self._process_set = process_set  # None: the whole job
         self._compression = compression
         if named_parameters is not None:
             named_parameters = list(named_parameters)
@@ -64,7 +65,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._requires_update = set()
         self._synchronized = False
         self._should_synchronize = True
-        if mpi_ops.size() > 1 or _core.elastic_enabled():
+        # A rank outside the process set steps on its own gradients (Horovod's way).
+        included = process_set is None or process_set.included()
+        set_size = mpi_ops.size() if process_set is None else len(process_set.ranks)
+        if included and (set_size > 1 or _core.elastic_enabled()):
             self._register_hooks()
         _optimizers.add(self)
 
@@ -107,11 +111,15 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         if self.op == mpi_ops.Average:
             prescale, postscale = 1.0 / self.gradient_predivide_factor, self.gradient_predivide_factor
         handle = mpi_ops.allreduce_async_(wire, name=self._parameter_names[p], op=self.op,
-                                          prescale_factor=prescale, postscale_factor=postscale)
+                                          prescale_factor=prescale, postscale_factor=postscale,
+                                          process_set=self._process_set)
         return handle, ctx
 
     def synchronize(self):
         """Waits for every gradient's allreduce (submitting the ones backward did not produce)."""
+        if self._process_set is not None and not self._process_set.included():
+            self._synchronized = True
+            return
         for p in self._requires_update:
             if self._handles.get(p, (None, None))[0] is None:
                 self._handles[p] = self._allreduce_grad_async(p)
@@ -155,4 +163,4 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     gradients are allreduced across ranks before each step."""
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,), dict(_DistributedOptimizer.__dict__))
     return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
-               gradient_predivide_factor)
+               gradient_predivide_factor, process_set)

@@ -1,0 +1,130 @@
+#include "lib/python/process_set_table.h"
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+
+#include "trainrun/error.h"
+
+namespace trainrun::python {
+namespace {
+
+[[noreturn]] void invalid(const std::string& message) { throw Error(Error::Code::InvalidArgument, message); }
+
+Communicator& world() {
+  if (!is_initialized()) invalid("trainrun has not been initialized; call trainrun.torch.init() first");
+  return init();
+}
+
+}  // namespace
+
+ProcessSetTable& ProcessSetTable::instance() {
+  static ProcessSetTable* table = new ProcessSetTable;  // never destroyed: used at exit
+  return *table;
+}
+
+std::optional<int> ProcessSetTable::add(const std::vector<int>& requested) {
+  Communicator& job = world();
+  std::vector<int> ranks = requested;
+  std::sort(ranks.begin(), ranks.end());
+  std::vector<int> everyone(static_cast<std::size_t>(job.size()));
+  std::iota(everyone.begin(), everyone.end(), 0);
+  if (ranks == everyone) return std::nullopt;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& entry : sets_) {
+      if (entry.second.ranks == ranks) return std::nullopt;
+    }
+  }
+  // Outside the lock: the job's ranks may wait for each other here.
+  std::unique_ptr<Communicator> communicator = job.subset(ranks);
+  std::lock_guard lock(mutex_);
+  int id = 1;
+  while (sets_.count(id)) ++id;
+  sets_.emplace(id, Set{ranks, std::move(communicator)});
+  return id;
+}
+
+bool ProcessSetTable::remove(int id) {
+  std::unique_ptr<Communicator> gone;
+  {
+    std::lock_guard lock(mutex_);
+    const auto it = sets_.find(id);
+    if (it == sets_.end()) return false;
+    gone = std::move(it->second.communicator);
+    sets_.erase(it);
+    for (auto h = handles_.begin(); h != handles_.end();) h = h->second == id ? handles_.erase(h) : std::next(h);
+  }
+  gone.reset();  // stops the set's engine (with its members), outside the lock
+  return true;
+}
+
+void ProcessSetTable::clear() {
+  std::map<int, Set> gone;
+  {
+    std::lock_guard lock(mutex_);
+    gone.swap(sets_);
+    handles_.clear();
+  }
+}
+
+std::vector<int> ProcessSetTable::ids() {
+  std::lock_guard lock(mutex_);
+  std::vector<int> ids{0};
+  for (const auto& entry : sets_) ids.push_back(entry.first);
+  return ids;
+}
+
+const ProcessSetTable::Set& ProcessSetTable::find(int id) {
+  const auto it = sets_.find(id);
+  if (it == sets_.end()) invalid("Process set does not exist or has not been registered.");
+  return it->second;
+}
+
+std::vector<int> ProcessSetTable::ranks(int id) {
+  if (id == 0) {
+    std::vector<int> everyone(static_cast<std::size_t>(world().size()));
+    std::iota(everyone.begin(), everyone.end(), 0);
+    return everyone;
+  }
+  std::lock_guard lock(mutex_);
+  return find(id).ranks;
+}
+
+Communicator& ProcessSetTable::communicator(int id, const char* op) {
+  if (id == 0) return world();
+  Communicator& job = world();
+  std::lock_guard lock(mutex_);
+  const Set& set = find(id);
+  if (!set.communicator) {
+    invalid(std::string(op) + ": Rank " + std::to_string(job.rank()) + " is not a member of the provided process set.");
+  }
+  return *set.communicator;
+}
+
+bool ProcessSetTable::includes(int id) {
+  if (id == 0) return true;
+  std::lock_guard lock(mutex_);
+  return find(id).communicator != nullptr;
+}
+
+void ProcessSetTable::remember(std::uint64_t handle, int id) {
+  if (id == 0) return;
+  std::lock_guard lock(mutex_);
+  handles_[handle] = id;
+}
+
+Communicator& ProcessSetTable::owner(std::uint64_t handle, bool forget) {
+  int id = 0;
+  {
+    std::lock_guard lock(mutex_);
+    const auto it = handles_.find(handle);
+    if (it != handles_.end()) {
+      id = it->second;
+      if (forget) handles_.erase(it);
+    }
+  }
+  return communicator(id, "synchronize");
+}
+
+}  // namespace trainrun::python
