@@ -54,6 +54,8 @@ void bind_engine(py::module_& m) {
   py::enum_<DataType>(m, "DataType")
       .value("UInt8", DataType::UInt8)
       .value("Int8", DataType::Int8)
+      .value("Int16", DataType::Int16)
+      .value("Bool", DataType::Bool)
       .value("Int32", DataType::Int32)
       .value("Int64", DataType::Int64)
       .value("Float16", DataType::Float16)
