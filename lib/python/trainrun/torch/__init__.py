@@ -3,7 +3,9 @@ C++ engine (fusion, mismatch errors, stall warnings, timeline)."""
 from trainrun._core import TrainrunError  # noqa: F401
 from trainrun.torch import elastic  # noqa: F401  (hvd.elastic.run, TorchState, ElasticSampler)
 from trainrun.torch.backends import (  # noqa: F401
+    ccl_built,
     cuda_built,
+    ddl_built,
     gloo_built,
     gloo_enabled,
     mpi_built,
@@ -12,13 +14,21 @@ from trainrun.torch.backends import (  # noqa: F401
     rocm_built,
 )
 from trainrun.torch.compression import Compression  # noqa: F401
+from trainrun.torch.exceptions import HorovodInternalError, HostsUpdatedInterrupt  # noqa: F401
 from trainrun.torch.functions import (  # noqa: F401
     allgather_object,
     broadcast_object,
     broadcast_optimizer_state,
     broadcast_parameters,
 )
+from trainrun.torch.grouped_ops import (  # noqa: F401
+    grouped_allgather,
+    grouped_allgather_async,
+    grouped_reducescatter,
+    grouped_reducescatter_async,
+)
 from trainrun.torch.mpi_ops import (  # noqa: F401
+    Adasum,
     Average,
     Max,
     Min,
@@ -59,3 +69,5 @@ from trainrun.torch.mpi_ops import (  # noqa: F401
     synchronize,
 )
 from trainrun.torch.optimizer import DistributedOptimizer  # noqa: F401
+from trainrun.torch.sparse import sparse_allreduce_async  # noqa: F401
+from trainrun.torch.sync_batch_norm import SyncBatchNorm  # noqa: F401

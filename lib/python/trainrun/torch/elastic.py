@@ -93,6 +93,11 @@ class ElasticSampler(torch.utils.data.Sampler):
         """These samples are processed; call it with the same indices on every rank."""
         self.processed_indices.update(indices)
 
+    @property
+    def processed_num(self):
+        """How many samples of this epoch are processed, over every rank (Horovod's counter)."""
+        return len(self.processed_indices)
+
     def get_indices(self, batch_idx, batch_size):
         """This rank's samples of step `batch_idx`."""
         start = batch_idx * batch_size

@@ -19,10 +19,15 @@ Sum = _core.ReduceOp.Sum
 Min = _core.ReduceOp.Min
 Max = _core.ReduceOp.Max
 Product = _core.ReduceOp.Product
+# Adasum (Maleki et al.) is no reduction the engine knows: trainrun.torch.adasum
+# runs it over allgathers; it is this marker elsewhere.
+Adasum = 'Adasum'
 
 _DTYPES = {
     torch.uint8: _core.DataType.UInt8,
     torch.int8: _core.DataType.Int8,
+    torch.int16: _core.DataType.Int16,
+    torch.bool: _core.DataType.Bool,
     torch.int32: _core.DataType.Int32,
     torch.int64: _core.DataType.Int64,
     torch.float16: _core.DataType.Float16,
@@ -35,6 +40,7 @@ _TORCH_DTYPES = {v: k for k, v in _DTYPES.items()}
 # handle -> (tensors kept alive, function turning the engine's output into the result)
 _pending = {}
 _counters = {}
+_group_ids = itertools.count(-1, -1)  # handles of a group of engine handles are negative
 _atexit_registered = False
 
 is_initialized = _core.is_initialized
@@ -116,6 +122,20 @@ def _submit(handle, keep, finish):
     return handle
 
 
+def _submit_group(handles, finish):
+    """One handle for several: synchronize() gives finish([each result])."""
+    return _submit(next(_group_ids), list(handles), finish)
+
+
+def _scaled(tensor, factor):
+    """tensor * factor in tensor's dtype; integers truncated toward zero, as the engine scales them."""
+    if factor == 1.0:
+        return tensor.contiguous()
+    if tensor.is_floating_point():
+        return (tensor * factor).contiguous()
+    return torch.trunc(tensor.double() * factor).to(tensor.dtype)
+
+
 def _result(output):
     """The engine's allocated output (dtype, shape, bytes) as a tensor."""
     dtype, shape, data, _ = output
@@ -156,17 +176,24 @@ def synchronize(handle):
     """Waits for an async operation and returns its result."""
     if handle not in _pending:
         raise ValueError(f'unknown or already synchronized handle {handle}')
-    _, finish = _pending.pop(handle)
+    keep, finish = _pending.pop(handle)
+    if handle < 0:
+        return finish([synchronize(h) for h in keep])
     return finish(_core.synchronize(handle))
 
 
 def poll(handle):
     """True once the operation of `handle` completed; synchronize() next."""
+    if handle < 0 and handle in _pending:
+        return all(poll(h) for h in _pending[handle][0])
     return _core.poll(handle)
 
 
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
                      process_set=None):
+    if op == Adasum:
+        from trainrun.torch import adasum
+        return adasum.allreduce_async_(tensor, name, prescale_factor, postscale_factor)
     name = _name('allreduce', name)
     work, finish = _in_place(tensor)
     handle = _core.allreduce_async(name, _engine_tensor(work, name), _op(average, op), prescale_factor,
@@ -199,6 +226,11 @@ def allreduce(tensor, average=None, name=None, compression=None, op=None, presca
 
 def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                              postscale_factor=1.0, process_set=None):
+    if op == Adasum:
+        from trainrun.torch import adasum
+        handles = [adasum.allreduce_async_(t, name and f'{name}.{i}', prescale_factor, postscale_factor)
+                   for i, t in enumerate(tensors)]
+        return _submit_group(handles, list)
     base = _name('grouped_allreduce', name)
     names = [f'{base}.{i}' for i in range(len(tensors))]
     works = [_in_place(t) for t in tensors]
@@ -220,6 +252,9 @@ def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_facto
 
 def grouped_allreduce(tensors, average=None, name=None, compression=None, op=None, prescale_factor=1.0,
                       postscale_factor=1.0, process_set=None):
+    if any(_differentiable(t) for t in tensors):
+        return list(_autograd().HorovodGroupedAllreduce.apply(_op(average, op), name, prescale_factor,
+                                                              postscale_factor, *tensors))
     return synchronize(grouped_allreduce_async(tensors, average, name, op, prescale_factor, postscale_factor))
 
 
@@ -275,25 +310,32 @@ def alltoall_async(tensor, splits=None, name=None, process_set=None):
 
 def alltoall(tensor, splits=None, name=None, process_set=None):
     """Rows of the first dimension scattered by `splits` (even without), gathered
-    rank by rank; with splits, also the rows received from each rank."""
+    rank by rank; with splits, also the rows received from each rank. Differentiable."""
+    if _differentiable(tensor) and (splits is not None or tensor.shape[0] % size() == 0):
+        output, received = _autograd().HorovodAlltoall.apply(tensor, splits, name)
+        return output if splits is None else (output, received)
     return synchronize(alltoall_async(tensor, splits, name))
 
 
 def reducescatter_async(tensor, name=None, op=Average, process_set=None, prescale_factor=1.0,
                         postscale_factor=1.0):
+    if op == Adasum:
+        raise _error(_core.UnsupportedError, 'Unsupported', 'reducescatter does not support Adasum')
     name = _name('reducescatter', name)
-    work = tensor.contiguous() if prescale_factor == 1.0 else tensor * prescale_factor
+    work = _scaled(tensor, prescale_factor)
 
     def finish(output):
-        result = _result(output)
-        return result if postscale_factor == 1.0 else result.mul_(postscale_factor)
+        return _scaled(_result(output), postscale_factor)
     handle = _core.reducescatter_async(name, _engine_tensor(work, name), op)
     return _submit(handle, work, finish)
 
 
 def reducescatter(tensor, name=None, compression=None, op=Average, process_set=None, prescale_factor=1.0,
                   postscale_factor=1.0):
-    """The reduction of every rank's tensor; this rank gets its share of the first dimension."""
+    """The reduction of every rank's tensor; this rank gets its share of the first dimension. Differentiable."""
+    if _differentiable(tensor):
+        return _autograd().HorovodReducescatter.apply(tensor, name, op, process_set, prescale_factor,
+                                                      postscale_factor)
     return synchronize(reducescatter_async(tensor, name, op, prescale_factor=prescale_factor,
                                            postscale_factor=postscale_factor))
 
@@ -305,3 +347,16 @@ def join(device=-1):
 
 def barrier(process_set=None):
     _core.barrier()
+
+
+# Horovod's autograd functions under their names (mpi_ops.HorovodAllreduce, ...).
+from trainrun.torch.autograd_ops import (  # noqa: E402,F401
+    HorovodAllgather,
+    HorovodAllreduce,
+    HorovodAlltoall,
+    HorovodBroadcast,
+    HorovodGroupedAllgather,
+    HorovodGroupedAllreduce,
+    HorovodGroupedReducescatter,
+    HorovodReducescatter,
+)

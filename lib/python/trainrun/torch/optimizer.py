@@ -18,6 +18,7 @@ import torch
 from trainrun import _core, elastic
 from trainrun.torch import mpi_ops
 from trainrun.torch.compression import Compression
+from trainrun.torch.sparse import sparse_allreduce_async
 
 _optimizers = weakref.WeakSet()
 
@@ -32,9 +33,10 @@ elastic._on_reform(_forget_handles)
 
 class _DistributedOptimizer(torch.optim.Optimizer):
     def __init__(self, params, named_parameters, compression, backward_passes_per_step=1, op=mpi_ops.Average,
-                 gradient_predivide_factor=1.0):
+                 gradient_predivide_factor=1.0, sparse_as_dense=False):
         super(self.__class__, self).__init__(params)
         self._compression = compression
+        self._sparse_as_dense = sparse_as_dense
         if named_parameters is not None:
             named_parameters = list(named_parameters)
         else:
@@ -102,6 +104,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def _allreduce_grad_async(self, p):
         if p.grad is None:  # unused this step (or zero_grad(set_to_none=True)): every rank must agree
             p.grad = torch.zeros_like(p)
+        if p.grad.is_sparse:
+            if not self._sparse_as_dense:  # a callable handle (trainrun.torch.sparse); no ctx
+                return sparse_allreduce_async(p.grad, self._parameter_names[p], self.op), None
+            p.grad = p.grad.to_dense()
         wire, ctx = self._compression.compress(p.grad)
         prescale, postscale = 1.0, 1.0
         if self.op == mpi_ops.Average:
@@ -116,6 +122,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             if self._handles.get(p, (None, None))[0] is None:
                 self._handles[p] = self._allreduce_grad_async(p)
         for p, (handle, ctx) in self._handles.items():
+            if callable(handle):  # a sparse gradient's allgathers
+                p.grad = handle()
+                self._allreduce_delay[p] = self.backward_passes_per_step
+                continue
             output = mpi_ops.synchronize(handle)
             self._allreduce_delay[p] = self.backward_passes_per_step
             if ctx is not None:
@@ -155,4 +165,4 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     gradients are allreduced across ranks before each step."""
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,), dict(_DistributedOptimizer.__dict__))
     return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
-               gradient_predivide_factor)
+               gradient_predivide_factor, sparse_as_dense)
