@@ -210,3 +210,10 @@ def test_elastic_sampler_counts_processed_samples_over_every_rank():
     assert sampler.processed_num == 2 * hvd.size()
     sampler.set_epoch(1)
     assert sampler.processed_num == 0
+
+
+def test_alltoall_splits_must_be_int32_as_horovods():
+    with pytest.raises(ValueError, match='splits must be a tensor of int32'):
+        hvd.alltoall(torch.ones(hvd.size()), torch.ones(hvd.size(), dtype=torch.float32), name='p.a2a.splits')
+    out, received = hvd.alltoall(torch.ones(hvd.size()), torch.ones(hvd.size(), dtype=torch.int32), name='p.a2a.ok')
+    assert received.tolist() == [1] * hvd.size()

@@ -297,6 +297,9 @@ def broadcast(tensor, root_rank, name=None, process_set=None):
 def alltoall_async(tensor, splits=None, name=None, process_set=None):
     name = _name('alltoall', name)
     work = tensor.contiguous()
+    if isinstance(splits, torch.Tensor) and splits.dtype != torch.int32:
+        raise _error(_core.InvalidArgumentError, 'InvalidArgument',
+                     f"'{name}': splits must be a tensor of int32 (as Horovod's), not {splits.dtype}")
     split_list = [] if splits is None else [int(s) for s in splits]
 
     def finish(output):
