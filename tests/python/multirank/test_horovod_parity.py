@@ -217,3 +217,19 @@ def test_alltoall_splits_must_be_int32_as_horovods():
         hvd.alltoall(torch.ones(hvd.size()), torch.ones(hvd.size(), dtype=torch.float32), name='p.a2a.splits')
     out, received = hvd.alltoall(torch.ones(hvd.size()), torch.ones(hvd.size(), dtype=torch.int32), name='p.a2a.ok')
     assert received.tolist() == [1] * hvd.size()
+
+
+@pytest.mark.parametrize('op', ['allgather', 'broadcast', 'reducescatter'])
+def test_only_allreduce_goes_on_while_a_peer_has_joined(op):
+    calls = {'allgather': lambda: hvd.allgather(torch.ones(1, 2), name='p.join.ag'),
+             'broadcast': lambda: hvd.broadcast(torch.ones(2), root_rank=hvd.size() - 1, name='p.join.b'),
+             'reducescatter': lambda: hvd.reducescatter(torch.ones(hvd.size()), name='p.join.rs')}
+    if hvd.rank() == 0:
+        last = hvd.join()
+    else:
+        with pytest.raises(RuntimeError, match='rank 0 has joined'):
+            calls[op]()
+        assert hvd.allreduce(torch.ones(1), op=hvd.Sum, name=f'p.join.ar.{op}').item() == hvd.size() - 1
+        last = hvd.join()
+    assert last != 0
+    assert hvd.allgather_object(last) == [last] * hvd.size()

@@ -3,6 +3,8 @@ which backends this build of trainrun has (gloo_built, mpi_built,
 nccl_built -- NCCL's version number, 0 without it -- ccl_built, ddl_built,
 cuda_built, rocm_built) and which one the job runs on (gloo_enabled,
 mpi_enabled). trainrun never has oneCCL, DDL or ROCm: those say False."""
+import re
+
 from trainrun import _core
 
 
@@ -12,8 +14,10 @@ def _built():
 
 def _version_number(version):
     """NCCL's own encoding of its version (NCCL_VERSION_CODE): 2.18.3 -> 21803."""
-    parts = [int(p) for p in str(version).split('.')[:3] if p.isdigit()] + [0, 0, 0]
-    major, minor, patch = parts[:3]
+    found = re.search(r'(\d+)\.(\d+)\.(\d+)', str(version))  # 'NCCL 2.28.9 (/usr/...)'
+    if not found:
+        return 0
+    major, minor, patch = (int(g) for g in found.groups())
     if (major, minor) >= (2, 9):
         return major * 10000 + minor * 100 + patch
     return major * 1000 + minor * 100 + patch

@@ -128,9 +128,12 @@ def _submit_group(handles, finish):
 
 
 def _scaled(tensor, factor):
-    """tensor * factor in tensor's dtype; integers truncated toward zero, as the engine scales them."""
+    """tensor * factor in tensor's dtype, as the engine scales: integers in double, truncated
+    toward zero; float16 and bfloat16 in float32 (not with the factor rounded to 16 bits)."""
     if factor == 1.0:
         return tensor.contiguous()
+    if tensor.dtype in (torch.float16, torch.bfloat16):
+        return (tensor.float() * factor).to(tensor.dtype)
     if tensor.is_floating_point():
         return (tensor * factor).contiguous()
     return torch.trunc(tensor.double() * factor).to(tensor.dtype)
