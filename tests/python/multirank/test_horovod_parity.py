@@ -233,3 +233,14 @@ def test_only_allreduce_goes_on_while_a_peer_has_joined(op):
         last = hvd.join()
     assert last != 0
     assert hvd.allgather_object(last) == [last] * hvd.size()
+
+
+@pytest.mark.parametrize('sparse_as_dense', [False, True])
+def test_sparse_adam_gets_sparse_gradients_either_way(sparse_as_dense):
+    emb = torch.nn.Embedding(6, 2, sparse=True)
+    opt = hvd.DistributedOptimizer(torch.optim.SparseAdam(list(emb.parameters()), lr=0.1),
+                                   sparse_as_dense=sparse_as_dense)
+    opt.zero_grad()
+    emb(torch.tensor([hvd.rank() % 6, 5])).sum().backward()
+    opt.step()  # SparseAdam refuses dense gradients
+    assert emb.weight.grad.is_sparse

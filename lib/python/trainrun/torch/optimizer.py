@@ -31,6 +31,10 @@ def _forget_handles():
 elastic._on_reform(_forget_handles)
 
 
+class _BackToSparse:
+    """The ctx of a sparse gradient allreduced dense (sparse_as_dense)."""
+
+
 class _DistributedOptimizer(torch.optim.Optimizer):
     def __init__(self, params, named_parameters, compression, backward_passes_per_step=1, op=mpi_ops.Average,
                  gradient_predivide_factor=1.0, sparse_as_dense=False):
@@ -80,8 +84,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             for p in group['params']:
                 if not p.requires_grad:
                     continue
-                if p.grad is None:
-                    p.grad = torch.zeros_like(p)
+                # No zero gradient is made ahead of backward (as in Horovod): it
+                # would turn an nn.Embedding(sparse=True)'s sparse gradients dense.
                 self._requires_update.add(p)
                 # The AccumulateGrad node of p, reached through a view of it.
                 accumulator = p.expand_as(p).grad_fn.next_functions[0][0]
@@ -107,7 +111,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         if p.grad.is_sparse:
             if not self._sparse_as_dense:  # a callable handle (trainrun.torch.sparse); no ctx
                 return sparse_allreduce_async(p.grad, self._parameter_names[p], self.op), None
-            p.grad = p.grad.to_dense()
+            dense = p.grad.to_dense()
+            handle = mpi_ops.allreduce_async_(dense, name=self._parameter_names[p], op=self.op)
+            return handle, _BackToSparse()
         wire, ctx = self._compression.compress(p.grad)
         prescale, postscale = 1.0, 1.0
         if self.op == mpi_ops.Average:
@@ -128,7 +134,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 continue
             output = mpi_ops.synchronize(handle)
             self._allreduce_delay[p] = self.backward_passes_per_step
-            if ctx is not None:
+            if isinstance(ctx, _BackToSparse):  # as Horovod: the optimizer gets a sparse gradient again
+                p.grad = output.to_sparse()
+            elif ctx is not None:
                 p.grad.copy_(self._compression.decompress(output, ctx))
         self._handles.clear()
         self._synchronized = True
