@@ -244,3 +244,11 @@ def test_sparse_adam_gets_sparse_gradients_either_way(sparse_as_dense):
     emb(torch.tensor([hvd.rank() % 6, 5])).sum().backward()
     opt.step()  # SparseAdam refuses dense gradients
     assert emb.weight.grad.is_sparse
+
+
+def test_broadcast_optimizer_state_leaves_zero_gradients_as_horovods():
+    frozen = torch.nn.Parameter(torch.ones(2), requires_grad=False)
+    trained = torch.nn.Parameter(torch.ones(3))
+    opt = hvd.DistributedOptimizer(torch.optim.SGD([frozen, trained], lr=0.1, momentum=0.9))
+    hvd.broadcast_optimizer_state(opt, root_rank=0)
+    assert frozen.grad is None and torch.equal(trained.grad, torch.zeros(3))
