@@ -30,15 +30,6 @@ void Coordinator::report(int rank, std::vector<Request> requests, Clock::time_po
 }
 
 bool Coordinator::complete(const Entry& entry) const {
-  // An op a joined rank cannot take part in fails at once, without waiting
-  // for the ranks that have not reported it: they may never (a rank that
-  // joined earlier made fewer unnamed ops, so its counted names differ).
-  const auto first = std::find_if(entry.by_rank.begin(), entry.by_rank.end(), [](const auto& r) { return r.has_value(); });
-  if (first != entry.by_rank.end() && (*first)->op != OpType::Join && !joined_rank_can_take_part(**first, 0)) {
-    for (int r = 0; r < size_; ++r) {
-      if (joined_[r] && !entry.by_rank[r]) return true;
-    }
-  }
   for (int r = 0; r < size_; ++r) {
     if (!entry.by_rank[r] && !joined_[r]) return false;
   }
@@ -63,7 +54,7 @@ Response Coordinator::respond(const Entry& entry) const {
     return response;
   }
   for (int r = 0; r < size_; ++r) {
-    if (entry.by_rank[r] || !joined_[r]) continue;  // only a joined rank fails it
+    if (entry.by_rank[r]) continue;  // so r has joined
     const bool root_left = ref.op == OpType::Broadcast && ref.root == r;
     if (!joined_rank_can_take_part(ref, r)) {
       response.error = op_label(ref) + " '" + ref.name + "': rank " + std::to_string(r) +

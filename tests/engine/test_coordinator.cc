@@ -117,18 +117,3 @@ TEST_CASE("a rank reporting a name twice is an engine bug") {
   c.report(0, {req("a")}, Clock::now());
   CHECK_THROWS_AS(c.report(0, {req("a")}, Clock::now()), Error);
 }
-
-TEST_CASE("an op a joined rank cannot take part in fails at once, before the other ranks report it") {
-  Coordinator c(3);
-  const auto now = Clock::now();
-  c.report(0, {req("#join", OpType::Join)}, now);
-  c.report(1, {req("g.1", OpType::Allgather), req("ar")}, now);  // rank 2 has not reported g.1
-  const auto ready = c.take_ready();
-  REQUIRE(ready.size() == 1);
-  CHECK(ready[0].error == "allgather 'g.1': rank 0 has joined (trainrun::join) and cannot take part");
-  c.report(2, {req("g.2", OpType::Allgather), req("ar")}, now);
-  const auto later = c.take_ready();
-  REQUIRE(later.size() == 2);
-  CHECK(later[0].error.empty());  // the allreduce goes on without the joined rank
-  CHECK(later[1].error == "allgather 'g.2': rank 0 has joined (trainrun::join) and cannot take part");
-}
