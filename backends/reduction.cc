@@ -12,8 +12,8 @@ namespace {
 // Integer sums and products wrap (two's complement) instead of being
 // undefined on overflow: computed in the unsigned type of the same width.
 template <typename T>
-using Wide = std::conditional_t<std::is_integral_v<T>,
-                                std::make_unsigned_t<std::conditional_t<std::is_integral_v<T>, T, int>>,
+using Wide = std::conditional_t<std::is_integral_v<T> && !std::is_same_v<T, bool>,
+                                std::make_unsigned_t<std::conditional_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, T, int>>,
                                 T>;
 struct Sum {
   template <typename T> static T apply(T a, T b) {
@@ -65,6 +65,8 @@ ReduceFn pick(DataType type) {
   switch (type) {
     case DataType::UInt8: return reduce_plain<std::uint8_t, Op>;
     case DataType::Int8: return reduce_plain<std::int8_t, Op>;
+    case DataType::Int16: return reduce_plain<std::int16_t, Op>;
+    case DataType::Bool: return reduce_plain<bool, Op>;
     case DataType::Int32: return reduce_plain<std::int32_t, Op>;
     case DataType::Int64: return reduce_plain<std::int64_t, Op>;
     case DataType::Float16: return reduce_half<Float16, Op>;
@@ -98,11 +100,17 @@ void divide_half(void* buf, std::size_t n, int divisor) {
   for (std::size_t i = 0; i < n; ++i) p[i] = Half::store(Half::load(p[i]) / static_cast<float>(divisor));
 }
 
+// Integers are scaled as Horovod scales them: the product computed in
+// double, truncated toward zero.
 template <typename T>
 void scale_plain(void* buf, std::size_t n, double factor) {
   T* p = static_cast<T*>(buf);
-  const T f = static_cast<T>(factor);
-  for (std::size_t i = 0; i < n; ++i) p[i] *= f;
+  if constexpr (std::is_integral_v<T>) {
+    for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<T>(factor * static_cast<double>(p[i]));
+  } else {
+    const T f = static_cast<T>(factor);
+    for (std::size_t i = 0; i < n; ++i) p[i] *= f;
+  }
 }
 
 template <typename Half>
@@ -147,6 +155,8 @@ void divide_in_place(void* buf, std::size_t n, DataType type, int divisor) {
   switch (type) {
     case DataType::UInt8: return divide_plain<std::uint8_t>(buf, n, divisor);
     case DataType::Int8: return divide_plain<std::int8_t>(buf, n, divisor);
+    case DataType::Int16: return divide_plain<std::int16_t>(buf, n, divisor);
+    case DataType::Bool: return;  // an "or" of booleans is its own average
     case DataType::Int32: return divide_plain<std::int32_t>(buf, n, divisor);
     case DataType::Int64: return divide_plain<std::int64_t>(buf, n, divisor);
     case DataType::Float16: return divide_half<Float16>(buf, n, divisor);
@@ -163,7 +173,12 @@ void scale_in_place(void* buf, std::size_t n, DataType type, double factor) {
     case DataType::BFloat16: return scale_half<BFloat16>(buf, n, factor);
     case DataType::Float32: return scale_plain<float>(buf, n, factor);
     case DataType::Float64: return scale_plain<double>(buf, n, factor);
-    default: return;  // callers allow scales on floating types only
+    case DataType::UInt8: return scale_plain<std::uint8_t>(buf, n, factor);
+    case DataType::Int8: return scale_plain<std::int8_t>(buf, n, factor);
+    case DataType::Int16: return scale_plain<std::int16_t>(buf, n, factor);
+    case DataType::Int32: return scale_plain<std::int32_t>(buf, n, factor);
+    case DataType::Int64: return scale_plain<std::int64_t>(buf, n, factor);
+    case DataType::Bool: return;  // callers refuse scales on booleans
   }
 }
 
@@ -171,6 +186,8 @@ void fill_identity(void* buf, std::size_t n, DataType type, ReduceOp op) {
   switch (type) {
     case DataType::UInt8: return fill_plain(buf, n, identity_of<std::uint8_t>(op));
     case DataType::Int8: return fill_plain(buf, n, identity_of<std::int8_t>(op));
+    case DataType::Int16: return fill_plain(buf, n, identity_of<std::int16_t>(op));
+    case DataType::Bool: return fill_plain(buf, n, op == ReduceOp::Product || op == ReduceOp::Min);
     case DataType::Int32: return fill_plain(buf, n, identity_of<std::int32_t>(op));
     case DataType::Int64: return fill_plain(buf, n, identity_of<std::int64_t>(op));
     case DataType::Float16: return fill_plain(buf, n, float_to_float16(identity_of<float>(op)));

@@ -8,6 +8,8 @@ const char* to_string(DataType type) {
   switch (type) {
     case DataType::UInt8: return "uint8";
     case DataType::Int8: return "int8";
+    case DataType::Int16: return "int16";
+    case DataType::Bool: return "bool";
     case DataType::Int32: return "int32";
     case DataType::Int64: return "int64";
     case DataType::Float16: return "float16";

@@ -69,6 +69,8 @@ MPI_Datatype MpiTypes::datatype(DataType type) const {
   switch (type) {
     case DataType::UInt8: return MPI_UINT8_T;
     case DataType::Int8: return MPI_INT8_T;
+    case DataType::Int16: return MPI_INT16_T;
+    case DataType::Bool: return MPI_C_BOOL;
     case DataType::Int32: return MPI_INT32_T;
     case DataType::Int64: return MPI_INT64_T;
     case DataType::Float16:
@@ -83,6 +85,7 @@ MPI_Op MpiTypes::op(DataType type, ReduceOp op) const {
   if (type == DataType::Float16 || type == DataType::BFloat16) {
     return half_ops_[half_index(type)][op_index(op)];
   }
+  if (type == DataType::Bool) return op == ReduceOp::Product || op == ReduceOp::Min ? MPI_LAND : MPI_LOR;
   switch (op) {
     case ReduceOp::Sum:
     case ReduceOp::Average: return MPI_SUM;

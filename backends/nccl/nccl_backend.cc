@@ -14,6 +14,8 @@ ncclDataType_t nccl_type(DataType type) {
   switch (type) {
     case DataType::UInt8: return ncclUint8;
     case DataType::Int8: return ncclInt8;
+    case DataType::Bool: return ncclUint8;
+    case DataType::Int16: break;  // NCCL has no 16-bit integers
     case DataType::Int32: return ncclInt32;
     case DataType::Int64: return ncclInt64;
     case DataType::Float16: return ncclFloat16;

@@ -3,10 +3,10 @@
 #include <algorithm>
 
 namespace trainrun::detail {
-bool joined_rank_can_take_part(const Request& r, int rank) {
-  if (r.op == OpType::Alltoall || r.op == OpType::Barrier || r.op == OpType::Core) return false;
-  return !(r.op == OpType::Broadcast && r.root == rank);
-}
+// As in Horovod, only allreduces go on while a rank has joined (it
+// contributes the identity): every other op fails on every rank, naming the
+// joined rank, rather than give results without that rank's part.
+bool joined_rank_can_take_part(const Request& r, int /*rank*/) { return r.op == OpType::Allreduce; }
 
 Coordinator::Coordinator(int size) : size_(size), joined_(static_cast<std::size_t>(size), false) {}
 

@@ -84,8 +84,8 @@ void set_scales(Request& r, double prescale, double postscale) {
   if (!std::isfinite(prescale) || !std::isfinite(postscale)) {
     invalid("'" + r.name + "': prescale and postscale must be finite");
   }
-  if ((prescale != 1.0 || postscale != 1.0) && !is_floating(r.type)) {
-    invalid("'" + r.name + "': prescale and postscale need a floating-point dtype, not " + to_string(r.type));
+  if ((prescale != 1.0 || postscale != 1.0) && r.type == DataType::Bool) {
+    invalid("'" + r.name + "': prescale and postscale need a numeric dtype, not bool");
   }
   r.prescale = prescale;
   r.postscale = postscale;

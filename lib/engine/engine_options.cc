@@ -1,11 +1,13 @@
 #include "lib/engine/engine_options.h"
 
 #include "contract/environment.h"
+#include "lib/engine/horovod_env.h"
 
 namespace trainrun::detail {
 
-EngineOptions engine_options_from_env(const EnvLookup& env) {
+EngineOptions engine_options_from_env(const EnvLookup& own) {
   namespace p = protocol;
+  const EnvLookup env = with_horovod_names(own);
   EngineOptions o;
   if (auto v = env_int(env, p::kEnvFusionThreshold, 0, 1ll << 40)) o.fusion_threshold = *v;
   if (auto v = env_number(env, p::kEnvCycleTimeMs, 0.01, 60'000)) o.cycle_time = decltype(o.cycle_time)(*v);

@@ -1,5 +1,6 @@
 // EngineOptions: the engine's settings, read from the environment the
-// launcher sets (contract/environment.h: TRAINRUN_FUSION_THRESHOLD, ...).
+// launcher sets (contract/environment.h: TRAINRUN_FUSION_THRESHOLD, ...), or
+// Horovod's names for them when ours are unset (horovod_env.h).
 // Plain value type; engine_options_from_env is pure given `env`.
 #pragma once
 

@@ -210,7 +210,7 @@ std::vector<Request> decode_requests(std::string_view bytes, int from_rank) {
     Request r;
     r.name = in.get_string();
     r.op = in.get_enum(OpType::Core);
-    r.type = in.get_enum(DataType::Float64);
+    r.type = in.get_enum(DataType::Bool);  // the last DataType
     r.reduce_op = in.get_enum(ReduceOp::Product);
     r.root = in.get<std::int32_t>();
     r.device = in.get<std::int32_t>();

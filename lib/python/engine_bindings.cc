@@ -61,12 +61,13 @@ std::uint64_t on_set(int set, const char* op, Submit&& submit) {
   return handle.id;
 }
 
-}  // namespace
-
-void bind_engine(py::module_& m) {
+// The dtypes and reductions, under the names mpi_ops uses.
+void bind_types(py::module_& m) {
   py::enum_<DataType>(m, "DataType")
       .value("UInt8", DataType::UInt8)
       .value("Int8", DataType::Int8)
+      .value("Int16", DataType::Int16)
+      .value("Bool", DataType::Bool)
       .value("Int32", DataType::Int32)
       .value("Int64", DataType::Int64)
       .value("Float16", DataType::Float16)
@@ -79,6 +80,12 @@ void bind_engine(py::module_& m) {
       .value("Min", ReduceOp::Min)
       .value("Max", ReduceOp::Max)
       .value("Product", ReduceOp::Product);
+}
+
+}  // namespace
+
+void bind_engine(py::module_& m) {
+  bind_types(m);
   m.attr("CPU") = kCpu;
 
   using Release = py::call_guard<py::gil_scoped_release>;

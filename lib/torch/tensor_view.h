@@ -21,6 +21,8 @@ inline DataType data_type_of(const ::torch::Tensor& t, const std::string& name) 
     case ::torch::kLong: return DataType::Int64;
     case ::torch::kChar: return DataType::Int8;
     case ::torch::kByte: return DataType::UInt8;
+    case ::torch::kShort: return DataType::Int16;
+    case ::torch::kBool: return DataType::Bool;
     default:
       throw Error(Error::Code::Unsupported, "tensor '" + name + "': dtype " +
                                                 std::string(c10::toString(t.scalar_type())) + " has no trainrun DataType");

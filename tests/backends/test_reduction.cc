@@ -85,3 +85,25 @@ TEST_CASE("identity fills leave the other operand unchanged") {
     }
   }
 }
+
+TEST_CASE("int16 wraps like the other integers and bool reduces logically") {
+  std::vector<std::int16_t> a = {32767, -5, 3}, b = {1, -7, 4}, out(3);
+  reduce_function(DataType::Int16, ReduceOp::Sum)(out.data(), a.data(), b.data(), 3);
+  CHECK(out == std::vector<std::int16_t>{-32768, -12, 7});
+  bool x[] = {true, true, false, false}, y[] = {true, false, true, false}, r[4];
+  reduce_function(DataType::Bool, ReduceOp::Sum)(r, x, y, 4);
+  CHECK((r[0] && r[1] && r[2] && !r[3]));
+  reduce_function(DataType::Bool, ReduceOp::Min)(r, x, y, 4);
+  CHECK((r[0] && !r[1] && !r[2] && !r[3]));
+  detail::fill_identity(r, 4, DataType::Bool, ReduceOp::Product);
+  CHECK((r[0] && r[3]));
+}
+
+TEST_CASE("integers scale as Horovod scales them: in double, truncated toward zero") {
+  std::vector<std::int32_t> v = {3, -3, 7};
+  detail::scale_in_place(v.data(), v.size(), DataType::Int32, 1.5);
+  CHECK(v == std::vector<std::int32_t>{4, -4, 10});
+  std::vector<std::uint8_t> u = {200, 9};
+  detail::scale_in_place(u.data(), u.size(), DataType::UInt8, 0.5);
+  CHECK(u == std::vector<std::uint8_t>{100, 4});
+}

@@ -102,8 +102,14 @@ TEST_CASE("ops that need every rank fail while one has joined") {
   CHECK(ready[1].error == "broadcast 'b': rank 1 (the root) has joined (trainrun::join) and cannot take part");
   CHECK(ready[2].error_code == Error::Code::InvalidArgument);
   bcast.root = 0;
-  c.report(0, {bcast}, now);
-  CHECK(c.take_ready()[0].error.empty());  // the root is still here
+  c.report(0, {bcast, req("g", OpType::Allgather), req("rs", OpType::Reducescatter), req("ar")}, now);
+  const auto after = c.take_ready();
+  REQUIRE(after.size() == 4);
+  // As in Horovod: even with the root here, only allreduces go on.
+  CHECK(after[0].error == "broadcast 'b': rank 1 has joined (trainrun::join) and cannot take part");
+  CHECK(after[1].error == "allgather 'g': rank 1 has joined (trainrun::join) and cannot take part");
+  CHECK(!after[2].error.empty());
+  CHECK(after[3].error.empty());
 }
 
 TEST_CASE("a rank reporting a name twice is an engine bug") {

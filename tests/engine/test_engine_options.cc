@@ -58,3 +58,26 @@ TEST_CASE("bad values name the variable and the value") {
   CHECK(message("TRAINRUN_CACHE_CAPACITY", "-1") == "TRAINRUN_CACHE_CAPACITY='-1' is out of range [0, 1048576]");
   CHECK(message("TRAINRUN_STALL_SHUTDOWN", "nan") == "TRAINRUN_STALL_SHUTDOWN='nan' is out of range [0, 2.592e+06]");
 }
+
+TEST_CASE("Horovod's names are honoured when trainrun's are unset, and ours win") {
+  const auto o = from({{"HOROVOD_FUSION_THRESHOLD", "1024"}, {"HOROVOD_CYCLE_TIME", "3.5"},
+                       {"HOROVOD_CACHE_CAPACITY", "8"}, {"HOROVOD_TIMELINE", "/tmp/h.json"},
+                       {"HOROVOD_STALL_CHECK_TIME_SECONDS", "7"}, {"HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", "9"}});
+  CHECK(o.fusion_threshold == 1024);
+  CHECK(o.cycle_time.count() == 3.5);
+  CHECK(o.cache_capacity == 8);
+  CHECK(o.timeline_path == "/tmp/h.json");
+  CHECK(o.stall_warning.count() == 7.0);
+  CHECK(o.stall_shutdown.count() == 9.0);
+  const auto both = from({{"HOROVOD_CYCLE_TIME", "3.5"}, {"TRAINRUN_CYCLE_TIME_MS", "2"},
+                          {"HOROVOD_TIMELINE", "/tmp/h.json"}, {"TRAINRUN_TIMELINE", "/tmp/t.json"}});
+  CHECK(both.cycle_time.count() == 2.0);
+  CHECK(both.timeline_path == "/tmp/t.json");
+}
+
+TEST_CASE("HOROVOD_TIMELINE=DYNAMIC opens no file and HOROVOD_STALL_CHECK_DISABLE=1 silences stall warnings") {
+  const auto o = from({{"HOROVOD_TIMELINE", "DYNAMIC"}, {"HOROVOD_STALL_CHECK_DISABLE", "1"},
+                       {"HOROVOD_STALL_CHECK_TIME_SECONDS", "7"}});
+  CHECK(o.timeline_path.empty());
+  CHECK(o.stall_warning.count() == 0.0);
+}

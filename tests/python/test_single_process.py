@@ -36,9 +36,9 @@ def test_every_op_is_identity_on_one_rank(dtype):
 
 def test_unsupported_dtype_is_a_clear_error():
     with pytest.raises(trainrun.UnsupportedError) as info:
-        hvd.allreduce(torch.zeros(2, dtype=torch.bool), name='flags')
+        hvd.allreduce(torch.zeros(2, dtype=torch.complex64), name='flags')
     assert info.value.code == 'Unsupported'
-    assert 'flags' in str(info.value) and 'torch.bool' in str(info.value)
+    assert 'flags' in str(info.value) and 'torch.complex64' in str(info.value)
     assert isinstance(info.value, trainrun.TrainrunError)
 
 
@@ -48,8 +48,8 @@ def test_core_error_carries_code_and_message():
     assert info.value.code == 'InvalidArgument'
     assert "'broadcast.rooted'" in str(info.value) and 'root 5' in str(info.value)
     assert isinstance(info.value, ValueError) and isinstance(info.value, RuntimeError)
-    with pytest.raises(trainrun.InvalidArgumentError, match='floating-point'):
-        hvd.allreduce(torch.ones(2, dtype=torch.int32), prescale_factor=2.0)
+    with pytest.raises(trainrun.InvalidArgumentError, match='numeric dtype'):
+        hvd.allreduce(torch.ones(2, dtype=torch.bool), prescale_factor=2.0)
     assert not hvd.mpi_ops._pending  # nothing left behind by refused submissions
 
 
@@ -106,4 +106,5 @@ def test_uninitialized_world_raises():
 
 def test_build_queries():
     assert hvd.gloo_built() and hvd.gloo_enabled() == (hvd.mpi_ops._core.backend_name() == 'gloo')
-    assert isinstance(hvd.mpi_built(), bool) and isinstance(hvd.nccl_built(), bool)
+    # Horovod's nccl_built() is NCCL's version number (2.28.9: 22809), 0 without NCCL.
+    assert isinstance(hvd.mpi_built(), bool) and type(hvd.nccl_built()) is int

@@ -227,8 +227,16 @@ TEST_CASE("a DistributedOptimizer whose allreduces failed can go, and a new one 
   {
     tt::DistributedOptimizer opt(sgd, m.named_parameters());
     opt.zero_grad();
-    loss_of(m, batch(1)).backward();  // allreduces in flight
-    trainrun::shutdown();             // ... when the engine goes (as in an elastic re-form)
+    // Allreduces in flight. A faster peer's shutdown() below may stop this
+    // rank's engine while its backward still submits: that submission fails
+    // ("the engine was shut down by rank N"), as it should; the optimizer
+    // must cope with that too (this race made the test fail 1 run in ~8).
+    try {
+      loss_of(m, batch(1)).backward();
+    } catch (const std::exception& e) {
+      CHECK(std::string(e.what()).find("shut down") != std::string::npos);
+    }
+    trainrun::shutdown();  // ... when the engine goes (as in an elastic re-form)
     CHECK_THROWS_AS(opt.step(), trainrun::Error);
     g_comm = &trainrun::init();
   }

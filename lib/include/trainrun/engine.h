@@ -102,9 +102,9 @@ Output synchronize(Handle handle);
 // Blocks until every rank called barrier().
 void barrier();
 // Declares this rank out of data: until every rank has joined, it takes
-// part in the other ranks' allreduces, allgathers, broadcasts and
-// reducescatters with neutral input (allreduce: the op's identity, e.g.
-// zeros for Sum; allgather: no rows). Average still divides by size().
+// part in the other ranks' allreduces with the op's identity (e.g. zeros
+// for Sum; Average still divides by size()). As in Horovod, any other op
+// fails on every rank while a rank has joined, naming that rank.
 // Blocks until every rank joined; returns the rank that joined last.
 int join();
 

@@ -6,7 +6,11 @@
 
 namespace trainrun {
 
-enum class DataType { UInt8, Int8, Int32, Int64, Float16, BFloat16, Float32, Float64 };
+// Int16 and Bool come last so the values of the others stay as they were.
+// Bool reduces logically (Sum and Max are "or", Product and Min are "and"),
+// as Horovod's; NCCL has no 16-bit integer type, so Int16 runs on the CPU
+// backends only.
+enum class DataType { UInt8, Int8, Int32, Int64, Float16, BFloat16, Float32, Float64, Int16, Bool };
 
 // Average is Sum divided by the number of ranks; integer types truncate
 // toward zero, as C++ integer division does.
@@ -15,7 +19,9 @@ enum class ReduceOp { Sum, Average, Min, Max, Product };
 constexpr std::size_t size_of(DataType type) {
   switch (type) {
     case DataType::UInt8:
-    case DataType::Int8: return 1;
+    case DataType::Int8:
+    case DataType::Bool: return 1;
+    case DataType::Int16: return 2;
     case DataType::Float16:
     case DataType::BFloat16: return 2;
     case DataType::Int32:

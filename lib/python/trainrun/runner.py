@@ -9,6 +9,10 @@ in the ranks' environment), calls main(**kwargs) and sends back its return
 value (rank 0) or its exception and traceback. Nothing touches the disk.
 np < 0 runs -np ranks on this machine (HorovodRunner's local mode); np > 0
 runs on `hosts` ("h1:4,h2:4") when given, else on this machine.
+driver_log_verbosity is HorovodRunner's: 'all' (the default here) copies the
+ranks' output to this process's stdout and stderr as it comes;
+'log_callback_only' (HorovodRunner's default) keeps it out, since trainrun has
+no log callback: a rank's error still comes back in the RunnerError.
 """
 import os
 import shutil
@@ -60,10 +64,18 @@ def _route_address(hosts):
         return s.getsockname()[0]
 
 
+_VERBOSITIES = ('all', 'log_callback_only')
+
+
 class Runner:
-    def __init__(self, np, hosts=None, backend=None, env=None, launcher_args=(), driver_address=None):
+    def __init__(self, np, driver_log_verbosity='all', hosts=None, backend=None, env=None, launcher_args=(),
+                 driver_address=None):
         if np == 0:
             raise ValueError('np must be a positive number of ranks, or negative for local mode')
+        if driver_log_verbosity not in _VERBOSITIES:
+            raise ValueError(f'driver_log_verbosity must be one of {", ".join(_VERBOSITIES)}, '
+                             f'not {driver_log_verbosity!r}')
+        self.driver_log_verbosity = driver_log_verbosity
         self.np = abs(np)
         self.hosts = None if np < 0 else hosts
         self.backend, self.env, self.launcher_args = backend, dict(env or {}), list(launcher_args)
@@ -93,7 +105,9 @@ class Runner:
             env['PYTHONPATH'] = os.pathsep.join(p for p in sys.path if p)
             process = subprocess.Popen(self._command(), env=env, stdin=subprocess.DEVNULL,
                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            pumps = [_pump(process.stdout, sys.stdout), _pump(process.stderr, sys.stderr)]
+            quiet = self.driver_log_verbosity == 'log_callback_only'
+            pumps = [_pump(process.stdout, None if quiet else sys.stdout),
+                     _pump(process.stderr, None if quiet else sys.stderr)]
             try:
                 code = process.wait()
             finally:
@@ -110,8 +124,9 @@ def _pump(stream, target):
     """Copies the launcher's output through, line by line, as it comes."""
     def copy():
         for line in iter(stream.readline, b''):
-            target.write(line.decode(errors='replace'))
-            target.flush()
+            if target is not None:
+                target.write(line.decode(errors='replace'))
+                target.flush()
         stream.close()
     thread = threading.Thread(target=copy, daemon=True)
     thread.start()

@@ -72,7 +72,7 @@ def test_errors_cross_run_with_their_class_and_message():
 
     @hvd.elastic.run
     def unsupported(state):
-        hvd.allreduce(torch.zeros(2, dtype=torch.bool), name='flags')
+        hvd.allreduce(torch.zeros(2, dtype=torch.complex64), name='flags')
 
     with pytest.raises(trainrun.UnsupportedError) as info:
         unsupported(state)

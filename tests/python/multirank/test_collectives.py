@@ -165,7 +165,7 @@ def test_gradients_flow_through_collectives():
     broadcast = hvd.broadcast(x * 3, root_rank=0, name='grad.broadcast')
     (reduced.sum() + gathered.sum() + broadcast.sum()).backward()
     n = hvd.size()
-    # d/dx of sum over ranks: Sum's gradient is the sum of every rank's upstream (n),
-    # allgather's 2 from each rank's copy of the rows (2n), broadcast's 3 per rank to root only.
-    expected = n + 2 * n + (3 * n if hvd.rank() == 0 else 0)
+    # Sum's gradient is the sum of every rank's upstream (n); allgather's and
+    # broadcast's average it over the ranks, as Horovod's do: 2, and 3 to the root only.
+    expected = n + 2 + (3 if hvd.rank() == 0 else 0)
     assert torch.equal(x.grad, torch.full((2, 3), float(expected)))

@@ -172,8 +172,9 @@ def test_autograd_in_a_set(even_odd):
     hvd.allreduce(x, op=hvd.Sum, process_set=s).sum().backward()
     assert x.grad.tolist() == [float(len(s.ranks))] * 3
     g = torch.ones(2, 1, requires_grad=True)
-    hvd.allgather(g, process_set=s).sum().backward()
-    assert g.grad.flatten().tolist() == [float(len(s.ranks))] * 2
+    (hvd.allgather(g, process_set=s) * (hvd.rank() + 1)).sum().backward()
+    # Horovod's allgather backward: the gradient averaged over the set's ranks, this rank's rows.
+    assert g.grad.flatten().tolist() == pytest.approx([sum(m + 1 for m in s.ranks) / len(s.ranks)] * 2)
 
 
 def test_an_optimizer_of_a_set_leaves_other_ranks_alone(even_odd):

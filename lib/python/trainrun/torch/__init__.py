@@ -3,7 +3,9 @@ C++ engine (fusion, mismatch errors, stall warnings, timeline)."""
 from trainrun._core import TrainrunError  # noqa: F401
 from trainrun.torch import elastic  # noqa: F401  (hvd.elastic.run, TorchState, ElasticSampler)
 from trainrun.torch.backends import (  # noqa: F401
+    ccl_built,
     cuda_built,
+    ddl_built,
     gloo_built,
     gloo_enabled,
     mpi_built,
@@ -12,13 +14,21 @@ from trainrun.torch.backends import (  # noqa: F401
     rocm_built,
 )
 from trainrun.torch.compression import Compression  # noqa: F401
+from trainrun.torch.exceptions import HorovodInternalError, HostsUpdatedInterrupt  # noqa: F401
 from trainrun.torch.functions import (  # noqa: F401
     allgather_object,
     broadcast_object,
     broadcast_optimizer_state,
     broadcast_parameters,
 )
+from trainrun.torch.grouped_ops import (  # noqa: F401
+    grouped_allgather,
+    grouped_allgather_async,
+    grouped_reducescatter,
+    grouped_reducescatter_async,
+)
 from trainrun.torch.mpi_ops import (  # noqa: F401
+    Adasum,
     Average,
     Max,
     Min,
@@ -65,3 +75,9 @@ from trainrun.torch.process_sets import (  # noqa: F401
     global_process_set,
     remove_process_set,
 )
+from trainrun.torch.sparse import sparse_allreduce_async  # noqa: F401
+from trainrun.torch.sync_batch_norm import SyncBatchNorm  # noqa: F401
+
+# The modules built on mpi_ops, handed to it (imports run one way: they -> mpi_ops).
+from trainrun.torch import adasum as _adasum, autograd_ops as _autograd_ops, mpi_ops as _mpi_ops  # noqa: E402
+_mpi_ops._extend(_autograd_ops, _adasum)

@@ -64,10 +64,10 @@ class ElasticSampler(torch.utils.data.Sampler):
     remembers which samples this epoch has processed, so that after a re-form
     the epoch goes on with the samples left, re-sharded over the new size.
 
-    record_batch(i, batch_size) after step i of this epoch's iteration records
-    the samples that every rank processed in that step (the ranks step
-    together), so the processed set is the same on every rank without a
-    collective. Put the sampler in a TorchState to commit and restore it."""
+    record_batch(i, batch_size) after each step records the samples that
+    every rank processed in it (the ranks step together), so the processed
+    set is the same on every rank without a collective; processed_num counts
+    them. Put the sampler in a TorchState to commit and restore it."""
 
     def __init__(self, dataset, shuffle=True, seed=0):
         self.dataset = dataset
@@ -84,14 +84,22 @@ class ElasticSampler(torch.utils.data.Sampler):
         self.reset()
 
     def record_batch(self, batch_idx, batch_size):
-        """Every rank's samples of step `batch_idx` (counted from the start of this iteration) are processed."""
-        start = batch_idx * batch_size * self.num_replicas
+        """Every rank's next batch is processed: the next batch_size samples of
+        each rank since the last reset. As in Horovod, batch_idx is not used
+        (after a restore the count goes on from the restored one)."""
+        start = self._recorded
         end = min(start + batch_size * self.num_replicas, self.total_size)
         self.processed_indices.update(self.remaining_indices[start:end])
+        self._recorded = end
 
     def record_indices(self, indices):
         """These samples are processed; call it with the same indices on every rank."""
         self.processed_indices.update(indices)
+
+    @property
+    def processed_num(self):
+        """How many samples of this epoch are processed, over every rank (Horovod's counter)."""
+        return len(self.processed_indices)
 
     def get_indices(self, batch_idx, batch_size):
         """This rank's samples of step `batch_idx`."""
@@ -119,6 +127,7 @@ class ElasticSampler(torch.utils.data.Sampler):
         # Padded with the first samples so that every rank takes as many steps.
         self.remaining_indices = (left * (1 + self.total_size // max(len(left), 1)))[:self.total_size]
         self.indices = self.remaining_indices[self.rank:self.total_size:self.num_replicas]
+        self._recorded = 0  # samples of remaining_indices that record_batch() took
 
     def __iter__(self):
         return iter(self.indices)

@@ -59,6 +59,17 @@ def _join_tensors(value, tensors):
     return value
 
 
+def _zero_missing_gradients(optimizer):
+    """As Horovod's broadcast_optimizer_state: a trainable parameter without a
+    gradient gets a zero one (sparse for SparseAdam), which user code may read."""
+    for group in optimizer.param_groups:
+        for p in group['params']:
+            if p.requires_grad and p.grad is None:
+                p.grad = torch.zeros_like(p)
+                if isinstance(optimizer, torch.optim.SparseAdam):
+                    p.grad = p.grad.to_sparse()
+
+
 def broadcast_optimizer_state(optimizer, root_rank, name='optimizer', process_set=None):
     """Root's optimizer state (momentum buffers, Adam moments and steps,
     learning rates, ...) replaces every other rank's; ranks without state yet
@@ -66,6 +77,7 @@ def broadcast_optimizer_state(optimizer, root_rank, name='optimizer', process_se
     through the engine's broadcast."""
     tensors = []
     skeleton = None
+    _zero_missing_gradients(optimizer)
     if mpi_ops.rank() == root_rank:
         skeleton = _split_tensors(optimizer.state_dict(), tensors)
     skeleton = broadcast_object(skeleton, root_rank, name=f'{name}.structure', process_set=process_set)

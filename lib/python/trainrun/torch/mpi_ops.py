@@ -15,7 +15,6 @@ import sys
 import torch
 
 from trainrun import _core, elastic
-from trainrun.torch import autograd_ops
 from trainrun.torch import process_sets as _sets
 from trainrun.torch.process_sets import (  # noqa: F401  (Horovod's names, here as in horovod.torch.mpi_ops)
     ProcessSet,
@@ -29,10 +28,15 @@ Sum = _core.ReduceOp.Sum
 Min = _core.ReduceOp.Min
 Max = _core.ReduceOp.Max
 Product = _core.ReduceOp.Product
+# Adasum (Maleki et al.) is no reduction the engine knows: trainrun.torch.adasum
+# runs it over allgathers; it is this marker elsewhere.
+Adasum = 'Adasum'
 
 _DTYPES = {
     torch.uint8: _core.DataType.UInt8,
     torch.int8: _core.DataType.Int8,
+    torch.int16: _core.DataType.Int16,
+    torch.bool: _core.DataType.Bool,
     torch.int32: _core.DataType.Int32,
     torch.int64: _core.DataType.Int64,
     torch.float16: _core.DataType.Float16,
@@ -45,6 +49,7 @@ _TORCH_DTYPES = {v: k for k, v in _DTYPES.items()}
 # handle -> (tensors kept alive, function turning the engine's output into the result)
 _pending = {}
 _counters = {}
+_group_ids = itertools.count(-1, -1)  # handles of a group of engine handles are negative
 _atexit_registered = False
 
 is_initialized = _core.is_initialized
@@ -144,6 +149,23 @@ def _submit(handle, keep, finish):
     return handle
 
 
+def _submit_group(handles, finish):
+    """One handle for several: synchronize() gives finish([each result])."""
+    return _submit(next(_group_ids), list(handles), finish)
+
+
+def _scaled(tensor, factor):
+    """tensor * factor in tensor's dtype, as the engine scales: integers in double, truncated
+    toward zero; float16 and bfloat16 in float32 (not with the factor rounded to 16 bits)."""
+    if factor == 1.0:
+        return tensor.contiguous()
+    if tensor.dtype in (torch.float16, torch.bfloat16):
+        return (tensor.float() * factor).to(tensor.dtype)
+    if tensor.is_floating_point():
+        return (tensor * factor).contiguous()
+    return torch.trunc(tensor.double() * factor).to(tensor.dtype)
+
+
 def _result(output):
     """The engine's allocated output (dtype, shape, bytes) as a tensor."""
     dtype, shape, data, _ = output
@@ -167,8 +189,28 @@ def _in_place(tensor):
     return work, copy_back
 
 
-# What autograd_ops' backward passes call: this module.
-_ops = sys.modules[__name__]
+# The modules built on this one (autograd_ops: the differentiable forms;
+# adasum: op=Adasum) import it; the package (__init__.py) hands them back
+# through _extend(), so imports run one way: they -> mpi_ops.
+_autograd_ops = None
+_adasum = None
+
+
+def _extend(autograd_ops, adasum):
+    global _autograd_ops, _adasum
+    _autograd_ops, _adasum = autograd_ops, adasum
+    for name in autograd_ops.__all__:  # Horovod's names: mpi_ops.HorovodAllreduce, ...
+        globals()[name] = getattr(autograd_ops, name)
+
+
+def _autograd():
+    return _autograd_ops
+
+
+def _adasum_allreduce_async_(tensor, name, prescale_factor, postscale_factor, process_set):
+    if _sets._set_id(process_set) != 0:
+        raise NotImplementedError('Adasum on a process set is not supported; use the global process set')
+    return _adasum.allreduce_async_(tensor, name, prescale_factor, postscale_factor)
 
 
 def _differentiable(tensor):
@@ -183,17 +225,23 @@ def synchronize(handle):
     """Waits for an async operation and returns its result."""
     if handle not in _pending:
         raise ValueError(f'unknown or already synchronized handle {handle}')
-    _, finish = _pending.pop(handle)
+    keep, finish = _pending.pop(handle)
+    if handle < 0:
+        return finish([synchronize(h) for h in keep])
     return finish(_core.synchronize(handle))
 
 
 def poll(handle):
     """True once the operation of `handle` completed; synchronize() next."""
+    if handle < 0 and handle in _pending:
+        return all(poll(h) for h in _pending[handle][0])
     return _core.poll(handle)
 
 
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
                      process_set=None):
+    if op == Adasum:
+        return _adasum_allreduce_async_(tensor, name, prescale_factor, postscale_factor, process_set)
     name = _name('allreduce', name, process_set)
     work, finish = _in_place(tensor)
     handle = _core.allreduce_async(name, _engine_tensor(work, name), _op(average, op), prescale_factor,
@@ -216,8 +264,8 @@ def allreduce(tensor, average=None, name=None, compression=None, op=None, presca
               postscale_factor=1.0, process_set=None):
     """A reduced copy of `tensor` (op Average unless told); differentiable."""
     if _differentiable(tensor):
-        return autograd_ops.Allreduce.apply(tensor, _ops, _op(average, op), name, prescale_factor, postscale_factor,
-                                            process_set)
+        return _autograd().HorovodAllreduce.apply(tensor, _op(average, op), name, prescale_factor,
+                                                  postscale_factor, process_set)
     if compression is None:
         return synchronize(allreduce_async(tensor, average, name, op, prescale_factor, postscale_factor,
                                            process_set))
@@ -230,6 +278,10 @@ def allreduce(tensor, average=None, name=None, compression=None, op=None, presca
 
 def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                              postscale_factor=1.0, process_set=None):
+    if op == Adasum:
+        handles = [_adasum_allreduce_async_(t, name and f'{name}.{i}', prescale_factor, postscale_factor, process_set)
+                   for i, t in enumerate(tensors)]
+        return _submit_group(handles, list)
     base = _name('grouped_allreduce', name, process_set)
     names = [f'{base}.{i}' for i in range(len(tensors))]
     works = [_in_place(t) for t in tensors]
@@ -253,6 +305,9 @@ def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_facto
 
 def grouped_allreduce(tensors, average=None, name=None, compression=None, op=None, prescale_factor=1.0,
                       postscale_factor=1.0, process_set=None):
+    if any(_differentiable(t) for t in tensors):
+        return list(_autograd().HorovodGroupedAllreduce.apply(_op(average, op), name, prescale_factor,
+                                                              postscale_factor, process_set, *tensors))
     return synchronize(grouped_allreduce_async(tensors, average, name, op, prescale_factor, postscale_factor,
                                                process_set))
 
@@ -267,7 +322,7 @@ def allgather_async(tensor, name=None, process_set=None):
 def allgather(tensor, name=None, process_set=None):
     """Every rank's tensor concatenated along the first dimension (which may differ); differentiable."""
     if _differentiable(tensor):
-        return autograd_ops.Allgather.apply(tensor, _ops, name, process_set)
+        return _autograd().HorovodAllgather.apply(tensor, name, process_set)
     return synchronize(allgather_async(tensor, name, process_set))
 
 
@@ -290,13 +345,16 @@ def broadcast_(tensor, root_rank, name=None, process_set=None):
 def broadcast(tensor, root_rank, name=None, process_set=None):
     """A copy of root_rank's tensor; differentiable."""
     if _differentiable(tensor):
-        return autograd_ops.Broadcast.apply(tensor, _ops, root_rank, name, process_set)
+        return _autograd().HorovodBroadcast.apply(tensor, root_rank, name, process_set)
     return synchronize(broadcast_async(tensor, root_rank, name, process_set))
 
 
 def alltoall_async(tensor, splits=None, name=None, process_set=None):
     name = _name('alltoall', name, process_set)
     work = tensor.contiguous()
+    if isinstance(splits, torch.Tensor) and splits.dtype != torch.int32:
+        raise _error(_core.InvalidArgumentError, 'InvalidArgument',
+                     f"'{name}': splits must be a tensor of int32 (as Horovod's), not {splits.dtype}")
     split_list = [] if splits is None else [int(s) for s in splits]
 
     def finish(output):
@@ -311,25 +369,32 @@ def alltoall_async(tensor, splits=None, name=None, process_set=None):
 
 def alltoall(tensor, splits=None, name=None, process_set=None):
     """Rows of the first dimension scattered by `splits` (even without), gathered
-    rank by rank; with splits, also the rows received from each rank."""
+    rank by rank; with splits, also the rows received from each rank. Differentiable."""
+    if _differentiable(tensor) and (splits is not None or tensor.shape[0] % _sets._set_size(process_set) == 0):
+        output, received = _autograd().HorovodAlltoall.apply(tensor, splits, name, process_set)
+        return output if splits is None else (output, received)
     return synchronize(alltoall_async(tensor, splits, name, process_set))
 
 
 def reducescatter_async(tensor, name=None, op=Average, process_set=None, prescale_factor=1.0,
                         postscale_factor=1.0):
+    if op == Adasum:
+        raise _error(_core.UnsupportedError, 'Unsupported', 'reducescatter does not support Adasum')
     name = _name('reducescatter', name, process_set)
-    work = tensor.contiguous() if prescale_factor == 1.0 else tensor * prescale_factor
+    work = _scaled(tensor, prescale_factor)
 
     def finish(output):
-        result = _result(output)
-        return result if postscale_factor == 1.0 else result.mul_(postscale_factor)
+        return _scaled(_result(output), postscale_factor)
     handle = _core.reducescatter_async(name, _engine_tensor(work, name), op, process_set=_sets._set_id(process_set))
     return _submit(handle, work, finish)
 
 
 def reducescatter(tensor, name=None, compression=None, op=Average, process_set=None, prescale_factor=1.0,
                   postscale_factor=1.0):
-    """The reduction of every rank's tensor; this rank gets its share of the first dimension."""
+    """The reduction of every rank's tensor; this rank gets its share of the first dimension. Differentiable."""
+    if _differentiable(tensor):
+        return _autograd().HorovodReducescatter.apply(tensor, name, op, process_set, prescale_factor,
+                                                      postscale_factor)
     return synchronize(reducescatter_async(tensor, name, op, process_set, prescale_factor=prescale_factor,
                                            postscale_factor=postscale_factor))
 

@@ -18,6 +18,7 @@ import torch
 from trainrun import _core, elastic
 from trainrun.torch import mpi_ops
 from trainrun.torch.compression import Compression
+from trainrun.torch.sparse import sparse_allreduce_async
 
 _optimizers = weakref.WeakSet()
 
@@ -30,12 +31,17 @@ def _forget_handles():
 elastic._on_reform(_forget_handles)
 
 
+class _BackToSparse:
+    """The ctx of a sparse gradient allreduced dense (sparse_as_dense)."""
+
+
 class _DistributedOptimizer(torch.optim.Optimizer):
     def __init__(self, params, named_parameters, compression, backward_passes_per_step=1, op=mpi_ops.Average,
-                 gradient_predivide_factor=1.0, process_set=None):
+                 gradient_predivide_factor=1.0, sparse_as_dense=False, process_set=None):
         super(self.__class__, self).__init__(params)
         self._process_set = process_set  # None: the whole job
         self._compression = compression
+        self._sparse_as_dense = sparse_as_dense
         if named_parameters is not None:
             named_parameters = list(named_parameters)
         else:
@@ -82,8 +88,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             for p in group['params']:
                 if not p.requires_grad:
                     continue
-                if p.grad is None:
-                    p.grad = torch.zeros_like(p)
+                # No zero gradient is made ahead of backward (as in Horovod): it
+                # would turn an nn.Embedding(sparse=True)'s sparse gradients dense.
                 self._requires_update.add(p)
                 # The AccumulateGrad node of p, reached through a view of it.
                 accumulator = p.expand_as(p).grad_fn.next_functions[0][0]
@@ -106,6 +112,13 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def _allreduce_grad_async(self, p):
         if p.grad is None:  # unused this step (or zero_grad(set_to_none=True)): every rank must agree
             p.grad = torch.zeros_like(p)
+        if p.grad.is_sparse:
+            if not self._sparse_as_dense:  # a callable handle (trainrun.torch.sparse); no ctx
+                return sparse_allreduce_async(p.grad, self._parameter_names[p], self.op, self._process_set), None
+            dense = p.grad.to_dense()
+            handle = mpi_ops.allreduce_async_(dense, name=self._parameter_names[p], op=self.op,
+                                              process_set=self._process_set)
+            return handle, _BackToSparse()
         wire, ctx = self._compression.compress(p.grad)
         prescale, postscale = 1.0, 1.0
         if self.op == mpi_ops.Average:
@@ -124,9 +137,15 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             if self._handles.get(p, (None, None))[0] is None:
                 self._handles[p] = self._allreduce_grad_async(p)
         for p, (handle, ctx) in self._handles.items():
+            if callable(handle):  # a sparse gradient's allgathers
+                p.grad = handle()
+                self._allreduce_delay[p] = self.backward_passes_per_step
+                continue
             output = mpi_ops.synchronize(handle)
             self._allreduce_delay[p] = self.backward_passes_per_step
-            if ctx is not None:
+            if isinstance(ctx, _BackToSparse):  # as Horovod: the optimizer gets a sparse gradient again
+                p.grad = output.to_sparse()
+            elif ctx is not None:
                 p.grad.copy_(self._compression.decompress(output, ctx))
         self._handles.clear()
         self._synchronized = True
@@ -163,4 +182,4 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     gradients are allreduced across ranks before each step."""
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,), dict(_DistributedOptimizer.__dict__))
     return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
-               gradient_predivide_factor, process_set)
+               gradient_predivide_factor, sparse_as_dense, process_set)
