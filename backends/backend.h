@@ -28,12 +28,10 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
 
-  virtual void allreduce(const void* send, void* recv, std::size_t count, DataType type,
-                         ReduceOp op) = 0;
+  virtual void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op) = 0;
   // In place when send == nullptr: this rank's block already sits in recv.
   virtual void allgather(const void* send, void* recv, std::size_t count, DataType type) = 0;
-  virtual void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts,
-                          DataType type) = 0;
+  virtual void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts, DataType type) = 0;
   virtual void broadcast(void* buf, std::size_t count, DataType type, int root) = 0;
   // Block r of send (send_counts[r] elements) goes to rank r; block r of
   // recv comes from rank r. send and recv never alias (RoutedBackend, the
@@ -42,8 +40,8 @@ class Backend {
                         const std::vector<std::size_t>& recv_counts, DataType type) = 0;
   // send holds sum(counts) elements; recv gets counts[rank] reduced ones.
   // send and recv never alias.
-  virtual void reducescatter(const void* send, void* recv, const std::vector<std::size_t>& counts,
-                             DataType type, ReduceOp op) = 0;
+  virtual void reducescatter(const void* send, void* recv, const std::vector<std::size_t>& counts, DataType type,
+                             ReduceOp op) = 0;
   virtual void barrier() = 0;
   virtual void synchronize() = 0;
   virtual void abort() noexcept = 0;
@@ -55,8 +53,7 @@ class Backend {
   // otherwise); the result lives no longer than it. Returns null on ranks
   // outside the set. `set` names the set in rendezvous keys (unique per
   // job, the same on every member).
-  virtual std::unique_ptr<Backend> subset(const std::vector<int>& ranks, World* member,
-                                          const std::string& set) = 0;
+  virtual std::unique_ptr<Backend> subset(const std::vector<int>& ranks, World* member, const std::string& set) = 0;
 };
 
 // What a backend may use while it starts: the world, and the job's

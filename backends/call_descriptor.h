@@ -18,7 +18,16 @@
 
 namespace trainrun::detail {
 
-enum class CoreOp : std::uint8_t { Allreduce = 1, Allgather, Allgatherv, Broadcast, Alltoall, Reducescatter, Barrier, Subset };
+enum class CoreOp : std::uint8_t {
+  Allreduce = 1,
+  Allgather,
+  Allgatherv,
+  Broadcast,
+  Alltoall,
+  Reducescatter,
+  Barrier,
+  Subset
+};
 
 const char* to_string(CoreOp op);
 

@@ -12,24 +12,32 @@ namespace {
 // Integer sums and products wrap (two's complement) instead of being
 // undefined on overflow: computed in the unsigned type of the same width.
 template <typename T>
-using Wide = std::conditional_t<std::is_integral_v<T> && !std::is_same_v<T, bool>,
-                                std::make_unsigned_t<std::conditional_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, T, int>>,
-                                T>;
+using Wide = std::conditional_t<
+    std::is_integral_v<T> && !std::is_same_v<T, bool>,
+    std::make_unsigned_t<std::conditional_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, T, int>>, T>;
 struct Sum {
-  template <typename T> static T apply(T a, T b) {
+  template <typename T>
+  static T apply(T a, T b) {
     return static_cast<T>(static_cast<Wide<T>>(static_cast<Wide<T>>(a) + static_cast<Wide<T>>(b)));
   }
 };
 struct Product {
-  template <typename T> static T apply(T a, T b) {
+  template <typename T>
+  static T apply(T a, T b) {
     return static_cast<T>(static_cast<Wide<T>>(static_cast<Wide<T>>(a) * static_cast<Wide<T>>(b)));
   }
 };
 struct Min {
-  template <typename T> static T apply(T a, T b) { return b < a ? b : a; }
+  template <typename T>
+  static T apply(T a, T b) {
+    return b < a ? b : a;
+  }
 };
 struct Max {
-  template <typename T> static T apply(T a, T b) { return a < b ? b : a; }
+  template <typename T>
+  static T apply(T a, T b) {
+    return a < b ? b : a;
+  }
 };
 
 // Plain loops over plain types: compiled at -O3 so they vectorise.

@@ -17,9 +17,8 @@ const char* at(const void* base, std::size_t bytes) { return static_cast<const c
 
 }  // namespace
 
-RoutedBackend::RoutedBackend(const BackendContext& context, std::string name,
-                             std::unique_ptr<Backend> host, std::unique_ptr<CudaSupport> cuda,
-                             CudaPolicy policy)
+RoutedBackend::RoutedBackend(const BackendContext& context, std::string name, std::unique_ptr<Backend> host,
+                             std::unique_ptr<CudaSupport> cuda, CudaPolicy policy)
     : context_(context), name_(std::move(name)), rank_(context.world.rank), host_(std::move(host)),
       cuda_(std::move(cuda)), policy_(policy) {
   if (policy_ == CudaPolicy::Nccl) open_nccl();
@@ -33,8 +32,7 @@ void RoutedBackend::open_nccl() {
   path_ = nccl_ ? CudaPath::Nccl : CudaPath::Staged;
 }
 
-RoutedBackend::Routed RoutedBackend::route(const char* role_a, const void* a, const char* role_b,
-                                           const void* b) {
+RoutedBackend::Routed RoutedBackend::route(const char* role_a, const void* a, const char* role_b, const void* b) {
   if (!cuda_ || !cuda_->driver_loaded()) return {Route::Host, nullptr};
   const BufferInfo where = place_buffers({{role_a, a, cuda_->inspect(a)}, {role_b, b, cuda_->inspect(b)}});
   if (!where.cuda) return {Route::Host, nullptr};
@@ -60,8 +58,7 @@ const void* RoutedBackend::set_aside(const Routed& routed, const void* send, std
   return copy;
 }
 
-void RoutedBackend::allreduce(const void* send, void* recv, std::size_t count, DataType type,
-                              ReduceOp op) {
+void RoutedBackend::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op) {
   const Routed r = route("send", send, "recv", recv);
   if (r.route != Route::Staged) return direct(r).allreduce(send, recv, count, type, op);
   const std::size_t bytes = count * size_of(type);
@@ -83,8 +80,7 @@ void RoutedBackend::allgather(const void* send, void* recv, std::size_t count, D
   cuda_->copy(recv, area, bytes);
 }
 
-void RoutedBackend::allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts,
-                               DataType type) {
+void RoutedBackend::allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts, DataType type) {
   const Routed r = route("send", send, "recv", recv);
   if (r.route != Route::Staged) return direct(r).allgatherv(send, recv, counts, type);
   const std::size_t element = size_of(type);
@@ -106,8 +102,8 @@ void RoutedBackend::broadcast(void* buf, std::size_t count, DataType type, int r
   if (rank_ != root) cuda_->copy(buf, area, bytes);
 }
 
-void RoutedBackend::alltoall(const void* send, const std::vector<std::size_t>& send_counts,
-                             void* recv, const std::vector<std::size_t>& recv_counts, DataType type) {
+void RoutedBackend::alltoall(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
+                             const std::vector<std::size_t>& recv_counts, DataType type) {
   const Routed r = route("send", send, "recv", recv);
   const std::size_t send_bytes = total(send_counts) * size_of(type);
   if (r.route != Route::Staged) {
@@ -121,8 +117,8 @@ void RoutedBackend::alltoall(const void* send, const std::vector<std::size_t>& s
   cuda_->copy(recv, at(area, send_bytes), recv_bytes);
 }
 
-void RoutedBackend::reducescatter(const void* send, void* recv, const std::vector<std::size_t>& counts,
-                                  DataType type, ReduceOp op) {
+void RoutedBackend::reducescatter(const void* send, void* recv, const std::vector<std::size_t>& counts, DataType type,
+                                  ReduceOp op) {
   const Routed r = route("send", send, "recv", recv);
   const std::size_t send_bytes = total(counts) * size_of(type);
   if (r.route != Route::Staged) {

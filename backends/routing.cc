@@ -62,15 +62,15 @@ CudaPath decide_cuda_path(CudaPolicy policy, const std::vector<std::string>& pro
   for (const auto& p : problems) unable += p.empty() ? 0 : 1;
   if (unable == 0) return CudaPath::Nccl;
   if (policy == CudaPolicy::Nccl) {
-    throw Error(Error::Code::Unsupported, std::string(protocol::kEnvBackend) +
-                                              "=nccl but NCCL cannot run on " + list_problems(problems));
+    throw Error(Error::Code::Unsupported,
+                std::string(protocol::kEnvBackend) + "=nccl but NCCL cannot run on " + list_problems(problems));
   }
   if (unable == problems.size()) return CudaPath::Staged;
   throw Error(Error::Code::Unsupported,
               "NCCL runs on some ranks but not on " + list_problems(problems) +
                   ", so CUDA buffers would take different paths; make NCCL usable on every host, "
-                  "or set " + protocol::kEnvBackend +
-                  "=gloo to stage CUDA buffers through host memory on every rank");
+                  "or set " +
+                  protocol::kEnvBackend + "=gloo to stage CUDA buffers through host memory on every rank");
 }
 
 }  // namespace trainrun::detail

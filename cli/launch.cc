@@ -124,8 +124,7 @@ int dry_run(const Options& options, const JobPlan& plan, const RemotePlan& remot
   JobEnv job = job_environment(options, plan, remote);
   job.master_addr = remote.is_remote(0) ? "<rank 0's host address>" : job.rendezvous_addr;
   std::cout << "trainrun: dry run: " << plan.ranks.size() << " rank(s) on " << plan.hosts.size()
-            << " host(s); rendezvous on " << job.rendezvous_addr
-            << ", port chosen at launch; nothing is started\n";
+            << " host(s); rendezvous on " << job.rendezvous_addr << ", port chosen at launch; nothing is started\n";
   if (srun) std::cout << "trainrun: " << srun->allocation.description() << ": one srun step per host\n";
   for (const std::string& line : agent_choices(plan, remote, srun)) std::cout << "trainrun: " << line << "\n";
   const std::string transport = transport_choice(options, plan, &std::getenv);
@@ -165,11 +164,11 @@ report::StackDumps::Options stack_dump_options(const Options& options) {
 std::optional<int> start_remote(const Options& options, const RemotePlan& remote, RemoteAgents& agents,
                                 ReportRecorder& report) {
   if (!remote.any_remote()) return std::nullopt;
-  agents = start_remote_agents(remote.remote_hosts(), options.remote, remote.probe(current_directory()),
-                               options.verbose);
+  agents =
+      start_remote_agents(remote.remote_hosts(), options.remote, remote.probe(current_directory()), options.verbose);
   if (agents.signal) {
-    const std::string line = "trainrun: received " + signal_name(agents.signal) +
-                             " during the pre-flight checks; nothing was started";
+    const std::string line =
+        "trainrun: received " + signal_name(agents.signal) + " during the pre-flight checks; nothing was started";
     std::cerr << line << "\n";
     report.failed("signal", line);
     report.write(128 + agents.signal);
@@ -220,8 +219,8 @@ SrunDecision srun_decision(const Options& options) {
 // One run of a non-elastic job under --max-restarts (torchrun's whole-job
 // restarts): which run this is, and the line that announced a restart.
 struct Attempt {
-  int number = 0;        // restarts before this run
-  int max = 0;           // --max-restarts
+  int number = 0;           // restarts before this run
+  int max = 0;              // --max-restarts
   bool restarting = false;  // this run failed and the job starts again
 };
 
@@ -271,16 +270,16 @@ JobEnv job_env(const Options& options, const PlannedJob& planned, const SrunMode
   job.restart_count = attempt ? attempt->number : 0;
   // torch's env:// store runs in rank 0, so MASTER_ADDR is rank 0's host.
   const bool probed_master = remote.is_remote(0) && !srun;
-  job.master_addr = probed_master ? remote_agents.answers[0].address
+  job.master_addr = probed_master         ? remote_agents.answers[0].address
                     : remote.is_remote(0) ? plan.hosts[0].host  // srun: no probe; the node's name
                                           : job.rendezvous_addr;
   job.master_port = probed_master ? remote_agents.answers[0].free_port : net::free_tcp_port(job.rendezvous_addr);
   if (options.verbose) {
     const ProgramLookup program = find_program(options.command.front(), std::getenv("PATH"));
-    std::cerr << "trainrun: job " << job.job_id << ": " << plan.ranks.size() << " rank(s) on "
-              << plan.hosts.size() << " host(s), rendezvous " << job.rendezvous_addr << ":"
-              << job.rendezvous_port << ", MASTER_ADDR " << job.master_addr << ":" << job.master_port
-              << ", program " << program.path.value_or(options.command.front()) << "\n";
+    std::cerr << "trainrun: job " << job.job_id << ": " << plan.ranks.size() << " rank(s) on " << plan.hosts.size()
+              << " host(s), rendezvous " << job.rendezvous_addr << ":" << job.rendezvous_port << ", MASTER_ADDR "
+              << job.master_addr << ":" << job.master_port << ", program "
+              << program.path.value_or(options.command.front()) << "\n";
   }
   return job;
 }
@@ -293,8 +292,8 @@ std::vector<std::unique_ptr<AgentLink>> agent_links(const PlannedJob& planned, c
   std::vector<std::unique_ptr<AgentLink>> agents;
   for (std::size_t i = 0, next_remote = 0; i < plan.hosts.size(); ++i) {
     if (srun) {
-      agents.push_back(std::make_unique<SrunAgentLink>(display_name(plan.hosts[i]),
-                                                       srun->agent_command(plan.hosts[i].host)));
+      agents.push_back(
+          std::make_unique<SrunAgentLink>(display_name(plan.hosts[i]), srun->agent_command(plan.hosts[i].host)));
       continue;
     }
     agents.push_back(planned.remote.is_remote(i) ? std::move(remote_agents.links[next_remote++])
@@ -349,7 +348,8 @@ int run_job(const Options& options, const PlannedJob& planned, const SrunMode* s
   const std::string summary = attempt && attempt->restarting ? "" : state.summary();
   const bool said = summary.find("did not reach the rendezvous") != std::string::npos || supervisor.noted(summary);
   if (!summary.empty() && !said) output.note(summary);
-  if (options.verbose && summary.empty()) output.note("trainrun: all " + std::to_string(plan.ranks.size()) + " rank(s) exited 0");
+  if (options.verbose && summary.empty())
+    output.note("trainrun: all " + std::to_string(plan.ranks.size()) + " rank(s) exited 0");
   output.drain(std::chrono::seconds(5));
   for (auto& agent : agents) agent->finish(std::chrono::seconds(2));
   report.lost_output(output.write_failures());
@@ -361,8 +361,8 @@ int run_job(const Options& options, const PlannedJob& planned, const SrunMode* s
 // One run of the job: planned, checked, the rendezvous server and the
 // agents started, supervised to the end. The job's signals stay blocked
 // and the server runs from their start to every return (scope-bound).
-int launch_planned(const Options& options, const SrunMode* srun, ReportRecorder& report,
-                   elastic::ElasticStart* elastic, Attempt* attempt = nullptr) {
+int launch_planned(const Options& options, const SrunMode* srun, ReportRecorder& report, elastic::ElasticStart* elastic,
+                   Attempt* attempt = nullptr) {
   std::string plan_error;
   const std::optional<PlannedJob> planned = plan_job(options, &plan_error);
   if (!planned) {

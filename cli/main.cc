@@ -60,7 +60,9 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   const char* report_env = std::getenv(kEnvReport);
-  ReportRecorder report(!options.report.empty() ? options.report : report_env ? report_env : "",
+  ReportRecorder report(!options.report.empty() ? options.report
+                        : report_env            ? report_env
+                                                : "",
                         std::vector<std::string>(argv, argv + argc));
   int status = kExitLaunch;
   try {

@@ -94,8 +94,8 @@ inline constexpr const char* kEnvStragglerWindow = "TRAINRUN_STRAGGLER_WINDOW";
 
 // Job-level settings (the same for every rank) that a launcher forwards when
 // it hands the job to another engine (mpirun -x NAME); never per-rank names.
-inline constexpr const char* kJobEnv[] = {kEnvBackend, kEnvIface, kEnvStartTimeout,
-                                          kEnvCollectiveTimeout, kEnvCheckCalls};
+inline constexpr const char* kJobEnv[] = {kEnvBackend, kEnvIface, kEnvStartTimeout, kEnvCollectiveTimeout,
+                                          kEnvCheckCalls};
 
 // Compatibility exports so existing Horovod / torch code runs unchanged.
 inline constexpr const char* kEnvHorovodRank = "HOROVOD_RANK";
@@ -111,10 +111,10 @@ inline constexpr const char* kEnvTorchLocalWorldSize = "LOCAL_WORLD_SIZE";
 inline constexpr const char* kEnvTorchMasterAddr = "MASTER_ADDR";
 inline constexpr const char* kEnvTorchMasterPort = "MASTER_PORT";
 // torchrun's (torch.distributed.run) worker names: one role, one group per host.
-inline constexpr const char* kEnvTorchGroupRank = "GROUP_RANK";            // the host's index (cross rank)
-inline constexpr const char* kEnvTorchGroupWorldSize = "GROUP_WORLD_SIZE";  // hosts (cross size)
-inline constexpr const char* kEnvTorchRoleRank = "ROLE_RANK";              // = RANK
-inline constexpr const char* kEnvTorchRoleWorldSize = "ROLE_WORLD_SIZE";    // = WORLD_SIZE
+inline constexpr const char* kEnvTorchGroupRank = "GROUP_RANK";                     // the host's index (cross rank)
+inline constexpr const char* kEnvTorchGroupWorldSize = "GROUP_WORLD_SIZE";          // hosts (cross size)
+inline constexpr const char* kEnvTorchRoleRank = "ROLE_RANK";                       // = RANK
+inline constexpr const char* kEnvTorchRoleWorldSize = "ROLE_WORLD_SIZE";            // = WORLD_SIZE
 inline constexpr const char* kEnvTorchRestartCount = "TORCHELASTIC_RESTART_COUNT";  // whole-job restarts so far
 inline constexpr const char* kEnvTorchMaxRestarts = "TORCHELASTIC_MAX_RESTARTS";    // --max-restarts (0: none)
 inline constexpr const char* kEnvTorchRunId = "TORCHELASTIC_RUN_ID";                // the job id

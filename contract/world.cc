@@ -18,8 +18,7 @@ namespace {
 namespace p = protocol;
 
 [[noreturn]] void bad(const char* name, std::string_view value, const std::string& why) {
-  throw Error(Error::Code::InvalidArgument,
-              std::string(name) + "='" + std::string(value) + "' " + why);
+  throw Error(Error::Code::InvalidArgument, std::string(name) + "='" + std::string(value) + "' " + why);
 }
 
 // The variable's value parsed whole as a T in [min, max]; nullopt when unset.
@@ -63,9 +62,8 @@ std::string host_name() {
 
 void check_rank(const char* rank_name, int rank, const char* size_name, int size) {
   if (rank >= size) {
-    throw Error(Error::Code::InvalidArgument, std::string(rank_name) + "=" + std::to_string(rank) +
-                                                  " is not below " + size_name + "=" +
-                                                  std::to_string(size));
+    throw Error(Error::Code::InvalidArgument, std::string(rank_name) + "=" + std::to_string(rank) + " is not below " +
+                                                  size_name + "=" + std::to_string(size));
   }
 }
 
@@ -78,8 +76,8 @@ void read_elastic(const EnvLookup& env, World& w) {
   if (!w.elastic) return;
   const auto worker = env_int(env, p::kEnvWorkerId, 0, kMaxRanks);
   if (!worker) {
-    throw Error(Error::Code::InvalidArgument, std::string(p::kEnvWorkerId) + " is not set but " +
-                                                  p::kEnvElastic + "=1: start the job with trainrun");
+    throw Error(Error::Code::InvalidArgument,
+                std::string(p::kEnvWorkerId) + " is not set but " + p::kEnvElastic + "=1: start the job with trainrun");
   }
   w.worker_id = static_cast<int>(*worker);
   if (auto s = env_int(env, p::kEnvElasticTimeout, 1, 30 * 86400)) w.elastic_timeout = std::chrono::seconds(*s);
@@ -103,9 +101,8 @@ void read_trainrun(const EnvLookup& env, World& w) {
   w.rendezvous_addr = read_string(env, p::kEnvRendezvousAddr);
   if (w.rendezvous_addr.empty()) {
     if (w.size > 1 && w.backend != "mpi") {
-      throw Error(Error::Code::InvalidArgument,
-                  std::string(p::kEnvRendezvousAddr) + " is not set but " + p::kEnvSize + "=" +
-                      std::to_string(w.size) + ": start the job with trainrun");
+      throw Error(Error::Code::InvalidArgument, std::string(p::kEnvRendezvousAddr) + " is not set but " + p::kEnvSize +
+                                                    "=" + std::to_string(w.size) + ": start the job with trainrun");
     }
     return;
   }
@@ -113,9 +110,8 @@ void read_trainrun(const EnvLookup& env, World& w) {
   w.job_id = read_string(env, p::kEnvJobId);
   w.secret_hex = read_string(env, p::kEnvSecret);
   if (w.secret_hex.size() != 2 * p::kSecretBytes) {
-    throw Error(Error::Code::InvalidArgument,
-                std::string(p::kEnvSecret) + " is missing or not " +
-                    std::to_string(2 * p::kSecretBytes) + " hex digits");
+    throw Error(Error::Code::InvalidArgument, std::string(p::kEnvSecret) + " is missing or not " +
+                                                  std::to_string(2 * p::kSecretBytes) + " hex digits");
   }
 }
 
@@ -148,8 +144,8 @@ void require_slurm_pmi(const EnvLookup& env, const World& w) {
   const std::string mpi_type = read_string(env, kEnvSlurmMpiType);
   if (!mpi_type.empty() && mpi_type != "none") return;
   throw Error(Error::Code::InvalidArgument,
-              "Slurm started task " + std::to_string(w.rank) + " of " + std::to_string(w.size) +
-                  " without PMI (" + kEnvSlurmMpiType + "=" + (mpi_type.empty() ? "unset" : mpi_type) +
+              "Slurm started task " + std::to_string(w.rank) + " of " + std::to_string(w.size) + " without PMI (" +
+                  kEnvSlurmMpiType + "=" + (mpi_type.empty() ? "unset" : mpi_type) +
                   "), so the tasks cannot find each other: use 'srun --mpi=pmix' or 'trainrun --launcher srun'");
 }
 
@@ -183,8 +179,7 @@ const char* to_string(World::Source source) {
   return "?";
 }
 
-std::pair<int, int> cross_rank_and_size(const std::vector<int>& slots_per_host, int host,
-                                        int local_rank) {
+std::pair<int, int> cross_rank_and_size(const std::vector<int>& slots_per_host, int host, int local_rank) {
   int cross_rank = 0, cross_size = 0;
   for (int h = 0; h < static_cast<int>(slots_per_host.size()); ++h) {
     if (slots_per_host[h] > local_rank) {

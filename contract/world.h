@@ -88,8 +88,7 @@ std::optional<double> env_number(const EnvLookup& env, const char* name, double 
 // Horovod's cross rank/size for a host layout: `slots_per_host[h]` ranks on
 // host h; returns {index of `host` among hosts that have a slot at
 // `local_rank`, number of such hosts}.
-std::pair<int, int> cross_rank_and_size(const std::vector<int>& slots_per_host, int host,
-                                        int local_rank);
+std::pair<int, int> cross_rank_and_size(const std::vector<int>& slots_per_host, int host, int local_rank);
 
 // Slurm's per-node counts (SLURM_TASKS_PER_NODE, SLURM_JOB_CPUS_PER_NODE):
 // "2(x3),1" = {2, 2, 2, 1}. Throws Error(InvalidArgument) naming `name` and

@@ -43,7 +43,8 @@ std::size_t checked_bytes(const std::vector<std::size_t>& counts, DataType type)
 std::size_t checked_elements(const std::vector<std::int64_t>& shape, DataType type, const std::string& what) {
   std::uint64_t elements = 1, bytes = 0;
   bool ok = true;
-  for (std::size_t i = 0; i < shape.size() && ok; ++i) ok = fits(elements, static_cast<std::uint64_t>(shape[i]), elements);
+  for (std::size_t i = 0; i < shape.size() && ok; ++i)
+    ok = fits(elements, static_cast<std::uint64_t>(shape[i]), elements);
   if (!ok || !fits(elements, size_of(type), bytes)) {
     throw Error(Error::Code::InvalidArgument, what + " of " + to_string(type) + ": " + too_big(0));
   }

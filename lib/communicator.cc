@@ -23,9 +23,7 @@ namespace {
 
 using detail::CoreOp;
 
-[[noreturn]] void invalid(const std::string& message) {
-  throw Error(Error::Code::InvalidArgument, message);
-}
+[[noreturn]] void invalid(const std::string& message) { throw Error(Error::Code::InvalidArgument, message); }
 
 void require(bool ok, const char* what) {
   if (!ok) invalid(what);
@@ -70,7 +68,7 @@ struct Communicator::Impl {
 
   std::unique_ptr<detail::World> world_;
   std::unique_ptr<detail::Backend> backend_;
-  std::uint64_t core_calls_ = 0;  // numbers core calls in wait messages (backends/core_call.h)
+  std::uint64_t core_calls_ = 0;    // numbers core calls in wait messages (backends/core_call.h)
   std::uint64_t subsets_made_ = 0;  // names each process set made from this one
   std::mutex engine_mutex_;
   std::atomic<bool> engine_made_{false};    // engine_ set (it stays until the communicator goes)
@@ -93,8 +91,7 @@ int Communicator::job_rank(int r) const { return impl_->world_->job_rank(r); }
 
 namespace detail {
 
-std::unique_ptr<Communicator> CommunicatorAccess::make(std::unique_ptr<World> world,
-                                                       std::unique_ptr<Backend> backend) {
+std::unique_ptr<Communicator> CommunicatorAccess::make(std::unique_ptr<World> world, std::unique_ptr<Backend> backend) {
   auto impl = std::make_unique<Communicator::Impl>(std::move(world), std::move(backend));
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
 }
@@ -155,13 +152,12 @@ void Communicator::Impl::call(detail::CoreOp op, Check&& check, Negotiated&& req
     }
     backend_->synchronize();
   } catch (const Error& e) {
-    throw Error(e.code(), "rank " + std::to_string(world_->job_rank(world_->rank)) + " (" + world_->hostname + "): " +
-                              name + ": " + e.what());
+    throw Error(e.code(), "rank " + std::to_string(world_->job_rank(world_->rank)) + " (" + world_->hostname +
+                              "): " + name + ": " + e.what());
   }
 }
 
-void Communicator::allreduce(const void* send, void* recv, std::size_t count, DataType type,
-                             ReduceOp op) {
+void Communicator::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op) {
   impl_->call(
       CoreOp::Allreduce,
       [&] {
@@ -187,8 +183,8 @@ void Communicator::allgather(const void* send, void* recv, std::size_t count, Da
       [&] { impl_->backend_->allgather(in_place ? nullptr : send, recv, count, type); });
 }
 
-void Communicator::allgatherv(const void* send, std::size_t count, void* recv,
-                              const std::vector<std::size_t>& counts, DataType type) {
+void Communicator::allgatherv(const void* send, std::size_t count, void* recv, const std::vector<std::size_t>& counts,
+                              DataType type) {
   bool in_place = false;
   impl_->call(
       CoreOp::Allgatherv,
@@ -202,7 +198,8 @@ void Communicator::allgatherv(const void* send, std::size_t count, void* recv,
                   "] = " + std::to_string(counts[impl_->world_->rank]));
         }
         require(detail::checked_bytes(counts, type) == 0 || recv, "recv must not be null");
-        const std::size_t before = std::accumulate(counts.begin(), counts.begin() + impl_->world_->rank, std::size_t{0});
+        const std::size_t before =
+            std::accumulate(counts.begin(), counts.begin() + impl_->world_->rank, std::size_t{0});
         in_place = !send || send == recv || send == offset(recv, before, type);
         return detail::describe_call(CoreOp::Allgatherv, type, counts);
       },
@@ -242,8 +239,7 @@ void Communicator::alltoall(const void* send, void* recv, std::size_t count, Dat
       });
 }
 
-void Communicator::reducescatter(const void* send, void* recv, std::size_t count, DataType type,
-                                 ReduceOp op) {
+void Communicator::reducescatter(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op) {
   impl_->call(
       CoreOp::Reducescatter,
       [&] {

@@ -7,8 +7,7 @@
 
 namespace trainrun {
 
-DistributedSampler::DistributedSampler(std::size_t dataset_size, int rank, int size, bool shuffle,
-                                       std::uint64_t seed)
+DistributedSampler::DistributedSampler(std::size_t dataset_size, int rank, int size, bool shuffle, std::uint64_t seed)
     : dataset_size_(dataset_size), rank_(rank), size_(size), shuffle_(shuffle), seed_(seed) {
   if (size < 1 || rank < 0 || rank >= size) {
     throw Error(Error::Code::InvalidArgument, "DistributedSampler: rank " + std::to_string(rank) +

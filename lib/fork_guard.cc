@@ -12,9 +12,9 @@
 namespace trainrun::detail {
 namespace {
 
-std::atomic<bool> g_live{false};     // a communicator exists in this process
-std::atomic<int> g_rank{-1};         // the rank it was
-std::atomic<pid_t> g_parent{0};      // the process that ran init()
+std::atomic<bool> g_live{false};  // a communicator exists in this process
+std::atomic<int> g_rank{-1};      // the rank it was
+std::atomic<pid_t> g_parent{0};   // the process that ran init()
 
 void in_child() {
   if (g_live.load(std::memory_order_relaxed)) g_forked_after_init.store(true, std::memory_order_relaxed);

@@ -41,8 +41,8 @@ std::mutex g_mutex;
 std::unique_ptr<Communicator, UnlessForked> g_communicator;
 // Declared after the communicator: destroyed first, since it aborts its backend.
 std::unique_ptr<detail::GenerationWatcher, UnlessForked> g_watcher;
-int g_generation = 0;       // communicators made (non-elastic backend scopes)
-int g_joined = -1;          // elastic: the generation last joined
+int g_generation = 0;  // communicators made (non-elastic backend scopes)
+int g_joined = -1;     // elastic: the generation last joined
 detail::Membership g_membership;
 
 std::shared_ptr<rendezvous::Store> connect_store(const detail::World& world) {
@@ -65,7 +65,8 @@ void record_start(rendezvous::Store& store, const detail::World& world, const st
 // lists it, newer than any it joined before; `world` takes its slot there.
 ep::Assignment join_elastic(rendezvous::Store& store, detail::World& world, const std::string& backend) {
   if (backend == "mpi") {
-    throw Error(Error::Code::InvalidArgument, "elastic jobs need the gloo or nccl backend: MPI cannot change its world");
+    throw Error(Error::Code::InvalidArgument,
+                "elastic jobs need the gloo or nccl backend: MPI cannot change its world");
   }
   if (g_joined < 0) {
     store.set(ep::kScope, ep::ready_key(world.worker_id), world.hostname + " " + std::to_string(::getpid()));
@@ -88,8 +89,8 @@ std::unique_ptr<detail::GenerationWatcher> start_watcher(const detail::World& wo
 }
 
 std::string who(const detail::World& world) {
-  return (world.elastic ? "worker " + std::to_string(world.worker_id) : "rank " + std::to_string(world.rank)) +
-         " (" + world.hostname + ")";
+  return (world.elastic ? "worker " + std::to_string(world.worker_id) : "rank " + std::to_string(world.rank)) + " (" +
+         world.hostname + ")";
 }
 
 }  // namespace
@@ -121,8 +122,7 @@ Communicator& init() {
     }
     if (store) record_start(*store, *world, name);
     const int scope = world->elastic ? world->generation : g_generation;
-    auto backend =
-        detail::create_backend(name, detail::BackendContext{*world, store, scope, std::move(forming_check)});
+    auto backend = detail::create_backend(name, detail::BackendContext{*world, store, scope, std::move(forming_check)});
     ++g_generation;
     const detail::World made = *world;
     g_membership = {made.elastic, made.worker_id, made.generation, made.generation};

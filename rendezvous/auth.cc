@@ -91,8 +91,8 @@ std::string sha256_hex(std::string_view data) {
 std::string sign(const Secret& secret, const SignedRequest& request) {
   std::string message;
   message.reserve(request.method.size() + request.target.size() + 64 + 40);
-  for (std::string_view part : {request.method, request.target, request.body_sha256,
-                                request.timestamp_ms, request.nonce}) {
+  for (std::string_view part :
+       {request.method, request.target, request.body_sha256, request.timestamp_ms, request.nonce}) {
     message.append(part);
     message.push_back('\n');
   }
@@ -122,15 +122,12 @@ const char* to_string(AuthResult result) {
   return "?";
 }
 
-AuthResult Authenticator::check(const SignedRequest& request, std::string_view signature,
-                                std::int64_t now_ms) {
+AuthResult Authenticator::check(const SignedRequest& request, std::string_view signature, std::int64_t now_ms) {
   std::int64_t timestamp = 0;
   const auto* ts_end = request.timestamp_ms.data() + request.timestamp_ms.size();
   const auto parsed = std::from_chars(request.timestamp_ms.data(), ts_end, timestamp);
-  if (parsed.ec != std::errc() || parsed.ptr != ts_end ||
-      !is_lower_hex(request.nonce, protocol::kNonceBytes * 2) ||
-      !is_lower_hex(request.body_sha256, SHA256_DIGEST_LENGTH * 2) ||
-      signature.size() != SHA256_DIGEST_LENGTH * 2) {
+  if (parsed.ec != std::errc() || parsed.ptr != ts_end || !is_lower_hex(request.nonce, protocol::kNonceBytes * 2) ||
+      !is_lower_hex(request.body_sha256, SHA256_DIGEST_LENGTH * 2) || signature.size() != SHA256_DIGEST_LENGTH * 2) {
     return AuthResult::Malformed;
   }
   if (!constant_time_equal(sign(secret_, request), signature)) {

@@ -52,8 +52,7 @@ class Authenticator {
   explicit Authenticator(const Secret& secret) : secret_(secret) {}
   // `signature` is the hex after "TRAINRUN-HMAC-SHA256 ". A nonce is only
   // remembered when the signature is valid, so forgeries cannot fill the cache.
-  AuthResult check(const SignedRequest& request, std::string_view signature,
-                   std::int64_t now_ms);
+  AuthResult check(const SignedRequest& request, std::string_view signature, std::int64_t now_ms);
 
  private:
   void prune(std::int64_t now_ms);

@@ -15,9 +15,8 @@ bool iequals(std::string_view a, std::string_view b) {
   return true;
 }
 
-std::string format_request(std::string_view method, std::string_view target,
-                           std::string_view host, const HeaderList& headers,
-                           std::string_view body) {
+std::string format_request(std::string_view method, std::string_view target, std::string_view host,
+                           const HeaderList& headers, std::string_view body) {
   std::string out;
   out.reserve(256 + target.size() + body.size());
   out.append(method).append(" ").append(target).append(" HTTP/1.1\r\nHost: ");
@@ -80,8 +79,7 @@ ResponseParser::State ResponseParser::parse_header(std::size_t header_end) {
   if (status_line.size() < 12 || status_line.substr(0, 7) != "HTTP/1." || status_line[8] != ' ') {
     return fail("malformed status line");
   }
-  const auto parsed = std::from_chars(status_line.data() + 9, status_line.data() + 12,
-                                      response_.status);
+  const auto parsed = std::from_chars(status_line.data() + 9, status_line.data() + 12, response_.status);
   if (parsed.ec != std::errc() || response_.status < 100 || response_.status > 599) {
     return fail("malformed status code");
   }

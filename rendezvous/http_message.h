@@ -14,9 +14,8 @@ namespace trainrun::rendezvous {
 
 using HeaderList = std::vector<std::pair<std::string, std::string>>;
 
-std::string format_request(std::string_view method, std::string_view target,
-                           std::string_view host, const HeaderList& headers,
-                           std::string_view body);
+std::string format_request(std::string_view method, std::string_view target, std::string_view host,
+                           const HeaderList& headers, std::string_view body);
 
 struct HttpResponse {
   int status = 0;
@@ -29,8 +28,7 @@ struct HttpResponse {
 class ResponseParser {
  public:
   enum class State { NeedMore, Done, Error };
-  explicit ResponseParser(std::size_t max_header_bytes = 16 * 1024,
-                          std::size_t max_body_bytes = 64 * 1024 * 1024)
+  explicit ResponseParser(std::size_t max_header_bytes = 16 * 1024, std::size_t max_body_bytes = 64 * 1024 * 1024)
       : max_header_(max_header_bytes), max_body_(max_body_bytes) {}
 
   // Consumes bytes; returns Done once a whole response is parsed (bytes

@@ -60,8 +60,7 @@ struct HttpServer::Impl {
   Options options;
   Authenticator auth;
   KvTable table;
-  std::atomic<std::uint64_t> requests{0}, unauthorized{0}, rejected{0}, connections{0},
-      peak_open{0};
+  std::atomic<std::uint64_t> requests{0}, unauthorized{0}, rejected{0}, connections{0}, peak_open{0};
   std::atomic<std::size_t> open{0};
   asio::io_context io{1};
   // Connections in the order they came, for eviction: when the server is
@@ -87,9 +86,7 @@ namespace {
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, HttpServer::Impl& server)
-      : stream_(std::move(socket)),
-        server_(server),
-        deadline_(stream_.get_executor()),
+      : stream_(std::move(socket)), server_(server), deadline_(stream_.get_executor()),
         wait_timer_(stream_.get_executor()) {
     const std::size_t now_open = ++server_.open;
     std::uint64_t peak = server_.peak_open.load();
@@ -136,9 +133,7 @@ class Session : public std::enable_shared_from_this<Session> {
     header_->body_limit(std::numeric_limits<std::uint64_t>::max());
     arm(first_request_ ? server_.options.header_timeout : server_.options.idle_timeout);
     http::async_read_header(stream_, buffer_, *header_,
-                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                              self->on_header(ec);
-                            });
+                            [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
   }
 
   void on_header(beast::error_code ec) {
@@ -148,8 +143,8 @@ class Session : public std::enable_shared_from_this<Session> {
       if (!first_request_ && buffer_.size() == 0) return close();
       return reject(408, "header not received in time");
     }
-    if (ec == http::error::end_of_stream || ec == asio::error::eof ||
-        ec == asio::error::connection_reset || ec == asio::error::operation_aborted) {
+    if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset ||
+        ec == asio::error::operation_aborted) {
       return close();
     }
     if (ec == http::error::header_limit) return reject(431, "request header too large");
@@ -166,11 +161,9 @@ class Session : public std::enable_shared_from_this<Session> {
     declared_digest_ = std::string(view(req[p::kHeaderContentSha256.data()]));
     const std::string scheme = std::string(p::kAuthScheme) + " ";
     const std::string_view signature =
-        authorization.substr(0, scheme.size()) == scheme ? authorization.substr(scheme.size())
-                                                         : std::string_view();
-    const SignedRequest signed_request{view(req.method_string()), view(req.target()),
-                                       declared_digest_, view(req[p::kHeaderTimestamp.data()]),
-                                       view(req[p::kHeaderNonce.data()])};
+        authorization.substr(0, scheme.size()) == scheme ? authorization.substr(scheme.size()) : std::string_view();
+    const SignedRequest signed_request{view(req.method_string()), view(req.target()), declared_digest_,
+                                       view(req[p::kHeaderTimestamp.data()]), view(req[p::kHeaderNonce.data()])};
     if (server_.auth.check(signed_request, signature, now_unix_ms()) != AuthResult::Ok) {
       // Identical for every key, present or not, and sent before any body byte is read.
       ++server_.unauthorized;
@@ -190,9 +183,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (body_->is_done()) return on_body({});
     arm(server_.options.body_timeout);
     http::async_read(stream_, buffer_, *body_,
-                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                       self->on_body(ec);
-                     });
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_body(ec); });
   }
 
   void on_body(beast::error_code ec) {
@@ -211,11 +202,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void handle(const std::string& body) {
     KvRequest& request = *parsed_.request;
     switch (request.op) {
-      case KvOp::Health:
-        return respond(200, "ok\n", false);
-      case KvOp::Put:
-        server_.table.set(request.keys.front(), body);
-        return respond(200, "", false);
+      case KvOp::Health: return respond(200, "ok\n", false);
+      case KvOp::Put: server_.table.set(request.keys.front(), body); return respond(200, "", false);
       case KvOp::Add: {
         std::int64_t delta = 0;
         const auto r = std::from_chars(body.data(), body.data() + body.size(), delta);
@@ -227,15 +215,13 @@ class Session : public std::enable_shared_from_this<Session> {
         return respond(200, std::to_string(*value), false);
       }
       case KvOp::Get:
-      case KvOp::GetMany:
-        return start_wait();
+      case KvOp::GetMany: return start_wait();
     }
   }
 
   void start_wait() {
     KvRequest& request = *parsed_.request;
-    auto callback = [weak = weak_from_this(), executor = stream_.get_executor()](
-                        KvTable::Values values) {
+    auto callback = [weak = weak_from_this(), executor = stream_.get_executor()](KvTable::Values values) {
       asio::post(executor, [weak, values = std::move(values)]() mutable {
         if (auto self = weak.lock()) self->on_values(std::move(values));
       });
@@ -288,17 +274,14 @@ class Session : public std::enable_shared_from_this<Session> {
     response_ = {};
     response_.version(11);
     response_.result(static_cast<http::status>(status));
-    response_.set(http::field::content_type, status == 200 && !body.empty()
-                                                 ? "application/octet-stream"
-                                                 : "text/plain");
+    response_.set(http::field::content_type,
+                  status == 200 && !body.empty() ? "application/octet-stream" : "text/plain");
     response_.keep_alive(!close_after_);
     response_.body() = std::move(body);
     response_.prepare_payload();
     arm(server_.options.body_timeout);  // a client that does not read is dropped
     http::async_write(stream_, response_,
-                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                        self->on_write(ec);
-                      });
+                      [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_write(ec); });
   }
 
   void on_write(beast::error_code ec) {
@@ -401,7 +384,8 @@ void HttpServer::start() {
   beast::error_code ec;
   const auto address = asio::ip::make_address(s.options.bind_address, ec);
   const std::string where = s.options.bind_address + ":" + std::to_string(s.options.port);
-  if (ec) throw Error(Error::Code::InvalidArgument, "rendezvous: invalid bind address '" + s.options.bind_address + "'");
+  if (ec)
+    throw Error(Error::Code::InvalidArgument, "rendezvous: invalid bind address '" + s.options.bind_address + "'");
   const tcp::endpoint endpoint(address, s.options.port);
   s.acceptor.emplace(s.io);
   auto check = [&](const char* what) {
@@ -436,8 +420,8 @@ const std::string& HttpServer::bind_address() const { return impl_->options.bind
 KvTable& HttpServer::table() { return impl_->table; }
 
 HttpServer::Stats HttpServer::stats() const {
-  return Stats{impl_->requests.load(), impl_->unauthorized.load(), impl_->rejected.load(),
-               impl_->connections.load(), impl_->peak_open.load()};
+  return Stats{impl_->requests.load(), impl_->unauthorized.load(), impl_->rejected.load(), impl_->connections.load(),
+               impl_->peak_open.load()};
 }
 
 }  // namespace trainrun::rendezvous

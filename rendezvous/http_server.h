@@ -20,18 +20,18 @@ class HttpServer {
  public:
   struct Options {
     std::string bind_address = "127.0.0.1";  // never 0.0.0.0 unless asked
-    std::uint16_t port = 0;                   // 0: the kernel picks
+    std::uint16_t port = 0;                  // 0: the kernel picks
     std::size_t max_connections = protocol::kMaxConnections;
     std::chrono::milliseconds header_timeout = protocol::kHeaderTimeout;
     std::chrono::milliseconds body_timeout = protocol::kBodyTimeout;
     std::chrono::milliseconds idle_timeout = protocol::kIdleTimeout;
   };
   struct Stats {
-    std::uint64_t requests = 0;       // headers parsed
-    std::uint64_t unauthorized = 0;   // 401 answers
-    std::uint64_t rejected = 0;       // other 4xx/5xx answers
-    std::uint64_t connections = 0;    // accepted so far
-    std::uint64_t peak_open = 0;      // most connections open at once
+    std::uint64_t requests = 0;      // headers parsed
+    std::uint64_t unauthorized = 0;  // 401 answers
+    std::uint64_t rejected = 0;      // other 4xx/5xx answers
+    std::uint64_t connections = 0;   // accepted so far
+    std::uint64_t peak_open = 0;     // most connections open at once
   };
 
   HttpServer(const Secret& secret, Options options);

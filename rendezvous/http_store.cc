@@ -53,12 +53,10 @@ HttpStore::HttpStore(std::string host, std::uint16_t port, const Secret& secret)
     : HttpStore(std::move(host), port, secret, Options()) {}
 
 HttpStore::HttpStore(std::string host, std::uint16_t port, const Secret& secret, Options options)
-    : host_(std::move(host)),
-      port_(port),
+    : host_(std::move(host)), port_(port),
       address_(host_.find(':') != std::string::npos ? "[" + host_ + "]:" + std::to_string(port)
                                                     : host_ + ":" + std::to_string(port)),
-      secret_(secret),
-      options_(options) {}
+      secret_(secret), options_(options) {}
 
 HttpStore::~HttpStore() { disconnect(); }
 
@@ -93,8 +91,7 @@ void HttpStore::ensure_connected() {
       if (Clock::now() + backoff >= deadline) {
         const auto spent = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
         throw_io("rendezvous server " + address_ + " unreachable after " + std::to_string(attempts) +
-                 " attempt(s) over " + std::to_string(spent.count()) +
-                 " ms: connect: " + errno_text(e.code().value()));
+                 " attempt(s) over " + std::to_string(spent.count()) + " ms: connect: " + errno_text(e.code().value()));
       }
     }
     std::this_thread::sleep_for(backoff);
@@ -149,8 +146,8 @@ HttpResponse HttpStore::exchange(const std::string& wire, Clock::time_point dead
 // retried with backoff for as long as a connection may take (the job's
 // start timeout), so a flood of strangers delays a rank instead of failing
 // it. A POST whose connection broke is not retried: it may have been applied.
-HttpResponse HttpStore::request(std::string_view method, std::string_view target,
-                                std::string_view body, milliseconds timeout) {
+HttpResponse HttpStore::request(std::string_view method, std::string_view target, std::string_view body,
+                                milliseconds timeout) {
   const bool idempotent = method != "POST";
   const auto give_up = Clock::now() + options_.connect_deadline;
   auto backoff = milliseconds(0);
@@ -159,8 +156,7 @@ HttpResponse HttpStore::request(std::string_view method, std::string_view target
     const std::string timestamp = std::to_string(now_unix_ms());
     const std::string nonce = random_hex(p::kNonceBytes);
     const std::string digest = sha256_hex(body);
-    const std::string signature =
-        sign(secret_, SignedRequest{method, target, digest, timestamp, nonce});
+    const std::string signature = sign(secret_, SignedRequest{method, target, digest, timestamp, nonce});
     const HeaderList headers = {
         {std::string(p::kHeaderTimestamp), timestamp},
         {std::string(p::kHeaderNonce), nonce},
@@ -175,8 +171,8 @@ HttpResponse HttpStore::request(std::string_view method, std::string_view target
     } catch (const std::system_error& e) {
       disconnect();
       if (!idempotent || Clock::now() + backoff >= give_up) {
-        throw_io("rendezvous server " + address_ + ": " + std::string(method) + " " +
-                 std::string(target) + " failed: " + errno_text(e.code().value()));
+        throw_io("rendezvous server " + address_ + ": " + std::string(method) + " " + std::string(target) +
+                 " failed: " + errno_text(e.code().value()));
       }
     } catch (...) {
       disconnect();
@@ -188,15 +184,14 @@ HttpResponse HttpStore::request(std::string_view method, std::string_view target
 }
 
 void HttpStore::fail_status(std::string_view what, const HttpResponse& response) const {
-  std::string message = "rendezvous server " + address_ + " refused " + std::string(what) +
-                        ": HTTP " + std::to_string(response.status);
+  std::string message =
+      "rendezvous server " + address_ + " refused " + std::string(what) + ": HTTP " + std::to_string(response.status);
   if (response.status == 401) {
     message += " (the job secret does not match: was this process started by this job's trainrun?)";
   } else if (!response.body.empty() && response.body.size() < 200) {
     message += " (" + response.body.substr(0, response.body.find('\n')) + ")";
   }
-  throw Error(response.status == 400 || response.status == 413 ? Error::Code::InvalidArgument
-                                                                : Error::Code::Io,
+  throw Error(response.status == 400 || response.status == 413 ? Error::Code::InvalidArgument : Error::Code::Io,
               message);
 }
 
@@ -208,9 +203,9 @@ void HttpStore::set(std::string_view scope, std::string_view key, std::string_vi
 
 // Long-polls `target` until it answers 200 or `timeout` passes. frames == 0:
 // one raw value; otherwise a multi-key answer of that many frames.
-std::vector<std::string> HttpStore::wait_for(
-    const std::string& description, const std::function<std::string(milliseconds)>& target,
-    std::size_t frames, milliseconds timeout) {
+std::vector<std::string> HttpStore::wait_for(const std::string& description,
+                                             const std::function<std::string(milliseconds)>& target, std::size_t frames,
+                                             milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   std::string last_missing;
   while (true) {
@@ -230,9 +225,8 @@ std::vector<std::string> HttpStore::wait_for(
       const std::string missing = describe_keys(last_missing);
       char seconds[32];
       std::snprintf(seconds, sizeof seconds, "%.1f", timeout.count() / 1000.0);
-      throw Error(Error::Code::Timeout,
-                  "rendezvous: timed out after " + std::string(seconds) + " s waiting for " +
-                      description + (missing.empty() ? "" : " (still missing: " + missing + ")"));
+      throw Error(Error::Code::Timeout, "rendezvous: timed out after " + std::string(seconds) + " s waiting for " +
+                                            description + (missing.empty() ? "" : " (still missing: " + missing + ")"));
     }
   }
 }
@@ -240,28 +234,23 @@ std::vector<std::string> HttpStore::wait_for(
 std::string HttpStore::get(std::string_view scope, std::string_view key, milliseconds timeout) {
   const std::string name = std::string(scope) + "/" + std::string(key);
   auto values = wait_for(
-      "key '" + name + "'", [&](milliseconds wait) { return kv_get_target(scope, key, wait); }, 0,
-      timeout);
+      "key '" + name + "'", [&](milliseconds wait) { return kv_get_target(scope, key, wait); }, 0, timeout);
   return std::move(values.front());
 }
 
-std::vector<std::string> HttpStore::get_range(std::string_view scope, std::string_view prefix,
-                                              std::uint64_t first, std::uint64_t count,
-                                              milliseconds timeout) {
+std::vector<std::string> HttpStore::get_range(std::string_view scope, std::string_view prefix, std::uint64_t first,
+                                              std::uint64_t count, milliseconds timeout) {
   if (count == 0) return {};
-  const std::string description = "keys '" + std::string(scope) + "/" + std::string(prefix) +
-                                  std::to_string(first) + "'..'" + std::string(prefix) +
-                                  std::to_string(first + count - 1) + "'";
+  const std::string description = "keys '" + std::string(scope) + "/" + std::string(prefix) + std::to_string(first) +
+                                  "'..'" + std::string(prefix) + std::to_string(first + count - 1) + "'";
   return wait_for(
-      description,
-      [&](milliseconds wait) { return kv_get_range_target(scope, prefix, first, count, wait); },
-      count, timeout);
+      description, [&](milliseconds wait) { return kv_get_range_target(scope, prefix, first, count, wait); }, count,
+      timeout);
 }
 
 std::int64_t HttpStore::add(std::string_view scope, std::string_view key, std::int64_t delta) {
   const std::string target = kv_add_target(scope, key);
-  const HttpResponse response =
-      request("POST", target, std::to_string(delta), options_.request_timeout);
+  const HttpResponse response = request("POST", target, std::to_string(delta), options_.request_timeout);
   if (response.status != 200) fail_status("POST " + target, response);
   std::int64_t value = 0;
   const auto parsed = std::from_chars(response.body.data(), response.body.data() + response.body.size(), value);
@@ -269,8 +258,6 @@ std::int64_t HttpStore::add(std::string_view scope, std::string_view key, std::i
   return value;
 }
 
-bool HttpStore::healthy() {
-  return request("GET", p::kHealthPath, "", options_.request_timeout).status == 200;
-}
+bool HttpStore::healthy() { return request("GET", p::kHealthPath, "", options_.request_timeout).status == 200; }
 
 }  // namespace trainrun::rendezvous

@@ -34,11 +34,9 @@ class HttpStore : public Store {
   HttpStore& operator=(const HttpStore&) = delete;
 
   void set(std::string_view scope, std::string_view key, std::string_view value) override;
-  std::string get(std::string_view scope, std::string_view key,
-                  std::chrono::milliseconds timeout) override;
-  std::vector<std::string> get_range(std::string_view scope, std::string_view prefix,
-                                     std::uint64_t first, std::uint64_t count,
-                                     std::chrono::milliseconds timeout) override;
+  std::string get(std::string_view scope, std::string_view key, std::chrono::milliseconds timeout) override;
+  std::vector<std::string> get_range(std::string_view scope, std::string_view prefix, std::uint64_t first,
+                                     std::uint64_t count, std::chrono::milliseconds timeout) override;
   std::int64_t add(std::string_view scope, std::string_view key, std::int64_t delta) override;
   bool healthy();  // GET /v1/health answered 200
 

@@ -16,9 +16,9 @@
 namespace trainrun::net {
 
 struct Cidr {
-  int family = 0;                      // AF_INET or AF_INET6
+  int family = 0;  // AF_INET or AF_INET6
   std::array<unsigned char, 16> bytes{};
-  int prefix = 0;                      // leading bits that must match
+  int prefix = 0;  // leading bits that must match
   // Whether `address` (numeric text) lies in this network.
   bool contains(std::string_view address) const;
 };

@@ -85,8 +85,7 @@ KvParse parse_many(std::string_view scope, const Query& query, KvRequest request
     }
   } else if (!query.keys && query.prefix && query.first && query.count) {
     std::uint64_t first = 0, count = 0;
-    if (!parse_uint(*query.first, first) || !parse_uint(*query.count, count) ||
-        first > (1ull << 40)) {
+    if (!parse_uint(*query.first, first) || !parse_uint(*query.count, count) || first > (1ull << 40)) {
       return fail(400, "invalid key range");
     }
     if (count > p::kMaxKeysPerGet) return fail(400, "too many keys");
@@ -113,8 +112,8 @@ std::string wait_suffix(std::chrono::milliseconds wait) {
 bool is_valid_name(std::string_view name) {
   if (name.empty() || name.size() > p::kMaxNameBytes || name == "." || name == "..") return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '.' || c == '_' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+           c == '-';
   });
 }
 
@@ -137,8 +136,8 @@ KvParse parse_kv_request(std::string_view method, std::string_view target) {
   if (query->wait_ms) {
     std::uint64_t wait_ms = 0;
     if (!parse_uint(*query->wait_ms, wait_ms)) return fail(400, "invalid wait_ms");
-    request.wait = std::chrono::milliseconds(
-        std::min<std::uint64_t>(wait_ms, static_cast<std::uint64_t>(p::kMaxWait.count())));
+    request.wait =
+        std::chrono::milliseconds(std::min<std::uint64_t>(wait_ms, static_cast<std::uint64_t>(p::kMaxWait.count())));
   }
   const auto parts = split(path.substr(p::kKvPrefix.size()), '/');
   for (std::string_view part : parts) {
@@ -179,8 +178,7 @@ std::string kv_add_target(std::string_view scope, std::string_view key) {
   return kv_target(scope, key) + std::string(p::kAddSuffix);
 }
 
-std::string kv_get_target(std::string_view scope, std::string_view key,
-                          std::chrono::milliseconds wait) {
+std::string kv_get_target(std::string_view scope, std::string_view key, std::chrono::milliseconds wait) {
   std::string target = kv_target(scope, key);
   if (wait.count() > 0) target += "?" + wait_suffix(wait);
   return target;
@@ -197,12 +195,10 @@ std::string kv_get_many_target(std::string_view scope, const std::vector<std::st
   return target;
 }
 
-std::string kv_get_range_target(std::string_view scope, std::string_view prefix,
-                                std::uint64_t first, std::uint64_t count,
-                                std::chrono::milliseconds wait) {
-  std::string target = std::string(p::kKvPrefix) + std::string(scope) +
-                       "?prefix=" + std::string(prefix) + "&first=" + std::to_string(first) +
-                       "&count=" + std::to_string(count);
+std::string kv_get_range_target(std::string_view scope, std::string_view prefix, std::uint64_t first,
+                                std::uint64_t count, std::chrono::milliseconds wait) {
+  std::string target = std::string(p::kKvPrefix) + std::string(scope) + "?prefix=" + std::string(prefix) +
+                       "&first=" + std::to_string(first) + "&count=" + std::to_string(count);
   if (wait.count() > 0) target += "&" + wait_suffix(wait);
   return target;
 }

@@ -36,13 +36,11 @@ bool is_valid_name(std::string_view name);
 // Client-side target builders; names must satisfy is_valid_name.
 std::string kv_target(std::string_view scope, std::string_view key);
 std::string kv_add_target(std::string_view scope, std::string_view key);
-std::string kv_get_target(std::string_view scope, std::string_view key,
-                          std::chrono::milliseconds wait);
+std::string kv_get_target(std::string_view scope, std::string_view key, std::chrono::milliseconds wait);
 std::string kv_get_many_target(std::string_view scope, const std::vector<std::string>& keys,
                                std::chrono::milliseconds wait);
-std::string kv_get_range_target(std::string_view scope, std::string_view prefix,
-                                std::uint64_t first, std::uint64_t count,
-                                std::chrono::milliseconds wait);
+std::string kv_get_range_target(std::string_view scope, std::string_view prefix, std::uint64_t first,
+                                std::uint64_t count, std::chrono::milliseconds wait);
 
 // Multi-key bodies: per value an 8-byte little-endian length, then bytes.
 std::string encode_frames(const std::vector<std::string>& values);

@@ -42,8 +42,7 @@ std::optional<std::int64_t> KvTable::add(const std::string& key, std::int64_t de
   return result;
 }
 
-std::optional<KvTable::Values> KvTable::get_or_wait(std::vector<std::string> keys,
-                                                    Callback callback, WaitId* id) {
+std::optional<KvTable::Values> KvTable::get_or_wait(std::vector<std::string> keys, Callback callback, WaitId* id) {
   std::lock_guard lock(mutex_);
   Waiter waiter{std::move(keys), 0, std::move(callback)};
   if (advance(waiter)) return collect(waiter.keys);
@@ -94,8 +93,7 @@ std::size_t KvTable::waiter_count() const {
 }
 
 bool KvTable::advance(Waiter& waiter) const {
-  while (waiter.next_missing < waiter.keys.size() &&
-         values_.count(waiter.keys[waiter.next_missing])) {
+  while (waiter.next_missing < waiter.keys.size() && values_.count(waiter.keys[waiter.next_missing])) {
     ++waiter.next_missing;
   }
   return waiter.next_missing == waiter.keys.size();

@@ -30,8 +30,7 @@ class KvTable {
   // When every key exists, returns their values (in order) and registers
   // nothing. Otherwise registers `callback` to be called with the values once
   // they all exist and returns nullopt; `*id` identifies the registration.
-  std::optional<Values> get_or_wait(std::vector<std::string> keys, Callback callback,
-                                    WaitId* id);
+  std::optional<Values> get_or_wait(std::vector<std::string> keys, Callback callback, WaitId* id);
   // Removes a registration; false if it already fired or never existed.
   bool cancel(WaitId id);
 

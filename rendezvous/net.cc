@@ -22,8 +22,7 @@ std::string errno_text(int err) {
 }
 
 int milliseconds_until(Deadline deadline) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-      deadline - std::chrono::steady_clock::now());
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
   return static_cast<int>(std::clamp<long long>(left.count(), 0, 1 << 30));
 }
 
@@ -119,10 +118,9 @@ std::string local_address_toward(const std::string& host) {
   ::freeaddrinfo(result);
   if (!ok) throw Error(Error::Code::Io, "no route to '" + host + "': " + errno_text(err));
   char text[INET6_ADDRSTRLEN] = {};
-  const void* address =
-      local.ss_family == AF_INET6
-          ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr)
-          : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr);
+  const void* address = local.ss_family == AF_INET6
+                            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr)
+                            : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr);
   ::inet_ntop(local.ss_family, address, text, sizeof text);
   return text;
 }

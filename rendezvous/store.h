@@ -17,13 +17,11 @@ class Store {
   virtual ~Store() = default;
   virtual void set(std::string_view scope, std::string_view key, std::string_view value) = 0;
   // Waits until the key exists; throws Error(Timeout) naming it after `timeout`.
-  virtual std::string get(std::string_view scope, std::string_view key,
-                          std::chrono::milliseconds timeout) = 0;
+  virtual std::string get(std::string_view scope, std::string_view key, std::chrono::milliseconds timeout) = 0;
   // Keys prefix{first} .. prefix{first+count-1}, fetched and waited for as one
   // request, so an N-rank exchange costs N requests, not N^2.
-  virtual std::vector<std::string> get_range(std::string_view scope, std::string_view prefix,
-                                             std::uint64_t first, std::uint64_t count,
-                                             std::chrono::milliseconds timeout) = 0;
+  virtual std::vector<std::string> get_range(std::string_view scope, std::string_view prefix, std::uint64_t first,
+                                             std::uint64_t count, std::chrono::milliseconds timeout) = 0;
   virtual std::int64_t add(std::string_view scope, std::string_view key, std::int64_t delta) = 0;
 };
 

@@ -27,8 +27,7 @@ void first_disagreement(void* out, const void* a, const void* b, std::size_t n) 
   const auto* y = static_cast<const Disagreement*>(b);
   auto* o = static_cast<Disagreement*>(out);
   for (std::size_t i = 0; i < n; ++i) {
-    const bool take_x = x[i].receiver < y[i].receiver ||
-                        (x[i].receiver == y[i].receiver && x[i].sender <= y[i].sender);
+    const bool take_x = x[i].receiver < y[i].receiver || (x[i].receiver == y[i].receiver && x[i].sender <= y[i].sender);
     o[i] = take_x ? x[i] : y[i];
   }
 }
@@ -41,7 +40,8 @@ void agree_on_counts(SocketMesh& mesh, const std::vector<std::size_t>& send_offs
   Disagreement seen;
   const std::uint64_t to_self = send_offsets[rank + 1] - send_offsets[rank];
   const std::uint64_t from_self = recv_offsets[rank + 1] - recv_offsets[rank];
-  if (to_self != from_self) seen = {static_cast<std::uint64_t>(rank), static_cast<std::uint64_t>(rank), to_self, from_self};
+  if (to_self != from_self)
+    seen = {static_cast<std::uint64_t>(rank), static_cast<std::uint64_t>(rank), to_self, from_self};
   for (int step = 1; step < size; ++step) {
     const int to = (rank + step) % size, from = (rank - step + size) % size;
     const std::uint64_t sends = send_offsets[to + 1] - send_offsets[to];
@@ -54,17 +54,16 @@ void agree_on_counts(SocketMesh& mesh, const std::vector<std::size_t>& send_offs
   }
   direct_allreduce(mesh, &seen, 1, sizeof seen, &first_disagreement, scratch);
   if (seen.receiver == Disagreement::kNone) return;
-  throw Error(Error::Code::Mismatch,
-              "the ranks' counts disagree: rank " + std::to_string(seen.sender) + " sends " +
-                  std::to_string(seen.sends) + " bytes to rank " + std::to_string(seen.receiver) +
-                  ", which expects " + std::to_string(seen.expects) + " bytes from it");
+  throw Error(Error::Code::Mismatch, "the ranks' counts disagree: rank " + std::to_string(seen.sender) + " sends " +
+                                         std::to_string(seen.sends) + " bytes to rank " +
+                                         std::to_string(seen.receiver) + ", which expects " +
+                                         std::to_string(seen.expects) + " bytes from it");
 }
 
 }  // namespace
 
-void direct_alltoallv(SocketMesh& mesh, const void* send, const std::vector<std::size_t>& send_counts,
-                      void* recv, const std::vector<std::size_t>& recv_counts, std::size_t element,
-                      std::vector<char>& scratch) {
+void direct_alltoallv(SocketMesh& mesh, const void* send, const std::vector<std::size_t>& send_counts, void* recv,
+                      const std::vector<std::size_t>& recv_counts, std::size_t element, std::vector<char>& scratch) {
   const int rank = mesh.rank(), size = mesh.size();
   const auto send_offsets = block_offsets(send_counts, element);
   const auto recv_offsets = block_offsets(recv_counts, element);
@@ -75,8 +74,8 @@ void direct_alltoallv(SocketMesh& mesh, const void* send, const std::vector<std:
   if (own) std::memcpy(in + recv_offsets[rank], out + send_offsets[rank], own);
   for (int step = 1; step < size; ++step) {
     const int to = (rank + step) % size, from = (rank - step + size) % size;
-    mesh.exchange(to, out + send_offsets[to], send_offsets[to + 1] - send_offsets[to], from,
-                  in + recv_offsets[from], recv_offsets[from + 1] - recv_offsets[from]);
+    mesh.exchange(to, out + send_offsets[to], send_offsets[to + 1] - send_offsets[to], from, in + recv_offsets[from],
+                  recv_offsets[from + 1] - recv_offsets[from]);
   }
 }
 

@@ -18,8 +18,7 @@ namespace trainrun::detail {
 
 // Block r of send (send_counts[r] elements of `element` bytes) goes to rank
 // r; block r of recv comes from rank r. send and recv do not alias.
-void direct_alltoallv(SocketMesh& mesh, const void* send, const std::vector<std::size_t>& send_counts,
-                      void* recv, const std::vector<std::size_t>& recv_counts, std::size_t element,
-                      std::vector<char>& scratch);
+void direct_alltoallv(SocketMesh& mesh, const void* send, const std::vector<std::size_t>& send_counts, void* recv,
+                      const std::vector<std::size_t>& recv_counts, std::size_t element, std::vector<char>& scratch);
 
 }  // namespace trainrun::detail

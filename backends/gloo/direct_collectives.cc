@@ -21,8 +21,8 @@ constexpr std::size_t kRingSegmentBytes = 256 * 1024;
 constexpr std::size_t kTreeBroadcastMaxBytes = 256 * 1024;
 constexpr std::size_t kChainSegmentBytes = 256 * 1024;
 
-void recursive_doubling(SocketMesh& mesh, void* data, std::size_t count, std::size_t element,
-                        ReduceFn reduce, std::vector<char>& scratch) {
+void recursive_doubling(SocketMesh& mesh, void* data, std::size_t count, std::size_t element, ReduceFn reduce,
+                        std::vector<char>& scratch) {
   const int rank = mesh.rank(), size = mesh.size();
   const std::size_t bytes = count * element;
   scratch.resize(bytes);
@@ -68,8 +68,8 @@ void recursive_doubling(SocketMesh& mesh, void* data, std::size_t count, std::si
 // its own, segment by segment so that reducing one segment overlaps the
 // arrival of the next. Block (rank + 1) % size is complete on this rank at
 // the end, so each block's final value is computed exactly once.
-void ring_reduce_scatter(SocketMesh& mesh, char* base, const std::vector<std::size_t>& offsets,
-                         std::size_t element, ReduceFn reduce, std::vector<char>& scratch) {
+void ring_reduce_scatter(SocketMesh& mesh, char* base, const std::vector<std::size_t>& offsets, std::size_t element,
+                         ReduceFn reduce, std::vector<char>& scratch) {
   const int rank = mesh.rank(), size = mesh.size();
   const int right = (rank + 1) % size, left = (rank + size - 1) % size;
   const std::size_t segment = std::max(element, kRingSegmentBytes / element * element);
@@ -104,8 +104,8 @@ void ring_allgather(SocketMesh& mesh, char* base, const std::vector<std::size_t>
 
 }  // namespace
 
-void direct_allreduce(SocketMesh& mesh, void* data, std::size_t count, std::size_t element,
-                      ReduceFn reduce, std::vector<char>& scratch) {
+void direct_allreduce(SocketMesh& mesh, void* data, std::size_t count, std::size_t element, ReduceFn reduce,
+                      std::vector<char>& scratch) {
   if (mesh.size() == 1 || count == 0) return;
   // With two ranks recursive doubling is one exchange against the ring's two.
   const std::size_t ring_min = mesh.size() == 2 ? 4 * kRingMinBytes : kRingMinBytes;
@@ -119,9 +119,8 @@ void direct_allreduce(SocketMesh& mesh, void* data, std::size_t count, std::size
   }
 }
 
-void direct_reducescatter(SocketMesh& mesh, const void* send, void* recv,
-                          const std::vector<std::size_t>& counts, std::size_t element,
-                          ReduceFn reduce, std::vector<char>& work, std::vector<char>& scratch) {
+void direct_reducescatter(SocketMesh& mesh, const void* send, void* recv, const std::vector<std::size_t>& counts,
+                          std::size_t element, ReduceFn reduce, std::vector<char>& work, std::vector<char>& scratch) {
   const int rank = mesh.rank(), size = mesh.size();
   // Rotate the blocks by one so that the ring finishes block `rank` here.
   std::vector<std::size_t> rotated(counts.size());
@@ -131,16 +130,15 @@ void direct_reducescatter(SocketMesh& mesh, const void* send, void* recv,
   if (offsets.back() == 0) return;  // every block is empty, on every rank
   work.resize(offsets.back());
   for (int b = 0; b < size; ++b) {
-    std::memcpy(work.data() + rotated_offsets[(b + 1) % size],
-                static_cast<const char*>(send) + offsets[b], counts[b] * element);
+    std::memcpy(work.data() + rotated_offsets[(b + 1) % size], static_cast<const char*>(send) + offsets[b],
+                counts[b] * element);
   }
   ring_reduce_scatter(mesh, work.data(), rotated_offsets, element, reduce, scratch);
   const int done = (rank + 1) % size;
   std::memcpy(recv, work.data() + rotated_offsets[done], counts[rank] * element);
 }
 
-void direct_allgatherv(SocketMesh& mesh, void* recv, const std::vector<std::size_t>& counts,
-                       std::size_t element) {
+void direct_allgatherv(SocketMesh& mesh, void* recv, const std::vector<std::size_t>& counts, std::size_t element) {
   ring_allgather(mesh, static_cast<char*>(recv), block_offsets(counts, element), 0);
 }
 

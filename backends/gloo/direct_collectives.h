@@ -18,16 +18,14 @@ namespace trainrun::detail {
 
 // In place: `data` holds count elements of `element` bytes. Picks the
 // algorithm by size.
-void direct_allreduce(SocketMesh& mesh, void* data, std::size_t count, std::size_t element,
-                      ReduceFn reduce, std::vector<char>& scratch);
+void direct_allreduce(SocketMesh& mesh, void* data, std::size_t count, std::size_t element, ReduceFn reduce,
+                      std::vector<char>& scratch);
 // send holds every rank's block (counts[r] elements each, rank by rank); recv
 // gets this rank's reduced block. `work` and `scratch` are reusable buffers.
-void direct_reducescatter(SocketMesh& mesh, const void* send, void* recv,
-                          const std::vector<std::size_t>& counts, std::size_t element,
-                          ReduceFn reduce, std::vector<char>& work, std::vector<char>& scratch);
+void direct_reducescatter(SocketMesh& mesh, const void* send, void* recv, const std::vector<std::size_t>& counts,
+                          std::size_t element, ReduceFn reduce, std::vector<char>& work, std::vector<char>& scratch);
 // In place: this rank's block already sits at its offset in recv.
-void direct_allgatherv(SocketMesh& mesh, void* recv, const std::vector<std::size_t>& counts,
-                       std::size_t element);
+void direct_allgatherv(SocketMesh& mesh, void* recv, const std::vector<std::size_t>& counts, std::size_t element);
 void direct_broadcast(SocketMesh& mesh, void* data, std::size_t bytes, int root);
 void direct_barrier(SocketMesh& mesh);
 

@@ -1,6 +1,5 @@
 #include "backends/gloo/gloo_backend.h"
 
-
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -29,9 +28,9 @@ namespace {
 class GlooBackend final : public Backend {
  public:
   explicit GlooBackend(const BackendContext& context)
-      : rank_(context.world.rank), size_(context.world.size),
-        timeout_(context.world.collective_timeout), store_(context.store), generation_(context.generation),
-        members_(context.world.members), scope_("gloo." + std::to_string(context.generation) + context.set) {
+      : rank_(context.world.rank), size_(context.world.size), timeout_(context.world.collective_timeout),
+        store_(context.store), generation_(context.generation), members_(context.world.members),
+        scope_("gloo." + std::to_string(context.generation) + context.set) {
     if (size_ == 1) return;  // every collective is a local copy
     const auto secret = rendezvous::secret_from_hex(context.world.secret_hex);
     if (!store_ || !secret) {
@@ -44,14 +43,14 @@ class GlooBackend final : public Backend {
     // to the rendezvous. The mesh binds it.
     const World& world = context.world;
     guarded([&] {
-      const std::string address = !world.iface.empty()     ? net::interface_address(world.iface)
+      const std::string address = !world.iface.empty()    ? net::interface_address(world.iface)
                                   : world.network.empty() ? net::local_address_toward(world.rendezvous_addr)
                                                           : net::address_in_network(world.network);
       mesh_ = std::make_unique<SocketMesh>(rank_, size_, *secret, timeout_);
       mesh_->name_ranks(members_);
       store_->set(scope_, "mesh." + std::to_string(rank_), mesh_->listen(address));
-      const auto addresses = store_->get_range(scope_, "mesh.", 0, static_cast<std::uint64_t>(size_),
-                                               context.world.start_timeout);
+      const auto addresses =
+          store_->get_range(scope_, "mesh.", 0, static_cast<std::uint64_t>(size_), context.world.start_timeout);
       mesh_->connect(addresses, context.world.start_timeout, context.forming_check);
       peer_addresses_ = addresses;
     });
@@ -64,8 +63,7 @@ class GlooBackend final : public Backend {
 
   std::string name() const override { return "gloo"; }
 
-  void allreduce(const void* send, void* recv, std::size_t count, DataType type,
-                 ReduceOp op) override {
+  void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op) override {
     guarded([&] { allreduce_on_transport(send, recv, count, type, op); });
   }
 
@@ -73,8 +71,7 @@ class GlooBackend final : public Backend {
     allgatherv(send, recv, std::vector<std::size_t>(static_cast<std::size_t>(size_), count), type);
   }
 
-  void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts,
-                  DataType type) override {
+  void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts, DataType type) override {
     guarded([&] {
       const std::size_t element = size_of(type);
       if (shm_) return shm_->allgatherv(send, recv, counts, element);
@@ -102,8 +99,8 @@ class GlooBackend final : public Backend {
     });
   }
 
-  void reducescatter(const void* send, void* recv, const std::vector<std::size_t>& counts,
-                     DataType type, ReduceOp op) override {
+  void reducescatter(const void* send, void* recv, const std::vector<std::size_t>& counts, DataType type,
+                     ReduceOp op) override {
     guarded([&] {
       const std::size_t element = size_of(type);
       if (size_ == 1) return copy(send, recv, counts[0] * element);
@@ -168,13 +165,13 @@ class GlooBackend final : public Backend {
     std::string why;
     std::optional<ShmAttachment> attached =
         attach_host_segment(*store_, scope_, rank_, size_, world.hostname, world.start_timeout, why);
-    std::int32_t usable = attached && (static_cast<int>(attached->ranks.size()) == size_ ||
-                                       !attached->cross_ranks.empty());
+    std::int32_t usable =
+        attached && (static_cast<int>(attached->ranks.size()) == size_ || !attached->cross_ranks.empty());
     direct_allreduce(*mesh_, &usable, 1, sizeof usable, reduce_function(DataType::Int32, ReduceOp::Min), scratch_);
     if (!attached) {
       if (!why.empty()) {
-        std::fprintf(stderr, "trainrun: rank %d: shared memory unavailable (%s); collectives use the TCP mesh\n",
-                     rank_, why.c_str());
+        std::fprintf(stderr, "trainrun: rank %d: shared memory unavailable (%s); collectives use the TCP mesh\n", rank_,
+                     why.c_str());
       }
       return;
     }
@@ -213,8 +210,9 @@ class GlooBackend final : public Backend {
     std::string& peer_host = peer_hosts_[peer];
     if (peer_host.empty()) {
       try {
-        const std::string entry = store_->get(protocol::kScopeJob, std::string(protocol::kKeyRankPrefix) +
-                                                                     std::to_string(job_peer), std::chrono::seconds(2));
+        const std::string entry =
+            store_->get(protocol::kScopeJob, std::string(protocol::kKeyRankPrefix) + std::to_string(job_peer),
+                        std::chrono::seconds(2));
         const auto record = detail::decode_rank_record(entry);
         peer_host = (record ? record->host : "?") + ", ";
       } catch (const Error&) {
@@ -222,8 +220,10 @@ class GlooBackend final : public Backend {
       }
     }
     const std::string address = peer_addresses_[peer].substr(0, peer_addresses_[peer].rfind(' '));
-    std::fprintf(stderr, "%s\n", core_wait_message(members_.empty() ? rank_ : members_[rank_], host, *call, job_peer,
-                                                       peer_host + address, waited).c_str());
+    std::fprintf(stderr, "%s\n",
+                 core_wait_message(members_.empty() ? rank_ : members_[rank_], host, *call, job_peer,
+                                   peer_host + address, waited)
+                     .c_str());
   }
 
   static void copy(const void* from, void* to, std::size_t bytes) {
@@ -253,16 +253,16 @@ class GlooBackend final : public Backend {
   const std::chrono::milliseconds timeout_;
   std::shared_ptr<rendezvous::Store> store_;
   const int generation_;
-  const std::vector<int> members_;  // a process set's job ranks (World::members)
-  const std::string scope_;   // this communicator's keys in the rendezvous store
-  std::unique_ptr<SocketMesh> mesh_;  // every collective over TCP
-  std::vector<std::string> peer_addresses_;  // "address port" by rank
-  std::vector<std::string> peer_hosts_;      // "host, " by rank, looked up on the first wait warning
-  std::unique_ptr<ShmCollectives> shm_;  // every collective, when the job is on one host
+  const std::vector<int> members_;            // a process set's job ranks (World::members)
+  const std::string scope_;                   // this communicator's keys in the rendezvous store
+  std::unique_ptr<SocketMesh> mesh_;          // every collective over TCP
+  std::vector<std::string> peer_addresses_;   // "address port" by rank
+  std::vector<std::string> peer_hosts_;       // "host, " by rank, looked up on the first wait warning
+  std::unique_ptr<ShmCollectives> shm_;       // every collective, when the job is on one host
   std::unique_ptr<ShmCollectives> host_shm_;  // multi-host: this host's ranks (two-level)
   std::unique_ptr<SocketMesh> cross_mesh_;    // multi-host: this local position on every host
-  std::vector<char> scratch_;   // direct allreduce receive segment, reused
-  std::vector<char> work_;      // reduce-scatter input in ring order, reused
+  std::vector<char> scratch_;                 // direct allreduce receive segment, reused
+  std::vector<char> work_;                    // reduce-scatter input in ring order, reused
 };
 
 }  // namespace

@@ -7,8 +7,7 @@ namespace trainrun::detail::mesh_handshake {
 namespace {
 
 std::string signed_text(std::string_view challenge, std::uint32_t rank, int peer) {
-  return "trainrun-mesh\n" + std::string(challenge) + "\n" + std::to_string(rank) + "\n" +
-         std::to_string(peer);
+  return "trainrun-mesh\n" + std::string(challenge) + "\n" + std::to_string(rank) + "\n" + std::to_string(peer);
 }
 
 }  // namespace
@@ -22,8 +21,8 @@ std::string make_reply(const rendezvous::Secret& secret, std::string_view challe
   return reply + rendezvous::hmac_sha256_hex(secret, signed_text(challenge, me, peer));
 }
 
-std::optional<int> verify_reply(const rendezvous::Secret& secret, std::string_view challenge,
-                                std::string_view reply, int rank, int size) {
+std::optional<int> verify_reply(const rendezvous::Secret& secret, std::string_view challenge, std::string_view reply,
+                                int rank, int size) {
   if (reply.size() != kReplyBytes) return std::nullopt;
   std::uint32_t claimed = 0;
   std::memcpy(&claimed, reply.data(), 4);

@@ -25,7 +25,7 @@ std::string make_reply(const rendezvous::Secret& secret, std::string_view challe
 // The rank that `reply` (kReplyBytes) proves to be, answering `challenge`
 // sent by `rank` in a world of `size`; nullopt when the rank is out of
 // range (a connector is always a higher rank) or the MAC does not match.
-std::optional<int> verify_reply(const rendezvous::Secret& secret, std::string_view challenge,
-                                std::string_view reply, int rank, int size);
+std::optional<int> verify_reply(const rendezvous::Secret& secret, std::string_view challenge, std::string_view reply,
+                                int rank, int size);
 
 }  // namespace trainrun::detail::mesh_handshake

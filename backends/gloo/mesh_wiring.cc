@@ -23,14 +23,14 @@ namespace hs = mesh_handshake;
 struct MeshWiring::Connection {
   UniqueFd fd;
   bool outgoing = false;
-  int peer = -1;             // outgoing: the lower rank it goes to
-  bool replied = false;      // outgoing: the reply is queued
-  bool reconnect = false;    // outgoing: lost before acceptance; connect again
-  std::string challenge;     // incoming: what this rank sent
-  std::string in, out;       // received so far; still to send
-  std::size_t want = 0;      // bytes to receive in all at this step
+  int peer = -1;              // outgoing: the lower rank it goes to
+  bool replied = false;       // outgoing: the reply is queued
+  bool reconnect = false;     // outgoing: lost before acceptance; connect again
+  std::string challenge;      // incoming: what this rank sent
+  std::string in, out;        // received so far; still to send
+  std::size_t want = 0;       // bytes to receive in all at this step
   Clock::time_point expires;  // incoming
-  std::string from;          // incoming: "ADDR:PORT"
+  std::string from;           // incoming: "ADDR:PORT"
 };
 
 namespace {
@@ -83,8 +83,8 @@ std::string pump(int fd, std::string& out, std::string& in, std::size_t want) {
 
 }  // namespace
 
-MeshWiring::MeshWiring(int rank, const rendezvous::Secret& secret, int listener, std::vector<Peer> peers,
-                       Log log, std::chrono::milliseconds handshake_timeout)
+MeshWiring::MeshWiring(int rank, const rendezvous::Secret& secret, int listener, std::vector<Peer> peers, Log log,
+                       std::chrono::milliseconds handshake_timeout)
     : rank_(rank), secret_(secret), listener_(listener), peers_(std::move(peers)),
       log_(log ? std::move(log) : [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }),
       handshake_timeout_(handshake_timeout), fds_(peers_.size()) {}
@@ -95,8 +95,7 @@ void MeshWiring::start_outgoing(int peer, Clock::time_point deadline) {
   int error = 0;
   UniqueFd fd = net::connect_tcp(peers_[peer].host, peers_[peer].port, deadline, &error);
   if (!fd) {
-    throw Error(Error::Code::Io, "direct mesh: cannot connect to " + peers_[peer].name + ": " +
-                                     net::errno_text(error));
+    throw Error(Error::Code::Io, "direct mesh: cannot connect to " + peers_[peer].name + ": " + net::errno_text(error));
   }
   Connection c;
   c.fd = std::move(fd);
@@ -180,8 +179,8 @@ bool MeshWiring::finish_incoming(Connection& c) {
 
 void MeshWiring::drop(Connection& c, const std::string& why) {
   if (++rejected_ <= 3) {
-    log_("trainrun: rank " + std::to_string(rank_) + ": direct mesh: rejected a connection from " + c.from +
-         ": " + why);
+    log_("trainrun: rank " + std::to_string(rank_) + ": direct mesh: rejected a connection from " + c.from + ": " +
+         why);
   }
   c.fd.reset();
 }
@@ -206,8 +205,8 @@ void MeshWiring::fail_timeout() const {
     if (++count <= 8) missing += (count > 1 ? ", " : "") + peers_[peer].name;
   }
   if (count > 8) missing += " and " + std::to_string(count - 8) + " more";
-  throw Error(Error::Code::Timeout, "direct mesh: no authenticated connection with " + missing +
-                                        " before the start timeout");
+  throw Error(Error::Code::Timeout,
+              "direct mesh: no authenticated connection with " + missing + " before the start timeout");
 }
 
 std::vector<UniqueFd> MeshWiring::run(Clock::time_point deadline, const std::function<void()>& check) {

@@ -33,8 +33,8 @@ class MeshWiring {
   // Receives each line about a rejected connection (default: stderr).
   using Log = std::function<void(const std::string&)>;
 
-  MeshWiring(int rank, const rendezvous::Secret& secret, int listener, std::vector<Peer> peers,
-             Log log = nullptr, std::chrono::milliseconds handshake_timeout = kHandshakeTimeout);
+  MeshWiring(int rank, const rendezvous::Secret& secret, int listener, std::vector<Peer> peers, Log log = nullptr,
+             std::chrono::milliseconds handshake_timeout = kHandshakeTimeout);
   // Returns one connected, authenticated, non-blocking fd per rank (-1 for
   // this rank). Throws Error(Timeout) naming the missing ranks at `deadline`.
   // `check`, when given, runs every kCheckInterval while peers are awaited;

@@ -35,10 +35,9 @@ std::pair<std::string, std::string> split_address(const std::string& published) 
 
 }  // namespace
 
-SocketMesh::SocketMesh(int rank, int size, const rendezvous::Secret& secret,
-                       std::chrono::milliseconds timeout)
-    : rank_(rank), size_(size), secret_(secret), timeout_(timeout),
-      fds_(static_cast<std::size_t>(size), -1), addresses_(static_cast<std::size_t>(size)) {}
+SocketMesh::SocketMesh(int rank, int size, const rendezvous::Secret& secret, std::chrono::milliseconds timeout)
+    : rank_(rank), size_(size), secret_(secret), timeout_(timeout), fds_(static_cast<std::size_t>(size), -1),
+      addresses_(static_cast<std::size_t>(size)) {}
 
 SocketMesh::~SocketMesh() = default;
 
@@ -76,9 +75,8 @@ std::string SocketMesh::listen(const std::string& address) {
   sockaddr_storage bound{};
   socklen_t length = sizeof bound;
   ::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&bound), &length);
-  const int port = bound.ss_family == AF_INET6
-                       ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-                       : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  const int port = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                                               : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   return address + " " + std::to_string(port);
 }
 
@@ -120,8 +118,7 @@ void SocketMesh::exchange(int to, const void* send, std::size_t send_bytes, int 
         sent += static_cast<std::size_t>(n);
         progressed = true;
       } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        io_error("send to " + peer_name(to) + " failed: " + errno_text(errno) +
-                 (aborted_ ? " (aborted)" : ""));
+        io_error("send to " + peer_name(to) + " failed: " + errno_text(errno) + (aborted_ ? " (aborted)" : ""));
       }
     }
     if (received < recv_bytes) {
@@ -158,8 +155,8 @@ void SocketMesh::exchange(int to, const void* send, std::size_t send_bytes, int 
         next_warning = std::min(deadline, next_warning + warn_interval_);
         continue;
       }
-      throw Error(Error::Code::Timeout, "no progress with " + peer_name(stuck) + " for " +
-                                            std::to_string(timeout_.count() / 1000) + " s");
+      throw Error(Error::Code::Timeout,
+                  "no progress with " + peer_name(stuck) + " for " + std::to_string(timeout_.count() / 1000) + " s");
     }
     if (aborted_) io_error("aborted while talking to " + peer_name(received < recv_bytes ? from : to));
   }

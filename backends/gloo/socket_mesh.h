@@ -49,10 +49,8 @@ class SocketMesh {
   // Sends send_bytes to `to` while receiving exactly recv_bytes from `from`
   // (the same peer or another); either size may be zero. Throws
   // Error(Io/Timeout) naming the peer.
-  void exchange(int to, const void* send, std::size_t send_bytes, int from, void* recv,
-                std::size_t recv_bytes);
-  void exchange(int peer, const void* send, std::size_t send_bytes, void* recv,
-                std::size_t recv_bytes) {
+  void exchange(int to, const void* send, std::size_t send_bytes, int from, void* recv, std::size_t recv_bytes);
+  void exchange(int peer, const void* send, std::size_t send_bytes, void* recv, std::size_t recv_bytes) {
     exchange(peer, send, send_bytes, peer, recv, recv_bytes);
   }
   void abort() noexcept;
@@ -83,11 +81,11 @@ class SocketMesh {
   const int size_;
   const rendezvous::Secret secret_;
   const std::chrono::milliseconds timeout_;
-  UniqueFd listener_;                    // until connect() is done
-  std::vector<UniqueFd> owned_;          // the connections by rank; empty for a subset()
-  std::vector<int> fds_;                 // by rank; -1 for this rank (owned_'s, or the parent mesh's)
-  std::vector<std::string> addresses_;   // by rank, for error messages
-  std::vector<int> names_;               // world rank of each rank, for messages
+  UniqueFd listener_;                   // until connect() is done
+  std::vector<UniqueFd> owned_;         // the connections by rank; empty for a subset()
+  std::vector<int> fds_;                // by rank; -1 for this rank (owned_'s, or the parent mesh's)
+  std::vector<std::string> addresses_;  // by rank, for error messages
+  std::vector<int> names_;              // world rank of each rank, for messages
   std::atomic<bool> aborted_{false};
   std::chrono::milliseconds warn_interval_{0};
   WaitWarning warn_;

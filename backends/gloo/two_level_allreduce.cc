@@ -5,9 +5,8 @@
 
 namespace trainrun::detail {
 
-void two_level_allreduce(ShmCollectives& host, SocketMesh& cross, const void* send, void* recv,
-                         std::size_t count, std::size_t element, ReduceFn reduce, std::vector<char>& block,
-                         std::vector<char>& scratch) {
+void two_level_allreduce(ShmCollectives& host, SocketMesh& cross, const void* send, void* recv, std::size_t count,
+                         std::size_t element, ReduceFn reduce, std::vector<char>& block, std::vector<char>& scratch) {
   const int ranks = host.ranks();
   const std::vector<std::size_t> counts = even_blocks(count, ranks);
   const std::size_t mine = counts[host.index()];

@@ -21,8 +21,7 @@ namespace trainrun::detail {
 inline constexpr std::size_t kTwoLevelMinBytes = 64 * 1024;
 
 // send may equal recv. `block` and `scratch` are reusable buffers.
-void two_level_allreduce(ShmCollectives& host, SocketMesh& cross, const void* send, void* recv,
-                         std::size_t count, std::size_t element, ReduceFn reduce, std::vector<char>& block,
-                         std::vector<char>& scratch);
+void two_level_allreduce(ShmCollectives& host, SocketMesh& cross, const void* send, void* recv, std::size_t count,
+                         std::size_t element, ReduceFn reduce, std::vector<char>& block, std::vector<char>& scratch);
 
 }  // namespace trainrun::detail

@@ -36,8 +36,7 @@ struct OwnedComm {
 int as_count(std::size_t count, const char* what = "count") {
   if (count > kMaxCount) {
     throw Error(Error::Code::InvalidArgument, std::string(what) + " " + std::to_string(count) +
-                                                  " exceeds MPI's limit of " + std::to_string(kMaxCount) +
-                                                  " elements");
+                                                  " exceeds MPI's limit of " + std::to_string(kMaxCount) + " elements");
   }
   return static_cast<int>(count);
 }
@@ -70,7 +69,8 @@ class MpiBackend final : public Backend {
       throw Error(Error::Code::Unsupported,
                   std::string("process sets on the mpi backend need MPI at MPI_THREAD_MULTIPLE (each set's engine "
                               "calls MPI from its own thread): set ") +
-                      protocol::kEnvMpiThreads + "=multiple, or call MPI_Init_thread with MPI_THREAD_MULTIPLE "
+                      protocol::kEnvMpiThreads +
+                      "=multiple, or call MPI_Init_thread with MPI_THREAD_MULTIPLE "
                       "before trainrun::init(), or use the gloo backend");
     }
     const int position = static_cast<int>(std::find(ranks.begin(), ranks.end(), rank_) - ranks.begin());
@@ -82,12 +82,10 @@ class MpiBackend final : public Backend {
 
   std::string name() const override { return "mpi"; }
 
-  void allreduce(const void* send, void* recv, std::size_t count, DataType type,
-                 ReduceOp op) override {
+  void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op) override {
     const MPI_Datatype datatype = types_.datatype(type);
     const MPI_Op mpi_op = types_.op(type, op);
-    check_mpi(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, as_count(count), datatype, mpi_op,
-                            comm_.handle),
+    check_mpi(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, as_count(count), datatype, mpi_op, comm_.handle),
               "MPI_Allreduce");
     if (op == ReduceOp::Average) divide_in_place(recv, count, type, size_);
   }
@@ -96,16 +94,14 @@ class MpiBackend final : public Backend {
     if (count == 0) return;
     const MPI_Datatype datatype = types_.datatype(type);
     const int n = as_count(count);
-    check_mpi(MPI_Allgather(send ? send : MPI_IN_PLACE, n, datatype, recv, n, datatype, comm_.handle),
-              "MPI_Allgather");
+    check_mpi(MPI_Allgather(send ? send : MPI_IN_PLACE, n, datatype, recv, n, datatype, comm_.handle), "MPI_Allgather");
   }
 
-  void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts,
-                  DataType type) override {
+  void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts, DataType type) override {
     if (fill(counts, counts_, displs_) == 0) return;
     const MPI_Datatype datatype = types_.datatype(type);
-    check_mpi(MPI_Allgatherv(send ? send : MPI_IN_PLACE, counts_[rank_], datatype, recv, counts_.data(),
-                             displs_.data(), datatype, comm_.handle),
+    check_mpi(MPI_Allgatherv(send ? send : MPI_IN_PLACE, counts_[rank_], datatype, recv, counts_.data(), displs_.data(),
+                             datatype, comm_.handle),
               "MPI_Allgatherv");
   }
 
@@ -126,8 +122,8 @@ class MpiBackend final : public Backend {
               "MPI_Alltoallv");
   }
 
-  void reducescatter(const void* send, void* recv, const std::vector<std::size_t>& counts,
-                     DataType type, ReduceOp op) override {
+  void reducescatter(const void* send, void* recv, const std::vector<std::size_t>& counts, DataType type,
+                     ReduceOp op) override {
     const MPI_Datatype datatype = types_.datatype(type);
     const MPI_Op mpi_op = types_.op(type, op);
     if (fill(counts, counts_, displs_) == 0) return;
@@ -135,8 +131,7 @@ class MpiBackend final : public Backend {
       check_mpi(MPI_Reduce_scatter_block(send, recv, counts_[0], datatype, mpi_op, comm_.handle),
                 "MPI_Reduce_scatter_block");
     } else {
-      check_mpi(MPI_Reduce_scatter(send, recv, counts_.data(), datatype, mpi_op, comm_.handle),
-                "MPI_Reduce_scatter");
+      check_mpi(MPI_Reduce_scatter(send, recv, counts_.data(), datatype, mpi_op, comm_.handle), "MPI_Reduce_scatter");
     }
     if (op == ReduceOp::Average) divide_in_place(recv, counts[rank_], type, size_);
   }

@@ -13,8 +13,7 @@ namespace trainrun::detail {
 MpiRuntime& MpiRuntime::acquire() {
   // Checked on every call: MPI may have been finalized since the first one.
   if (finalized()) {
-    throw Error(Error::Code::Backend,
-                "MPI was already finalized in this process; MPI cannot be initialized again");
+    throw Error(Error::Code::Backend, "MPI was already finalized in this process; MPI cannot be initialized again");
   }
   static MpiRuntime runtime;
   return runtime;

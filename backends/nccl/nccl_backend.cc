@@ -57,8 +57,8 @@ class Backoff {
 
 }  // namespace
 
-NcclBackend::NcclBackend(const World& world, const NcclLibrary& nccl, const CudaDriver& driver,
-                         int device, const ncclUniqueId& id)
+NcclBackend::NcclBackend(const World& world, const NcclLibrary& nccl, const CudaDriver& driver, int device,
+                         const ncclUniqueId& id)
     : nccl_(nccl), driver_(driver), rank_(world.rank), size_(world.size), timeout_(world.nccl_timeout) {
   try {
     driver_.check(driver_.cuDeviceGet(&device_, device), "cuDeviceGet");
@@ -156,20 +156,17 @@ void NcclBackend::fail(const Error& error) {
 }
 
 void NcclBackend::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op) {
-  enqueue("ncclAllReduce", [&] {
-    return nccl_.ncclAllReduce(send, recv, count, nccl_type(type), nccl_op(op), comm_, stream_);
-  });
+  enqueue("ncclAllReduce",
+          [&] { return nccl_.ncclAllReduce(send, recv, count, nccl_type(type), nccl_op(op), comm_, stream_); });
 }
 
 void NcclBackend::allgather(const void* send, void* recv, std::size_t count, DataType type) {
   // In place, NCCL expects this rank's block at its offset in recv: ours too.
   const void* mine = send ? send : at(recv, count * size_of(type) * rank_);
-  enqueue("ncclAllGather",
-          [&] { return nccl_.ncclAllGather(mine, recv, count, nccl_type(type), comm_, stream_); });
+  enqueue("ncclAllGather", [&] { return nccl_.ncclAllGather(mine, recv, count, nccl_type(type), comm_, stream_); });
 }
 
-void NcclBackend::allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts,
-                             DataType type) {
+void NcclBackend::allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts, DataType type) {
   enqueue("ncclBroadcast (allgatherv)", [&] {
     ncclResult_t first = nccl_.ncclGroupStart();
     std::size_t offset = 0;
@@ -187,9 +184,7 @@ void NcclBackend::allgatherv(const void* send, void* recv, const std::vector<std
 }
 
 void NcclBackend::broadcast(void* buf, std::size_t count, DataType type, int root) {
-  enqueue("ncclBroadcast", [&] {
-    return nccl_.ncclBroadcast(buf, buf, count, nccl_type(type), root, comm_, stream_);
-  });
+  enqueue("ncclBroadcast", [&] { return nccl_.ncclBroadcast(buf, buf, count, nccl_type(type), root, comm_, stream_); });
 }
 
 void NcclBackend::alltoall(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
@@ -213,8 +208,8 @@ void NcclBackend::alltoall(const void* send, const std::vector<std::size_t>& sen
   });
 }
 
-void NcclBackend::reducescatter(const void* send, void* recv, const std::vector<std::size_t>& counts,
-                                DataType type, ReduceOp op) {
+void NcclBackend::reducescatter(const void* send, void* recv, const std::vector<std::size_t>& counts, DataType type,
+                                ReduceOp op) {
   if (std::all_of(counts.begin(), counts.end(), [&](std::size_t c) { return c == counts[0]; })) {
     return enqueue("ncclReduceScatter", [&] {
       return nccl_.ncclReduceScatter(send, recv, counts[0], nccl_type(type), nccl_op(op), comm_, stream_);
@@ -227,8 +222,8 @@ void NcclBackend::reducescatter(const void* send, void* recv, const std::vector<
       // nccl.h: "recvbuff may be NULL on all calls except for root device".
       void* into = root == rank_ ? recv : nullptr;
       if (counts[root] > 0 && first == ncclSuccess) {
-        first = nccl_.ncclReduce(at(send, offset * size_of(type)), into, counts[root], nccl_type(type),
-                                 nccl_op(op), root, comm_, stream_);
+        first = nccl_.ncclReduce(at(send, offset * size_of(type)), into, counts[root], nccl_type(type), nccl_op(op),
+                                 root, comm_, stream_);
       }
       offset += counts[root];
     }
@@ -239,9 +234,8 @@ void NcclBackend::reducescatter(const void* send, void* recv, const std::vector<
 
 void NcclBackend::barrier() {
   void* word = reinterpret_cast<void*>(barrier_word_);
-  enqueue("ncclAllReduce (barrier)", [&] {
-    return nccl_.ncclAllReduce(word, word, 1, ncclInt32, ncclSum, comm_, stream_);
-  });
+  enqueue("ncclAllReduce (barrier)",
+          [&] { return nccl_.ncclAllReduce(word, word, 1, ncclInt32, ncclSum, comm_, stream_); });
   synchronize();
 }
 

@@ -52,13 +52,12 @@ class NcclBackend final : public Backend {
   std::string name() const override { return "nccl"; }
   void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op) override;
   void allgather(const void* send, void* recv, std::size_t count, DataType type) override;
-  void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts,
-                  DataType type) override;
+  void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts, DataType type) override;
   void broadcast(void* buf, std::size_t count, DataType type, int root) override;
   void alltoall(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
                 const std::vector<std::size_t>& recv_counts, DataType type) override;
-  void reducescatter(const void* send, void* recv, const std::vector<std::size_t>& counts,
-                     DataType type, ReduceOp op) override;
+  void reducescatter(const void* send, void* recv, const std::vector<std::size_t>& counts, DataType type,
+                     ReduceOp op) override;
   void barrier() override;
   void synchronize() override;
   void abort() noexcept override;

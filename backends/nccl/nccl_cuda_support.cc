@@ -108,8 +108,7 @@ void* NcclCudaSupport::device_scratch(std::size_t bytes, const void* device_buff
   return reserve(scratch_, bytes, device_buffer, false);
 }
 
-void* NcclCudaSupport::reserve(Allocation& allocation, std::size_t bytes, const void* device_buffer,
-                               bool pinned) {
+void* NcclCudaSupport::reserve(Allocation& allocation, std::size_t bytes, const void* device_buffer, bool pinned) {
   const CUcontext context = context_of(device_buffer);
   // Pinned memory is portable, good in every context; device memory is not.
   if (allocation.pointer && allocation.bytes >= bytes && (pinned || allocation.context == context)) {
@@ -119,8 +118,7 @@ void* NcclCudaSupport::reserve(Allocation& allocation, std::size_t bytes, const 
   const std::size_t size = std::max({bytes, allocation.bytes + allocation.bytes / 2, kMinAllocation});
   ScopedCudaContext scope(*driver_, context);
   if (pinned) {
-    driver_->check(driver_->cuMemHostAlloc(&allocation.pointer, size, CU_MEMHOSTALLOC_PORTABLE),
-                   "cuMemHostAlloc");
+    driver_->check(driver_->cuMemHostAlloc(&allocation.pointer, size, CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc");
   } else {
     CUdeviceptr memory = 0;
     driver_->check(driver_->cuMemAlloc(&memory, size), "cuMemAlloc");
@@ -147,8 +145,7 @@ void NcclCudaSupport::release(Allocation& allocation) noexcept {
   allocation.pointer = nullptr;  // bytes stays: the next size grows from it
 }
 
-CudaSupport::Nccl NcclCudaSupport::open_nccl(const BackendContext& context, Backend& host,
-                                             CudaPolicy policy) {
+CudaSupport::Nccl NcclCudaSupport::open_nccl(const BackendContext& context, Backend& host, CudaPolicy policy) {
   if (policy == CudaPolicy::Staged) return {};
   const World& world = context.world;
   const NcclLibrary* nccl = nullptr;
@@ -181,12 +178,13 @@ std::vector<std::string> exchange_nccl_readiness(const BackendContext& context, 
                                                  const std::string& mine) {
   const World& world = context.world;
   if (context.store) {
-    const std::string scope = std::string(protocol::kScopeNcclPrefix) + std::to_string(context.generation) + context.set;
+    const std::string scope =
+        std::string(protocol::kScopeNcclPrefix) + std::to_string(context.generation) + context.set;
     context.store->set(scope, std::string(protocol::kKeyNcclReadyPrefix) + std::to_string(world.rank), mine);
     // A rank reaches its first CUDA collective when its program does: as
     // patient as a collective, not as start-up.
-    return context.store->get_range(scope, protocol::kKeyNcclReadyPrefix, 0,
-                                    static_cast<std::uint64_t>(world.size), world.nccl_timeout);
+    return context.store->get_range(scope, protocol::kKeyNcclReadyPrefix, 0, static_cast<std::uint64_t>(world.size),
+                                    world.nccl_timeout);
   }
   // No rendezvous (under mpirun, or a single process): the CPU backend carries it.
   const std::int64_t length = static_cast<std::int64_t>(mine.size());

@@ -54,8 +54,7 @@ class NcclCudaSupport final : public CudaSupport {
 // Every rank's start-up record, exchanged through the rendezvous store
 // (or, without one, the CPU backend): "ok" (rank 0: "ok" + ncclUniqueId)
 // or "no " + why this rank cannot run NCCL.
-std::vector<std::string> exchange_nccl_readiness(const BackendContext& context, Backend& host,
-                                                 const std::string& mine);
+std::vector<std::string> exchange_nccl_readiness(const BackendContext& context, Backend& host, const std::string& mine);
 
 // What `trainrun --check-build` says about NCCL on this host: its version,
 // file, CUDA driver and GPU count, or why it cannot run here.

@@ -6,7 +6,7 @@ Error::Code error_code_of(ncclResult_t result) {
   switch (result) {
     case ncclInvalidArgument:
     case ncclInvalidUsage: return Error::Code::InvalidArgument;
-    case ncclSystemError:   // a socket or system call failed
+    case ncclSystemError:                          // a socket or system call failed
     case ncclRemoteError: return Error::Code::Io;  // a peer died or the network failed
     case ncclSuccess:
     case ncclInProgress: return Error::Code::Internal;  // not failures: a caller bug to translate them
@@ -57,8 +57,8 @@ Error nccl_error(ncclResult_t result, const char* call, const char* description,
 }
 
 Error cuda_error(CUresult result, const char* call, const char* name, const char* description) {
-  std::string message = std::string(call) + ": " +
-                        (name ? std::string(name) : "CUDA error " + std::to_string(static_cast<int>(result)));
+  std::string message =
+      std::string(call) + ": " + (name ? std::string(name) : "CUDA error " + std::to_string(static_cast<int>(result)));
   if (description && *description) message += std::string(" (") + description + ")";
   return Error(error_code_of(result), message);
 }

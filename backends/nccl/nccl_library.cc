@@ -20,8 +20,7 @@ struct Loaded {
 
 std::string version_text(int code) {
   // NCCL_VERSION(X,Y,Z): X*10000 + Y*100 + Z from 2.9 on.
-  return std::to_string(code / 10000) + "." + std::to_string(code / 100 % 100) + "." +
-         std::to_string(code % 100);
+  return std::to_string(code / 10000) + "." + std::to_string(code / 100 % 100) + "." + std::to_string(code % 100);
 }
 
 }  // namespace
@@ -64,8 +63,6 @@ Error NcclLibrary::error(ncclResult_t result, const char* call, ncclComm_t comm)
   return nccl_error(result, call, ncclGetErrorString(result), ncclGetLastError(comm));
 }
 
-std::string NcclLibrary::describe() const {
-  return "NCCL " + version_text(version_) + " (" + path_ + ")";
-}
+std::string NcclLibrary::describe() const { return "NCCL " + version_text(version_) + " (" + path_ + ")"; }
 
 }  // namespace trainrun::detail

@@ -19,8 +19,7 @@ class SharedLibrary {
  public:
   // Tries `soname` through the loader's search (LD_LIBRARY_PATH, ld.so.cache),
   // then `fallback_dir`/`soname`. Sets `error` to the loader's reason.
-  static std::optional<SharedLibrary> open(const char* soname, const std::string& fallback_dir,
-                                           std::string& error);
+  static std::optional<SharedLibrary> open(const char* soname, const std::string& fallback_dir, std::string& error);
   // Whether the process has loaded `soname` already. Costs a search of the
   // library path when it has not (~20 us): call it rarely.
   static bool is_loaded(const char* soname);

@@ -75,8 +75,7 @@ void ShmCollectives::allreduce_small(const void* send, void* recv, std::size_t b
   reduce_in_order(static_cast<char*>(recv), operands.data(), ranks_, bytes, element, reduce);
 }
 
-void ShmCollectives::allreduce(const void* send, void* recv, std::size_t count, std::size_t element,
-                               ReduceFn reduce) {
+void ShmCollectives::allreduce(const void* send, void* recv, std::size_t count, std::size_t element, ReduceFn reduce) {
   call_ = current_call_descriptor();
   const std::size_t bytes = count * element;
   if (bytes == 0) return;

@@ -43,8 +43,8 @@ class ShmCollectives {
   void allreduce(const void* send, void* recv, std::size_t count, std::size_t element, ReduceFn reduce);
   // send holds every rank's block (counts[r] elements, rank by rank); recv
   // gets this rank's reduced block. send and recv do not alias.
-  void reducescatter(const void* send, void* recv, const std::vector<std::size_t>& counts,
-                     std::size_t element, ReduceFn reduce);
+  void reducescatter(const void* send, void* recv, const std::vector<std::size_t>& counts, std::size_t element,
+                     ReduceFn reduce);
   // send == nullptr: in place, this rank's block already sits in recv.
   void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts, std::size_t element);
   void broadcast(void* data, std::size_t bytes, int root);
@@ -68,8 +68,7 @@ class ShmCollectives {
   // Copies piece `round` of the block for every peer b (blocks at
   // `offsets` in `in`) into sub-slot b of this rank's slot.
   void stage_pieces(int parity, const char* in, const std::vector<std::size_t>& offsets,
-                    const std::vector<std::size_t>& counts, std::size_t element, std::size_t round,
-                    std::size_t piece);
+                    const std::vector<std::size_t>& counts, std::size_t element, std::size_t round, std::size_t piece);
 
   ShmSegment segment_;
   const ShmLayout layout_;

@@ -15,9 +15,8 @@ constexpr const char* kRefused = "no ";  // a leader's answer when it has no seg
 
 // Creates the segment (leader) or maps it (peers); the leader publishes
 // either way, so that its peers never wait for a segment that will not come.
-std::optional<ShmSegment> create_or_attach(rendezvous::Store& store, const std::string& scope, int rank,
-                                           int leader, std::size_t bytes, std::chrono::milliseconds timeout,
-                                           std::string& why) {
+std::optional<ShmSegment> create_or_attach(rendezvous::Store& store, const std::string& scope, int rank, int leader,
+                                           std::size_t bytes, std::chrono::milliseconds timeout, std::string& why) {
   const std::string key = kSegmentPrefix + std::to_string(leader);
   if (rank == leader) {
     try {
@@ -67,8 +66,8 @@ std::vector<int> cross_ranks(const std::vector<std::string>& identities, std::si
 
 }  // namespace
 
-std::optional<ShmAttachment> attach_host_segment(rendezvous::Store& store, const std::string& scope, int rank,
-                                                 int size, const std::string& host, std::chrono::milliseconds timeout,
+std::optional<ShmAttachment> attach_host_segment(rendezvous::Store& store, const std::string& scope, int rank, int size,
+                                                 const std::string& host, std::chrono::milliseconds timeout,
                                                  std::string& why) {
   // The launcher's host name too: hosts it calls different (network
   // namespaces on one kernel, as the multi-host tests make) stay apart.

@@ -31,8 +31,8 @@ struct ShmAttachment {
 
 // Returns the attachment, or nullopt with `why` when this host's ranks
 // cannot share memory (empty `why`: this rank is alone on its host). Throws Error(Timeout) when peers never publish.
-std::optional<ShmAttachment> attach_host_segment(rendezvous::Store& store, const std::string& scope, int rank,
-                                                 int size, const std::string& host, std::chrono::milliseconds timeout,
+std::optional<ShmAttachment> attach_host_segment(rendezvous::Store& store, const std::string& scope, int rank, int size,
+                                                 const std::string& host, std::chrono::milliseconds timeout,
                                                  std::string& why);
 
 }  // namespace trainrun::detail

@@ -47,8 +47,7 @@ struct ShmLayout {
   std::size_t total_bytes() const { return data_offset() + 2 * parity_bytes(); }
   // Rank r's slot of parity p; slot `ranks` is the result slot.
   std::size_t slot_offset(int parity, int r) const {
-    return data_offset() + static_cast<std::size_t>(parity) * parity_bytes() +
-           static_cast<std::size_t>(r) * kSlotBytes;
+    return data_offset() + static_cast<std::size_t>(parity) * parity_bytes() + static_cast<std::size_t>(r) * kSlotBytes;
   }
 };
 

@@ -24,9 +24,7 @@ constexpr std::chrono::milliseconds kSleepSlice{20};
 constexpr std::chrono::microseconds kPauseTime{3};
 
 // Round numbers wrap; a peer is never 2^31 rounds ahead or behind.
-bool reached(std::uint32_t seen, std::uint32_t target) {
-  return static_cast<std::int32_t>(seen - target) >= 0;
-}
+bool reached(std::uint32_t seen, std::uint32_t target) { return static_cast<std::int32_t>(seen - target) >= 0; }
 
 // Shared (not FUTEX_PRIVATE): the words live in memory of several processes.
 void futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected, std::chrono::nanoseconds slice) {
@@ -80,7 +78,8 @@ void ShmRounds::sync(std::uint64_t value, CallDescriptor call) {
     wait_for(peer, target);
     if (call.empty()) continue;
     const std::uint64_t what = lines_[peer].call[p][0].load(std::memory_order_relaxed);
-    differs |= what != 0 && (what != call.what || lines_[peer].call[p][1].load(std::memory_order_relaxed) != call.count);
+    differs |=
+        what != 0 && (what != call.what || lines_[peer].call[p][1].load(std::memory_order_relaxed) != call.count);
   }
   round_ = target;
   if (differs) report_mismatch();
@@ -90,11 +89,11 @@ void ShmRounds::report_mismatch() const {
   const unsigned p = round_ & 1u;
   std::vector<CallDescriptor> all;
   for (int k = 0; k < count_; ++k) {
-    all.push_back({lines_[k].call[p][0].load(std::memory_order_relaxed), lines_[k].call[p][1].load(std::memory_order_relaxed)});
+    all.push_back(
+        {lines_[k].call[p][0].load(std::memory_order_relaxed), lines_[k].call[p][1].load(std::memory_order_relaxed)});
   }
-  check_calls_agree(all.data(), count_, [this](int k) {
-    return options_.peer_name ? options_.peer_name(k) : "rank " + std::to_string(k);
-  });
+  check_calls_agree(all.data(), count_,
+                    [this](int k) { return options_.peer_name ? options_.peer_name(k) : "rank " + std::to_string(k); });
 }
 
 void ShmRounds::wait_for(int peer, std::uint32_t target) {
@@ -133,7 +132,8 @@ void ShmRounds::sleep_on(int peer, std::uint32_t target) {
     if (!reached(seen, target)) futex_wait(&line.round, seen, kSleepSlice);
     line.sleepers.fetch_sub(1, std::memory_order_seq_cst);
     if (reached(line.round.load(std::memory_order_acquire), target)) return;
-    if (aborted_.load()) throw Error(Error::Code::Io, "shared memory: aborted while waiting for " + options_.peer_name(peer));
+    if (aborted_.load())
+      throw Error(Error::Code::Io, "shared memory: aborted while waiting for " + options_.peer_name(peer));
     for (int k = 0; k < count_ && options_.check_peer; ++k) {
       if (k != index_ && !reached(lines_[k].round.load(std::memory_order_acquire), target)) options_.check_peer(k);
     }

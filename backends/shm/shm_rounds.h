@@ -32,8 +32,8 @@ class ShmRounds {
  public:
   struct Options {
     std::chrono::milliseconds timeout{1'800'000};
-    std::chrono::nanoseconds spin{50'000};  // of yielding; 0: sleep after the pauses
-    std::function<void(int)> check_peer;    // throws Error naming the peer if it died
+    std::chrono::nanoseconds spin{50'000};      // of yielding; 0: sleep after the pauses
+    std::function<void(int)> check_peer;        // throws Error naming the peer if it died
     std::function<std::string(int)> peer_name;  // "rank 3 (pid 42)", for messages
     // Called once per `warn_interval` while a sync waits for `peer` (0: never).
     std::chrono::milliseconds warn_interval{0};

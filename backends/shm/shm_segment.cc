@@ -33,8 +33,7 @@ char* map_shared(int fd, std::size_t bytes) {
 }  // namespace
 
 ShmSegment::ShmSegment(ShmSegment&& other) noexcept
-    : base_(std::exchange(other.base_, nullptr)), size_(std::exchange(other.size_, 0)),
-      fd_(std::move(other.fd_)) {}
+    : base_(std::exchange(other.base_, nullptr)), size_(std::exchange(other.size_, 0)), fd_(std::move(other.fd_)) {}
 
 ShmSegment& ShmSegment::operator=(ShmSegment&& other) noexcept {
   std::swap(base_, other.base_);

@@ -56,7 +56,6 @@ ExitRecord exit_record(int status, const rusage& usage) {
   return {status, ExitRecord::Usage{usage.ru_maxrss, us(usage.ru_utime), us(usage.ru_stime)}};
 }
 
-
 class Agent {
  public:
   Agent(int in_fd, int out_fd) : in_(in_fd), out_(out_fd) {}
@@ -92,11 +91,11 @@ class Agent {
   sigset_t original_mask_{};
   FrameReader reader_;
   std::string outbound_;
-  JobSpec job_;                  // cwd, grace, stdin rank (ranks_ holds the ranks)
+  JobSpec job_;                    // cwd, grace, stdin rank (ranks_ holds the ranks)
   std::deque<RankProcess> ranks_;  // a deque: RankProcess* stay valid as Job frames add ranks
   bool have_job_ = false;
-  bool job_complete_ = false;    // the last Job frame came
-  bool launcher_gone_ = false;   // stdin closed or stdout broken
+  bool job_complete_ = false;   // the last Job frame came
+  bool launcher_gone_ = false;  // stdin closed or stdout broken
   std::optional<Clock::time_point> kill_at_;
   // A remote launcher pings (Ping frames): once it has, silence on stdin
   // for ping_window_ means the connection died without an EOF (an
@@ -105,7 +104,7 @@ class Agent {
   Clock::time_point ping_deadline_;
   HostProbe probe_;
   std::optional<CpuTopology> topology_;  // read at the first rank that is bound or reports
-  std::vector<RankSpec> deferred_;  // added during a Terminate: started once it is over
+  std::vector<RankSpec> deferred_;       // added during a Terminate: started once it is over
 };
 
 std::string Agent::setup_signals() {
@@ -204,8 +203,9 @@ void Agent::spawn(RankProcess& rank) {
   }
   for (const UniqueFd* fd : {&child.out, &child.err, &child.in}) {
     if (*fd && !set_nonblocking(fd->get())) {
-      queue(FrameType::Fatal, 0, 0, "cannot make the pipes of rank " + std::to_string(rank.spec.rank) +
-                                        " non-blocking: " + std::strerror(errno));
+      queue(
+          FrameType::Fatal, 0, 0,
+          "cannot make the pipes of rank " + std::to_string(rank.spec.rank) + " non-blocking: " + std::strerror(errno));
     }
   }
   rank.out_fd = std::move(child.out);
@@ -279,8 +279,7 @@ void Agent::handle_frame(const Frame& frame) {
     case FrameType::KillRank:
       if (auto* r = find(frame.rank); r && r->running) ::kill(-r->pid, SIGKILL);
       return;
-    case FrameType::Terminate:
-      return terminate(std::chrono::milliseconds(job_.grace_ms));
+    case FrameType::Terminate: return terminate(std::chrono::milliseconds(job_.grace_ms));
     case FrameType::Kill:
       signal_descendants(::getpid(), SIGKILL);
       kill_at_ = Clock::now();
@@ -289,14 +288,10 @@ void Agent::handle_frame(const Frame& frame) {
       ping_window_ = std::chrono::milliseconds(std::max(1, std::atoi(frame.payload.c_str())));
       ping_deadline_ = Clock::now() + *ping_window_;
       return queue(FrameType::Pong, 0, 0, "");
-    case FrameType::Probe:
-      return queue(FrameType::ProbeResult, 0, 0, probe_.answer(frame.payload));
-    case FrameType::Reach:
-      return queue(FrameType::ReachResult, 0, 0, probe_.reach(frame.payload));
-    case FrameType::Stacks:
-      return send_stacks(decode_stack_skips(frame.payload));
-    default:
-      queue(FrameType::Fatal, 0, 0, "unexpected frame type " + std::to_string(static_cast<int>(frame.type)));
+    case FrameType::Probe: return queue(FrameType::ProbeResult, 0, 0, probe_.answer(frame.payload));
+    case FrameType::Reach: return queue(FrameType::ReachResult, 0, 0, probe_.reach(frame.payload));
+    case FrameType::Stacks: return send_stacks(decode_stack_skips(frame.payload));
+    default: queue(FrameType::Fatal, 0, 0, "unexpected frame type " + std::to_string(static_cast<int>(frame.type)));
   }
 }
 

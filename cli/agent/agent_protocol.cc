@@ -16,9 +16,7 @@ std::uint32_t get_u32(const char* p) {
   return v;
 }
 
-bool known_type(std::uint8_t type) {
-  return (type >= 1 && type <= 12) || (type >= 20 && type <= 29);
-}
+bool known_type(std::uint8_t type) { return (type >= 1 && type <= 12) || (type >= 20 && type <= 29); }
 
 void put_string(std::string& out, std::string_view s) {
   put_u32(out, static_cast<std::uint32_t>(s.size()));
@@ -65,8 +63,7 @@ class Cursor {
 
 }  // namespace
 
-void append_frame(std::string& out, FrameType type, std::uint32_t rank, std::uint8_t stream,
-                  std::string_view payload) {
+void append_frame(std::string& out, FrameType type, std::uint32_t rank, std::uint8_t stream, std::string_view payload) {
   out.push_back(static_cast<char>(type));
   out.push_back(static_cast<char>(stream));
   out.append(2, '\0');
@@ -150,8 +147,7 @@ std::optional<JobSpec> decode_job(std::string_view payload) {
   Cursor in(payload);
   JobSpec job;
   std::uint32_t stdin_rank = 0, count = 0;
-  if (!in.string(job.cwd) || !in.u32(job.grace_ms) || !in.u32(stdin_rank) || !in.u32(count) ||
-      count > payload.size()) {
+  if (!in.string(job.cwd) || !in.u32(job.grace_ms) || !in.u32(stdin_rank) || !in.u32(count) || count > payload.size()) {
     return std::nullopt;
   }
   job.stdin_rank = static_cast<std::int64_t>(stdin_rank) - 1;

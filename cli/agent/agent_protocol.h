@@ -34,11 +34,11 @@ enum class FrameType : std::uint8_t {
   KillRank = 12,  // rank: SIGKILL to that rank and everything it started (an elastic
                   // job removes a hung worker; the others run on)
   // agent -> launcher
-  Hello = 20,     // payload: the agent's version
-  Started = 21,   // rank, payload: pid (decimal)
-  Output = 22,    // rank, stream (1 stdout, 2 stderr), payload: bytes
-  Exited = 23,    // rank, payload: raw wait status (decimal)
-  Fatal = 24,     // payload: why the agent cannot go on (bad job, ...)
+  Hello = 20,        // payload: the agent's version
+  Started = 21,      // rank, payload: pid (decimal)
+  Output = 22,       // rank, stream (1 stdout, 2 stderr), payload: bytes
+  Exited = 23,       // rank, payload: raw wait status (decimal)
+  Fatal = 24,        // payload: why the agent cannot go on (bad job, ...)
   ProbeResult = 25,  // payload: encoded ProbeAnswer
   ReachResult = 26,  // payload: one line per Reach target, empty when reached
   StackTrace = 27,   // rank, stream 0: eu-stack text of its processes, 1: why none
@@ -59,11 +59,10 @@ inline constexpr std::size_t kMaxFramePayload = 64u << 20;
 // A host's job travels in Job frames of about this size (one rank each at
 // least), so that no -np is too large for one frame and Pings go in between.
 inline constexpr std::size_t kJobFrameBytes = 1u << 20;
-inline constexpr std::size_t kOutputChunkBytes = 64u << 10; // agent reads rank output in these
+inline constexpr std::size_t kOutputChunkBytes = 64u << 10;  // agent reads rank output in these
 
 std::string encode_frame(const Frame& frame);
-void append_frame(std::string& out, FrameType type, std::uint32_t rank, std::uint8_t stream,
-                  std::string_view payload);
+void append_frame(std::string& out, FrameType type, std::uint32_t rank, std::uint8_t stream, std::string_view payload);
 
 // Incremental decoder: feed bytes as they arrive, take frames as they complete.
 class FrameReader {
@@ -89,7 +88,7 @@ struct RankSpec {
 struct JobSpec {
   std::string cwd;
   std::uint32_t grace_ms = 5000;
-  std::int64_t stdin_rank = -1;   // the rank that gets the launcher's stdin, or -1
+  std::int64_t stdin_rank = -1;  // the rank that gets the launcher's stdin, or -1
   std::vector<RankSpec> ranks;
 };
 

@@ -92,10 +92,13 @@ CpuTopology read_cpu_topology(const std::string& sys) {
 std::optional<CpuBinding> choose_binding(const CpuTopology& topology, const std::string& bind_to, int local_rank) {
   // Each unit's key, and its CPUs; units ordered by their first CPU.
   std::map<std::tuple<int, int>, std::vector<int>> units;
-  const char* name = bind_to == "core" ? "core" : bind_to == "socket" ? "socket" : bind_to == "numa" ? "NUMA node" : nullptr;
+  const char* name = bind_to == "core"     ? "core"
+                     : bind_to == "socket" ? "socket"
+                     : bind_to == "numa"   ? "NUMA node"
+                                           : nullptr;
   if (!name || topology.cpus.empty() || local_rank < 0) return std::nullopt;
   for (const CpuTopology::Cpu& cpu : topology.cpus) {
-    const auto key = bind_to == "core" ? std::make_tuple(cpu.package, cpu.core)
+    const auto key = bind_to == "core"     ? std::make_tuple(cpu.package, cpu.core)
                      : bind_to == "socket" ? std::make_tuple(cpu.package, 0)
                                            : std::make_tuple(cpu.node, 0);
     units[key].push_back(cpu.id);

@@ -28,9 +28,9 @@ struct CpuTopology {
 CpuTopology read_cpu_topology(const std::string& sys = "/sys/devices/system");
 
 struct CpuBinding {
-  std::string unit;         // "core 1", "socket 0", "NUMA node 0"
-  std::vector<int> cpus;    // the CPUs the rank may run on
-  bool shared = false;      // core: more ranks on the host than cores, so cores are reused
+  std::string unit;       // "core 1", "socket 0", "NUMA node 0"
+  std::vector<int> cpus;  // the CPUs the rank may run on
+  bool shared = false;    // core: more ranks on the host than cores, so cores are reused
 };
 
 // `local_rank`'s unit for `bind_to` ("core", "socket", "numa"): the

@@ -38,7 +38,7 @@ struct ProbeAnswer {
 };
 
 struct ReachTarget {
-  std::string name;             // for the answer's reader ("rendezvous", "h2")
+  std::string name;  // for the answer's reader ("rendezvous", "h2")
   std::string address;
   std::uint16_t port = 0;
 };

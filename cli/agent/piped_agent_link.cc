@@ -55,9 +55,7 @@ PipedAgentLink::~PipedAgentLink() {
   }
 }
 
-void PipedAgentLink::close_write() {
-  to_child_.reset();
-}
+void PipedAgentLink::close_write() { to_child_.reset(); }
 
 bool PipedAgentLink::reap(int options) {
   if (!reaped_ && ::waitpid(pid_, &status_, options) == pid_) reaped_ = true;

@@ -20,8 +20,8 @@ namespace trainrun::cli {
 class PipedAgentLink : public AgentLink {
  public:
   struct Style {
-    std::string what;         // "the agent", "srun of the agent": for failure()
-    std::string exit_hint;    // appended to "exited with code N"
+    std::string what;           // "the agent", "srun of the agent": for failure()
+    std::string exit_hint;      // appended to "exited with code N"
     int stop_signal = SIGKILL;  // what finish() sends at its deadline
   };
   // Starts `argv` (its path first); throws Error(Io) if it cannot.

@@ -56,8 +56,8 @@ std::string Blacklist::describe(const std::string& host, Clock::time_point now) 
   const auto it = hosts_.find(host);
   if (it == hosts_.end()) return host;
   const Entry& entry = it->second;
-  std::string why = entry.lost ? "lost"
-                               : std::to_string(entry.failures) + (entry.failures == 1 ? " failure" : " failures");
+  std::string why =
+      entry.lost ? "lost" : std::to_string(entry.failures) + (entry.failures == 1 ? " failure" : " failures");
   if (!entry.listed) return host + " (" + why + ")";
   if (cooldown_.count() == 0) return host + " (" + why + "; blacklisted until the job ends)";
   // Whole seconds, rounded up, so that "retried in 0 s" never shows while it is still blocked.

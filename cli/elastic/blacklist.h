@@ -36,10 +36,10 @@ class Blacklist {
 
  private:
   struct Entry {
-    int failures = 0;          // since the host was last admitted
-    bool listed = false;       // blacklisted (maybe with its cooldown over, until released())
-    bool lost = false;         // blacklisted because its agent was lost
-    Clock::time_point until;   // end of the cooldown, when listed and cooldown_ > 0
+    int failures = 0;         // since the host was last admitted
+    bool listed = false;      // blacklisted (maybe with its cooldown over, until released())
+    bool lost = false;        // blacklisted because its agent was lost
+    Clock::time_point until;  // end of the cooldown, when listed and cooldown_ > 0
   };
 
   void list(Entry& entry, Clock::time_point now) const;

@@ -140,9 +140,8 @@ void ElasticDriver::fail_host(const std::string& host, bool blacklisted) {
 void ElasticDriver::membership_changed(const std::string& why, std::optional<int> cause) {
   ++resets_;
   if (options_.reset_limit >= 0 && resets_ > options_.reset_limit) {
-    supervisor_.apply(state_.elastic_failure("elastic: reset limit " + std::to_string(options_.reset_limit) +
-                                                 " (--reset-limit) exceeded: " + why,
-                                             cause));
+    supervisor_.apply(state_.elastic_failure(
+        "elastic: reset limit " + std::to_string(options_.reset_limit) + " (--reset-limit) exceeded: " + why, cause));
     return;
   }
   why_ = why_.empty() ? why : why_ + "; " + why;
@@ -249,18 +248,18 @@ void ElasticDriver::include_ready() {
     if (!table_.get(table_key(ep::ready_key(id)))) return;
   }
   for (int id : starting) workers_[id].phase = Phase::Active;
-  membership_changed(std::to_string(starting.size()) + " new worker(s) on " + workers_[starting[0]].host +
-                         (starting.size() > 1 && workers_[starting.back()].host != workers_[starting[0]].host
-                              ? " and other hosts"
-                              : ""),
-                     std::nullopt);
+  membership_changed(
+      std::to_string(starting.size()) + " new worker(s) on " + workers_[starting[0]].host +
+          (starting.size() > 1 && workers_[starting.back()].host != workers_[starting[0]].host ? " and other hosts"
+                                                                                               : ""),
+      std::nullopt);
 }
 
 void ElasticDriver::update_hosts(const std::vector<HostSlots>& hosts) {
   for (const HostSlots& old : hosts_) {
     const std::string name = display_name(old);
-    const auto listed = std::find_if(hosts.begin(), hosts.end(),
-                                     [&](const HostSlots& h) { return display_name(h) == name; });
+    const auto listed =
+        std::find_if(hosts.begin(), hosts.end(), [&](const HostSlots& h) { return display_name(h) == name; });
     if (listed == hosts.end() && workers_on(name) > 0) fail_host(name, false);
     else if (listed != hosts.end()) shrink_host(name, listed->slots);
   }
@@ -298,10 +297,10 @@ void ElasticDriver::check_short() {
   for (const HostSlots& h : hosts_) {
     if (usable(display_name(h))) available += std::max(0, h.slots - workers_on(display_name(h)));
   }
-  supervisor_.apply(state_.elastic_failure(
-      "elastic: " + std::to_string(available) + " slot(s) available, " + std::to_string(options_.min_np) +
-          " required (--min-np); waited " + seconds(options_.elastic_timeout) + " (--elastic-timeout)",
-      std::nullopt));
+  supervisor_.apply(state_.elastic_failure("elastic: " + std::to_string(available) + " slot(s) available, " +
+                                               std::to_string(options_.min_np) + " required (--min-np); waited " +
+                                               seconds(options_.elastic_timeout) + " (--elastic-timeout)",
+                                           std::nullopt));
 }
 
 // Heartbeats are read on every tick, but judged only while the job is
@@ -365,11 +364,10 @@ void ElasticDriver::check_partition(Clock::time_point now) {
   }
   for (const auto& [id, w] : workers_) table_.set(table_key(ep::reach_key(id)), "0");  // acted upon
   const std::string keep = host_list(decision->keep.hosts);
-  membership_changed("network partition: " + keep + " (" + std::to_string(decision->keep.workers) +
-                         " worker(s)) and " + host_list(dropped) + " (" + std::to_string(dropped_workers) +
-                         ") cannot reach each other; " + keep + " go(es) on (" +
-                         (decision->tie ? "as many workers, and rank 0" : "more workers") + "), the workers on " +
-                         host_list(dropped) + " stop",
+  membership_changed("network partition: " + keep + " (" + std::to_string(decision->keep.workers) + " worker(s)) and " +
+                         host_list(dropped) + " (" + std::to_string(dropped_workers) + ") cannot reach each other; " +
+                         keep + " go(es) on (" + (decision->tie ? "as many workers, and rank 0" : "more workers") +
+                         "), the workers on " + host_list(dropped) + " stop",
                      std::nullopt);
 }
 

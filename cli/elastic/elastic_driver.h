@@ -56,10 +56,10 @@ namespace trainrun::cli::elastic {
 struct DriverOptions {
   int min_np = 1;
   int max_np = 1;
-  int reset_limit = -1;                     // -1: no limit
+  int reset_limit = -1;  // -1: no limit
   std::chrono::milliseconds elastic_timeout{600'000};
-  std::chrono::milliseconds cooldown{0};    // 0: a failed host is not used again
-  std::chrono::milliseconds settle{100};    // failures this close are one change
+  std::chrono::milliseconds cooldown{0};           // 0: a failed host is not used again
+  std::chrono::milliseconds settle{100};           // failures this close are one change
   std::chrono::milliseconds hang_timeout{30'000};  // no heartbeat this long: hung; 0: never
 };
 
@@ -128,17 +128,17 @@ class ElasticDriver : public ElasticControl {
   Blacklist blacklist_;
   HangDetector hangs_;
   std::uint64_t discovery_version_ = 0;
-  std::vector<HostSlots> hosts_;              // usable now, as listed
-  std::vector<std::string> host_order_;       // every host ever used, first seen first
-  std::vector<std::string> with_agent_;       // hosts whose agent runs
+  std::vector<HostSlots> hosts_;         // usable now, as listed
+  std::vector<std::string> host_order_;  // every host ever used, first seen first
+  std::vector<std::string> with_agent_;  // hosts whose agent runs
   std::map<std::string, Clock::time_point> last_failure_;
   std::map<int, Worker> workers_;
   int generation_ = 0;
   int resets_ = 0;
-  bool finishing_ = false;                    // a worker exited 0
+  bool finishing_ = false;  // a worker exited 0
   std::optional<Clock::time_point> publish_at_;
-  std::optional<int> cause_;                  // the failure behind the pending change
-  std::string why_;                           // what the pending change is
+  std::optional<int> cause_;  // the failure behind the pending change
+  std::string why_;           // what the pending change is
   std::optional<Clock::time_point> short_since_;
 };
 

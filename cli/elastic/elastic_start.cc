@@ -45,8 +45,11 @@ std::optional<std::vector<HostSlots>> given_hosts(const Options& o, std::string*
 
 std::optional<Failure> check_flags(const Options& o) {
   if (o.launcher == "mpirun" || o.launcher == "srun") {
-    return Failure{"elastic jobs (--min-np/--max-np/--host-discovery-script) need trainrun's own agents, "
-                   "not --launcher " + o.launcher, kExitUsage};
+    return Failure{
+        "elastic jobs (--min-np/--max-np/--host-discovery-script) need trainrun's own agents, "
+        "not --launcher " +
+            o.launcher,
+        kExitUsage};
   }
   if (!o.discovery_script.empty() && (o.local || !o.hosts.empty() || !o.hostfile.empty())) {
     return Failure{"--host-discovery-script lists the hosts: it cannot be used with -H, --hostfile or --local",

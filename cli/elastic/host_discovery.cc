@@ -93,7 +93,9 @@ End wait_for_script(pid_t pid, Capture& out, Capture& err, Clock::time_point dea
     }
     int wait_ms = millis_until(exited_at ? *exited_at + kExitGrace : deadline);
     if (!exited_at && !pidfd) wait_ms = std::min(wait_ms, static_cast<int>(kExitCheck.count()));
-    pollfd fds[4] = {{out.fd.get(), POLLIN, 0}, {err.fd.get(), POLLIN, 0}, {stop_fd, POLLIN, 0},
+    pollfd fds[4] = {{out.fd.get(), POLLIN, 0},
+                     {err.fd.get(), POLLIN, 0},
+                     {stop_fd, POLLIN, 0},
                      {exited_at ? -1 : pidfd.get(), POLLIN, 0}};  // poll skips negative descriptors
     if (::poll(fds, 4, wait_ms) < 0 && errno != EINTR) wait_ms = 0;
     if (fds[2].revents) {

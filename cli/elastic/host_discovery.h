@@ -59,7 +59,7 @@ class HostDiscovery {
   // One synchronous run; when ok it becomes the current answer. Its failure
   // is the caller's to report, so take_failure() does not repeat it.
   DiscoveryRun first();
-  void start();  // background polling from now on; once
+  void start();                          // background polling from now on; once
   std::vector<HostSlots> hosts() const;  // the newest good answer (failures keep the last good one)
   std::uint64_t version() const;         // +1 each time a good answer differs from the previous one
   // The newest failed poll's error line, once per streak of failures (so
@@ -78,9 +78,9 @@ class HostDiscovery {
   mutable std::mutex mutex_;
   std::vector<HostSlots> hosts_;
   std::uint64_t version_ = 0;
-  std::string failure_;            // the newest failure of the current streak
-  bool failing_ = false;           // the last poll failed
-  bool failure_taken_ = false;     // take_failure() already reported this streak
+  std::string failure_;         // the newest failure of the current streak
+  bool failing_ = false;        // the last poll failed
+  bool failure_taken_ = false;  // take_failure() already reported this streak
 };
 
 }  // namespace trainrun::cli::elastic

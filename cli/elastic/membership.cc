@@ -26,8 +26,8 @@ elastic_protocol::Assignment assign(int generation, const std::vector<std::strin
   const std::vector<RankSlot> ranks = plan_ranks(hosts, static_cast<int>(members.size()));
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     const RankSlot& r = ranks[i];
-    out.slots.push_back({members[i].worker, r.rank, r.local_rank, r.local_size, r.cross_rank, r.cross_size,
-                         members[i].host});
+    out.slots.push_back(
+        {members[i].worker, r.rank, r.local_rank, r.local_size, r.cross_rank, r.cross_size, members[i].host});
   }
   return out;
 }

@@ -18,10 +18,10 @@ std::string rank_list(const std::vector<int>& ranks) {
   return out;
 }
 
-
 }  // namespace
 
-JobState::JobState(int size, std::vector<std::string> rank_hosts) : size_(size), ranks_(static_cast<std::size_t>(size)) {
+JobState::JobState(int size, std::vector<std::string> rank_hosts)
+    : size_(size), ranks_(static_cast<std::size_t>(size)) {
   for (int r = 0; r < size; ++r) ranks_[r].host = rank_hosts[r];
 }
 
@@ -154,12 +154,15 @@ std::string JobState::outcome() const {
 
 std::string JobState::summary() const {
   if (stop_signal_) return "trainrun: stopped by " + signal_name(*stop_signal_) + "; all ranks were terminated";
-  if (timeout_s_) return "trainrun: the job ran longer than --timeout " + detail::shortest_decimal(*timeout_s_) + " s; all ranks were terminated";
+  if (timeout_s_)
+    return "trainrun: the job ran longer than --timeout " + detail::shortest_decimal(*timeout_s_) +
+           " s; all ranks were terminated";
   if (!launch_failure_.empty()) return "trainrun: " + launch_failure_;
   if (!elastic_reason_.empty()) return "trainrun: " + elastic_reason_;
   if (cause_) {
     const int status = ranks_[*cause_].status;
-    return "trainrun: job failed: " + describe(*cause_) + (WIFEXITED(status) ? rank_code_note(WEXITSTATUS(status)) : "");
+    return "trainrun: job failed: " + describe(*cause_) +
+           (WIFEXITED(status) ? rank_code_note(WEXITSTATUS(status)) : "");
   }
   return "";
 }

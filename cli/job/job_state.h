@@ -14,8 +14,8 @@ namespace trainrun::cli {
 
 // Exit codes of trainrun's own (documented in man/trainrun.1).
 inline constexpr int kExitUsage = 2;
-inline constexpr int kExitTimeout = 124;   // --timeout expired
-inline constexpr int kExitLaunch = 125;    // the job could not start or a host was lost
+inline constexpr int kExitTimeout = 124;  // --timeout expired
+inline constexpr int kExitLaunch = 125;   // the job could not start or a host was lost
 // Said after a rank's (or mpirun's) exit code that trainrun also uses for
 // its own failures (2, 124, 125, 126, 127), so that a script or a reader
 // of the summary tells the two apart; "" for every other code.
@@ -83,11 +83,11 @@ class JobState {
   std::vector<Rank> ranks_;
   int exited_count_ = 0;
   bool tearing_down_ = false;
-  std::optional<int> cause_;         // rank whose failure ended the job
-  std::optional<int> stop_signal_;   // signal that stopped trainrun
-  std::string launch_failure_;       // start timeout, lost host
+  std::optional<int> cause_;        // rank whose failure ended the job
+  std::optional<int> stop_signal_;  // signal that stopped trainrun
+  std::string launch_failure_;      // start timeout, lost host
   std::optional<double> timeout_s_;
-  std::string elastic_reason_;       // why an elastic job gave up
+  std::string elastic_reason_;  // why an elastic job gave up
   std::string unit_ = "rank";
 };
 

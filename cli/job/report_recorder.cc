@@ -19,13 +19,11 @@ namespace {
 
 std::string job_key(std::string_view key) { return std::string(protocol::kScopeJob) + "/" + std::string(key); }
 
-std::string rank_key(std::string_view prefix, int rank) {
-  return job_key(std::string(prefix) + std::to_string(rank));
-}
+std::string rank_key(std::string_view prefix, int rank) { return job_key(std::string(prefix) + std::to_string(rank)); }
 
 std::int64_t unix_ms_now() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace

@@ -42,7 +42,7 @@ struct Supervisor::Peer {
   FrameReader reader;
   std::string outbound;
   bool eof = false;
-  bool closed = false;   // we sent EOF (job over on our side)
+  bool closed = false;  // we sent EOF (job over on our side)
 };
 
 BlockedJobSignals::BlockedJobSignals() {
@@ -108,7 +108,8 @@ void Supervisor::stop_host(const std::string& host) {
 }
 
 void Supervisor::kill_rank(const std::string& host, int rank) {
-  if (Peer* peer = find_peer(host)) append_frame(peer->outbound, FrameType::KillRank, static_cast<std::uint32_t>(rank), 0, "");
+  if (Peer* peer = find_peer(host))
+    append_frame(peer->outbound, FrameType::KillRank, static_cast<std::uint32_t>(rank), 0, "");
 }
 
 void Supervisor::apply(JobState::Action action) {
@@ -124,8 +125,7 @@ void Supervisor::apply(JobState::Action action) {
 
 void Supervisor::on_frame(Peer& peer, const Frame& frame) {
   switch (frame.type) {
-    case FrameType::Hello:
-      return;
+    case FrameType::Hello: return;
     case FrameType::Started:
       if (options_.events) options_.events->started(static_cast<int>(frame.rank), std::atoi(frame.payload.c_str()));
       return state_.started(static_cast<int>(frame.rank), std::atoi(frame.payload.c_str()));
@@ -151,13 +151,11 @@ void Supervisor::on_frame(Peer& peer, const Frame& frame) {
       return apply(action);
     }
     case FrameType::StackTrace:
-    case FrameType::StacksDone:
-      return stacks_frame(peer, frame);
+    case FrameType::StacksDone: return stacks_frame(peer, frame);
     case FrameType::Fatal:
       output_.note("trainrun: agent on " + peer.link->host() + ": " + frame.payload);
       return lose_host(peer, "the agent on " + peer.link->host() + " failed: " + frame.payload);
-    default:
-      return;
+    default: return;
   }
 }
 
@@ -235,8 +233,8 @@ std::vector<int> Supervisor::unregistered_ranks() const {
   std::vector<int> missing;
   bool any = false;
   for (int rank = 0; rank < state_.size(); ++rank) {
-    const std::string key = std::string(protocol::kScopeJob) + "/" + std::string(protocol::kKeyRankPrefix) +
-                            std::to_string(rank);
+    const std::string key =
+        std::string(protocol::kScopeJob) + "/" + std::string(protocol::kKeyRankPrefix) + std::to_string(rank);
     if (rendezvous_->get(key)) {
       any = true;
     } else if (!state_.has_exited(rank)) {

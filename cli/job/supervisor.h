@@ -33,9 +33,9 @@ class StackDumps;
 
 struct SupervisorOptions {
   double grace_s = 5;
-  double timeout_s = 0;        // 0: none
+  double timeout_s = 0;  // 0: none
   int start_timeout_s = 30;
-  int stdin_rank = 0;          // -1: nobody reads trainrun's stdin
+  int stdin_rank = 0;  // -1: nobody reads trainrun's stdin
   bool verbose = false;
   RankEvents* events = nullptr;  // the JSON report's ranks (cli/report), or none
   // What the line naming the rank whose failure ends this run says next
@@ -80,8 +80,7 @@ class BlockedJobSignals {
 class Supervisor {
  public:
   // Throws Error(Io) when the signalfd cannot be created.
-  Supervisor(SupervisorOptions options, JobState& state, OutputRouter& output,
-             const rendezvous::KvTable* rendezvous);
+  Supervisor(SupervisorOptions options, JobState& state, OutputRouter& output, const rendezvous::KvTable* rendezvous);
   ~Supervisor();
 
   // Stack dumps of every rank (SIGQUIT, --timeout, stalls); none without.
@@ -149,7 +148,7 @@ class Supervisor {
   std::optional<Clock::time_point> deadline_;  // --timeout
   std::optional<Clock::time_point> kill_at_;
   bool start_checked_ = false;
-  bool idle_ = true;  // the last poll round read no agent output
+  bool idle_ = true;       // the last poll round read no agent output
   std::string lost_note_;  // the last "trainrun: lost connection ..." line printed
   // Time spent not reading agents because the console was back-pressured:
   // it does not count towards holding an unfinished line, whose rest may be

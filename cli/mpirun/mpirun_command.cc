@@ -9,9 +9,7 @@
 namespace trainrun::cli {
 namespace {
 
-[[noreturn]] void invalid(const std::string& message) {
-  throw Error(Error::Code::InvalidArgument, message);
-}
+[[noreturn]] void invalid(const std::string& message) { throw Error(Error::Code::InvalidArgument, message); }
 
 std::string host_list(const std::vector<HostSlots>& hosts) {
   std::string out;
@@ -26,12 +24,10 @@ std::string host_list(const std::vector<HostSlots>& hosts) {
 
 }  // namespace
 
-
 std::vector<std::string> mpirun_command(const MpirunJob& job) {
   if (job.command.empty()) invalid("no program given");
   std::vector<std::string> argv = {job.mpirun, "-np", std::to_string(job.np), "-H",
-                                   job.hosts.empty() ? "localhost:" + std::to_string(job.np)
-                                                     : host_list(job.hosts),
+                                   job.hosts.empty() ? "localhost:" + std::to_string(job.np) : host_list(job.hosts),
                                    // trainrun's placement options, by default: ranks fill hosts
                                    // in order and are not pinned (frameworks run their own threads).
                                    "--bind-to", job.bind_to, "--map-by", job.map_by};

@@ -14,7 +14,7 @@
 namespace trainrun::cli {
 
 struct MpirunJob {
-  std::string mpirun = "mpirun";         // the program to run
+  std::string mpirun = "mpirun";  // the program to run
   int np = 1;
   std::vector<HostSlots> hosts;          // empty: every rank here (-H localhost:np)
   int local_cpus = 0;                    // CPUs here; fewer than np in a local job: ranks yield
@@ -34,6 +34,5 @@ struct MpirunJob {
 // environment name that is not [A-Za-z_][A-Za-z0-9_]*, a host without
 // slots, or --mpi-args that do not split.
 std::vector<std::string> mpirun_command(const MpirunJob& job);
-
 
 }  // namespace trainrun::cli

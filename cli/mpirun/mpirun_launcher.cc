@@ -29,7 +29,6 @@
 #include "rendezvous/unique_fd.h"
 #include "trainrun/error.h"
 
-
 namespace trainrun::cli {
 namespace {
 
@@ -119,8 +118,7 @@ class MpirunPipes {
 // Waits for mpirun; the first INT/TERM/HUP sends it SIGTERM (it stops the
 // ranks), SIGKILL follows after the grace period or a second SIGINT.
 // `report` learns how it ended, with the line trainrun printed.
-int supervise(pid_t mpirun, const sigset_t& handled, double grace_s, ReportRecorder& report,
-              MpirunPipes& pipes) {
+int supervise(pid_t mpirun, const sigset_t& handled, double grace_s, ReportRecorder& report, MpirunPipes& pipes) {
   std::optional<int> stop_signal;
   std::optional<Clock::time_point> kill_at;
   int status = 0;
@@ -224,8 +222,9 @@ int run_mpirun(const Options& options, ReportRecorder& report) {
     return kExitUsage;
   }
   report.planned(*planned.plan, {});
-  report.ranks_unobserved("mpirun started the ranks: their pids, times, exit statuses, backends and the "
-                          "stragglers table are not known to trainrun");
+  report.ranks_unobserved(
+      "mpirun started the ranks: their pids, times, exit statuses, backends and the "
+      "stragglers table are not known to trainrun");
   bool all_local = true;
   for (const HostSlots& host : planned.plan->hosts) all_local = all_local && is_local_host(host.host);
   // Every rank runs here: a missing program is one clear error up front
@@ -255,8 +254,8 @@ int run_mpirun(const Options& options, ReportRecorder& report) {
     std::cerr << "trainrun: error: cannot block the job's signals: " << std::strerror(errno) << "\n";
     return 1;
   }
-  const int code = start_and_supervise(options, *planned.plan, *mpirun.path, argv, current_environment(), handled,
-                                       original, report);
+  const int code =
+      start_and_supervise(options, *planned.plan, *mpirun.path, argv, current_environment(), handled, original, report);
   ::sigprocmask(SIG_SETMASK, &original, nullptr);
   return code;
 }

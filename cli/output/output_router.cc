@@ -103,9 +103,9 @@ void OutputRouter::file_failed(int rank, int stream, int error) {
   const std::string kind = stream == 1 ? "stdout" : "stderr";
   failures_.push_back({file.path, kind, rank, std::strerror(error)});
   const std::string whose = "rank " + std::to_string(rank) + "'s later " + kind;
-  note(write_failure_line(failures_.back(),
-                          on_console(rank) ? whose + " goes to the console only"
-                                           : whose + " is lost (--rank-filter keeps it off the console)"));
+  note(write_failure_line(failures_.back(), on_console(rank)
+                                                ? whose + " goes to the console only"
+                                                : whose + " is lost (--rank-filter keeps it off the console)"));
 }
 
 void OutputRouter::add(int rank, int stream, std::string_view bytes, Clock::time_point now) {
@@ -114,9 +114,8 @@ void OutputRouter::add(int rank, int stream, std::string_view bytes, Clock::time
     if (const int error = write_all(fd, bytes)) file_failed(rank, stream, error);
   }
   if (!on_console(rank)) return;
-  assemblers_[{rank, stream}].feed(bytes, now, [&](std::string_view piece, bool continues) {
-    to_console(rank, stream, piece, continues);
-  });
+  assemblers_[{rank, stream}].feed(
+      bytes, now, [&](std::string_view piece, bool continues) { to_console(rank, stream, piece, continues); });
 }
 
 void OutputRouter::to_console(int rank, int stream, std::string_view piece, bool continues) {
@@ -157,9 +156,7 @@ void OutputRouter::note(const std::string& line) {
   queue_[1] += line + "\n";
 }
 
-bool OutputRouter::backlogged() const {
-  return queue_[0].size() > kConsoleLimit || queue_[1].size() > kConsoleLimit;
-}
+bool OutputRouter::backlogged() const { return queue_[0].size() > kConsoleLimit || queue_[1].size() > kConsoleLimit; }
 
 void OutputRouter::write_some(int stream) {
   std::string& queue = queue_[stream - 1];

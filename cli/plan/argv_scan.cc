@@ -4,7 +4,6 @@
 
 #include "cli/plan/printable.h"
 
-
 namespace trainrun::cli {
 namespace {
 
@@ -17,7 +16,8 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
     for (std::size_t j = 1; j <= b.size(); ++j) {
       const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
       d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   }
   return d[a.size()][b.size()];
@@ -74,20 +74,21 @@ ArgvScan scan_options(const std::vector<std::string>& args, const OptionNames& n
   for (std::size_t i = 0; i < scan.args.size(); ++i) {
     std::string& token = scan.args[i];
     if (token == "--" || token.size() < 2 || token[0] != '-') break;  // the program from here on
-    if (token == "-h" || token == "--help") continue;  // the only spellings of the help
+    if (token == "-h" || token == "--help") continue;                 // the only spellings of the help
     const bool dashes = token[1] == '-';
     const std::size_t eq = token.find('=');
-    const std::string name = token.substr(dashes ? 2 : 1, eq == std::string::npos ? std::string::npos : eq - (dashes ? 2 : 1));
+    const std::string name =
+        token.substr(dashes ? 2 : 1, eq == std::string::npos ? std::string::npos : eq - (dashes ? 2 : 1));
     const auto long_name = names.long_names.find(name);
     if (long_name != names.long_names.end() && (dashes || name.size() > 1)) {
-      if (!dashes) token.insert(0, "-");  // mpirun's -np, -hostfile, -host, ...
+      if (!dashes) token.insert(0, "-");                      // mpirun's -np, -hostfile, -host, ...
       if (long_name->second && eq == std::string::npos) ++i;  // its value
       continue;
     }
     if (const std::string glued = glued_number(name, names); !glued.empty() && eq == std::string::npos) {
       const std::string spelled = token.substr(0, token.size() - (name.size() - glued.size()));
-      scan.error = "unknown option " + quoted(token) + "; did you mean " + spelled + " " +
-                   name.substr(glued.size()) + "? (a space between the option and its value)";
+      scan.error = "unknown option " + quoted(token) + "; did you mean " + spelled + " " + name.substr(glued.size()) +
+                   "? (a space between the option and its value)";
       return scan;
     }
     if (dashes || !short_cluster(token, names)) {

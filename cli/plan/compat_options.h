@@ -8,7 +8,7 @@
 namespace CLI {
 class App;
 class Option;
-}
+}  // namespace CLI
 
 namespace trainrun::cli {
 
@@ -18,7 +18,6 @@ void add_compat_options(CLI::App& app, Options& o);
 
 // A floating-point option: finite and within [min, max] (CLI::Range alone
 // lets nan through: every comparison with nan is false). In options.cc.
-CLI::Option* add_float(CLI::App& app, const char* name, double& value, const char* description, double min,
-                       double max);
+CLI::Option* add_float(CLI::App& app, const char* name, double& value, const char* description, double min, double max);
 
 }  // namespace trainrun::cli

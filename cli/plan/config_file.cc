@@ -33,7 +33,8 @@ class Section {
   bool boolean(const char* key) {
     const YAML::Node v = take(key);
     bool on = false;
-    if (v && !YAML::convert<bool>::decode(v, on)) fail(key, quoted(v.IsScalar() ? v.Scalar() : "...") + " is not true or false");
+    if (v && !YAML::convert<bool>::decode(v, on))
+      fail(key, quoted(v.IsScalar() ? v.Scalar() : "...") + " is not true or false");
     return on;
   }
   // A key trainrun accepts and has no use for: a note.
@@ -84,7 +85,8 @@ class Section {
 
 void read_config(const YAML::Node& root, ConfigTokens& out, const std::function<bool(const std::string&)>& given) {
   Section top(root, "", out, given);
-  if (const YAML::Node c = top.take("controller"); c && !top.was_given("--backend", {"--gloo", "--launcher", "--mpi"})) {
+  if (const YAML::Node c = top.take("controller");
+      c && !top.was_given("--backend", {"--gloo", "--launcher", "--mpi"})) {
     const std::string controller = c.IsScalar() ? c.Scalar() : "...";
     if (controller == "gloo" || controller == "GLOO") out.tokens.push_back("--backend=gloo");
     else if (controller == "mpi" || controller == "MPI") out.tokens.push_back("--launcher=mpirun");
@@ -112,8 +114,8 @@ void read_config(const YAML::Node& root, ConfigTokens& out, const std::function<
   if (autotune.boolean("enabled")) {
     out.notes.push_back("autotune.enabled: trainrun does not autotune; the params are used as given");
   }
-  for (const char* key : {"log_file", "warmup_samples", "steps_per_sample", "bayes_opt_max_samples",
-                          "gaussian_process_noise"}) {
+  for (const char* key :
+       {"log_file", "warmup_samples", "steps_per_sample", "bayes_opt_max_samples", "gaussian_process_noise"}) {
     autotune.take(key);
   }
   Section library(top.take("library_options"), "library_options", out, given);

@@ -25,15 +25,13 @@ struct Token {
 
 bool valid_slots(std::string_view text, int& slots) {
   const auto r = std::from_chars(text.data(), text.data() + text.size(), slots);
-  return !text.empty() && r.ec == std::errc() && r.ptr == text.data() + text.size() && slots >= 1 &&
-         slots <= kMaxSlots;
+  return !text.empty() && r.ec == std::errc() && r.ptr == text.data() + text.size() && slots >= 1 && slots <= kMaxSlots;
 }
 
 std::string slots_range() { return "must be an integer from 1 to " + std::to_string(kMaxSlots); }
 
 bool name_char(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-         c == '_';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_';
 }
 
 // "" when every character of `name` may appear in a host or user name.
@@ -65,7 +63,8 @@ std::string check_host_name(std::string_view name) {
     std::size_t dot = name.find('.', start);
     if (dot == std::string_view::npos) dot = name.size();
     if (dot == start) return "host name has an empty label (a leading dot or two dots in a row)";
-    if (dot - start > kMaxLabel) return "host name has a label longer than " + std::to_string(kMaxLabel) + " characters";
+    if (dot - start > kMaxLabel)
+      return "host name has a label longer than " + std::to_string(kMaxLabel) + " characters";
     start = dot + 1;
   }
   return "";
@@ -93,8 +92,8 @@ std::string several_colons(std::string_view text) {
   const std::size_t colon = text.rfind(':');
   const std::string_view before = text.substr(0, colon);
   if (is_ipv6(before)) {
-    return "not an IPv6 address; did you mean " + quoted("[" + std::string(before) + "]" +
-                                                        std::string(text.substr(colon))) + "?";
+    return "not an IPv6 address; did you mean " +
+           quoted("[" + std::string(before) + "]" + std::string(text.substr(colon))) + "?";
   }
   return "not a host name or an IPv6 address (one ':' comes before the slots; an IPv6 address with slots is "
          "written [addr]:slots)";
@@ -198,7 +197,8 @@ std::string apply_keys(std::string_view line, std::string_view rest, Token& t) {
       return quoted(line) + ": " + key + " given twice";
     }
     int& value = is_slots ? slots : max_slots;
-    if (!valid_slots(std::string_view(item).substr(eq + 1), value)) return quoted(item) + ": " + key + " " + slots_range();
+    if (!valid_slots(std::string_view(item).substr(eq + 1), value))
+      return quoted(item) + ": " + key + " " + slots_range();
     (is_slots ? slots_key : max_key) = key;
   }
   if (!slots_key.empty()) t.host.slots = slots;
@@ -214,9 +214,7 @@ std::string apply_keys(std::string_view line, std::string_view rest, Token& t) {
 
 }  // namespace
 
-std::string display_name(const HostSlots& host) {
-  return host.user.empty() ? host.host : host.user + "@" + host.host;
-}
+std::string display_name(const HostSlots& host) { return host.user.empty() ? host.host : host.user + "@" + host.host; }
 
 std::string host_option_text(const std::vector<HostSlots>& hosts) {
   std::string out;

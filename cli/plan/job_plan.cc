@@ -63,14 +63,35 @@ void append_engine_settings(const Options& o, EnvList& env) {
 // the forwarded variables, so a forwarded value would be silently replaced.
 std::string refused_variable(const std::string& name, const Options& o) {
   namespace p = protocol;
-  for (const char* set : {p::kEnvRank, p::kEnvSize, p::kEnvLocalRank, p::kEnvLocalSize, p::kEnvCrossRank,
-                          p::kEnvCrossSize, p::kEnvHostname, p::kEnvRendezvousAddr, p::kEnvRendezvousPort,
-                          p::kEnvJobId, p::kEnvSecret, p::kEnvHorovodRank, p::kEnvHorovodSize,
-                          p::kEnvHorovodLocalRank, p::kEnvHorovodLocalSize, p::kEnvHorovodCrossRank,
-                          p::kEnvHorovodCrossSize, p::kEnvTorchRank, p::kEnvTorchWorldSize, p::kEnvTorchLocalRank,
-                          p::kEnvTorchLocalWorldSize, p::kEnvTorchMasterAddr, p::kEnvTorchMasterPort,
-                          p::kEnvTorchGroupRank, p::kEnvTorchGroupWorldSize, p::kEnvTorchRoleRank,
-                          p::kEnvTorchRoleWorldSize, p::kEnvTorchRestartCount, p::kEnvTorchMaxRestarts,
+  for (const char* set : {p::kEnvRank,
+                          p::kEnvSize,
+                          p::kEnvLocalRank,
+                          p::kEnvLocalSize,
+                          p::kEnvCrossRank,
+                          p::kEnvCrossSize,
+                          p::kEnvHostname,
+                          p::kEnvRendezvousAddr,
+                          p::kEnvRendezvousPort,
+                          p::kEnvJobId,
+                          p::kEnvSecret,
+                          p::kEnvHorovodRank,
+                          p::kEnvHorovodSize,
+                          p::kEnvHorovodLocalRank,
+                          p::kEnvHorovodLocalSize,
+                          p::kEnvHorovodCrossRank,
+                          p::kEnvHorovodCrossSize,
+                          p::kEnvTorchRank,
+                          p::kEnvTorchWorldSize,
+                          p::kEnvTorchLocalRank,
+                          p::kEnvTorchLocalWorldSize,
+                          p::kEnvTorchMasterAddr,
+                          p::kEnvTorchMasterPort,
+                          p::kEnvTorchGroupRank,
+                          p::kEnvTorchGroupWorldSize,
+                          p::kEnvTorchRoleRank,
+                          p::kEnvTorchRoleWorldSize,
+                          p::kEnvTorchRestartCount,
+                          p::kEnvTorchMaxRestarts,
                           p::kEnvTorchRunId}) {
     if (name == set) return "trainrun sets this variable for every rank; it cannot be forwarded";
   }
@@ -158,12 +179,14 @@ std::string transport_choice(const Options& options, const JobPlan& plan, const 
   for (const RankSlot& slot : plan.ranks) ++per_host[slot.host_index];
   for (int ranks : per_host) {
     if (ranks != per_host[0] || ranks < 2) {
-      return what + ": TCP mesh between every pair of ranks (two-level needs the same number of ranks, 2 or more, "
-                    "on every host)";
+      return what +
+             ": TCP mesh between every pair of ranks (two-level needs the same number of ranks, 2 or more, "
+             "on every host)";
     }
   }
-  return what + ": two-level for allreduces of 64 KiB and more (shared memory within each host, TCP mesh between "
-                "hosts, one stream per local rank); TCP mesh for the rest";
+  return what +
+         ": two-level for allreduces of 64 KiB and more (shared memory within each host, TCP mesh between "
+         "hosts, one stream per local rank); TCP mesh for the rest";
 }
 
 std::optional<std::string> read_text_file(const std::string& path, std::string* error) {

@@ -19,8 +19,8 @@ namespace trainrun::cli {
 struct JobPlan {
   std::vector<HostSlots> hosts;  // hosts that get at least one rank, in order
   std::vector<RankSlot> ranks;
-  std::set<int> console_ranks;   // --rank-filter; empty: all
-  EnvList forwarded;             // -x
+  std::set<int> console_ranks;       // --rank-filter; empty: all
+  EnvList forwarded;                 // -x
   bool omp_threads_default = false;  // OMP_NUM_THREADS=1 added: ranks share a host, the user set none
 };
 

@@ -11,35 +11,35 @@ namespace trainrun::cli {
 
 struct Options {
   // Job
-  int np = 0;                          // 0: every slot of the hosts given
+  int np = 0;  // 0: every slot of the hosts given
   bool local = false;
-  std::string hosts;                   // -H text
+  std::string hosts;  // -H text
   std::string hostfile;
   std::vector<std::string> env_forward;  // -x NAME or NAME=VALUE, in order
   std::string backend;
-  bool shm = true;                     // --no-shm: TRAINRUN_SHM=0 for every rank
-  bool check_calls = false;            // --check-calls: TRAINRUN_CHECK_CALLS=1 for every rank
-  bool oversubscribe = false;          // more ranks than slots: round-robin over the hosts
-  int nproc_per_node = 0;              // torchrun: ranks on every host (0: -np / the slots)
-  int nnodes = 0;                      // torchrun: how many hosts (0: those given); checked against -H
+  bool shm = true;             // --no-shm: TRAINRUN_SHM=0 for every rank
+  bool check_calls = false;    // --check-calls: TRAINRUN_CHECK_CALLS=1 for every rank
+  bool oversubscribe = false;  // more ranks than slots: round-robin over the hosts
+  int nproc_per_node = 0;      // torchrun: ranks on every host (0: -np / the slots)
+  int nnodes = 0;              // torchrun: how many hosts (0: those given); checked against -H
   // Placement (cli/plan/rank_plan.h, cli/agent/cpu_binding.h)
-  std::string bind_to = "none";        // none | core | socket | numa
-  std::string map_by = "slot";         // slot | node
+  std::string bind_to = "none";  // none | core | socket | numa
+  std::string map_by = "slot";   // slot | node
   bool report_bindings = false;
   // Output
   std::string output_dir;
   bool tag_output = true;
-  bool timestamp_output = false;       // each console line starts with the time it arrived
+  bool timestamp_output = false;  // each console line starts with the time it arrived
   std::string rank_filter;
   // Supervision
   int start_timeout_s = 30;
-  double timeout_s = 0;                // 0: no limit
+  double timeout_s = 0;  // 0: no limit
   double grace_s = 5.0;
   // Elastic (cli/elastic): on when --min-np, --max-np or a discovery script is given.
-  int min_np = 0;                      // 0: -np
-  int max_np = 0;                      // 0: -np
+  int min_np = 0;  // 0: -np
+  int max_np = 0;  // 0: -np
   std::string discovery_script;
-  int reset_limit = -1;                // -1: no limit; a non-elastic job: whole-job restarts (--max-restarts)
+  int reset_limit = -1;  // -1: no limit; a non-elastic job: whole-job restarts (--max-restarts)
   double elastic_timeout_s = 600;
   double blacklist_cooldown_s = 0;     // 0: a failed host is not used again
   double elastic_hang_timeout_s = 30;  // a worker whose heartbeat stops this long is removed; 0: never
@@ -53,23 +53,23 @@ struct Options {
   double stall_warning_s = -1;
   double stall_shutdown_s = -1;
   double straggler_warning_pct = -1;
-  bool stacks_on_stall = false;        // every rank's stack at each stall warning (cli/report)
+  bool stacks_on_stall = false;  // every rank's stack at each stall warning (cli/report)
   // Report (cli/report): the JSON job report's file; empty: TRAINRUN_REPORT, else none.
   std::string report;
   // Information
   bool verbose = false;
-  std::string log_level;               // horovodrun's --log-level: TRACE, DEBUG (= --verbose), ...
-  std::vector<std::string> notes;      // what accepted compatibility options do instead (stderr)
-  std::string config_file;             // horovodrun's YAML --config-file (cli/plan/config_file.h)
+  std::string log_level;           // horovodrun's --log-level: TRACE, DEBUG (= --verbose), ...
+  std::vector<std::string> notes;  // what accepted compatibility options do instead (stderr)
+  std::string config_file;         // horovodrun's YAML --config-file (cli/plan/config_file.h)
   bool dry_run = false;
   // --launcher mpirun (alias --mpi): hand the job to Open MPI's mpirun;
   // srun: agents as Slurm steps (cli/srun). Empty: srun inside a Slurm
   // allocation when no hosts are given, else local/SSH agents.
-  std::string launcher;                // "" | "local" | "mpirun" | "srun"
-  std::string mpi_args;                // extra mpirun arguments, split like a shell would
+  std::string launcher;  // "" | "local" | "mpirun" | "srun"
+  std::string mpi_args;  // extra mpirun arguments, split like a shell would
   bool check_build = false;
-  std::vector<std::string> command;    // program and its arguments, untouched
-  RemoteOptions remote;                // SSH and network (multi-host)
+  std::vector<std::string> command;  // program and its arguments, untouched
+  RemoteOptions remote;              // SSH and network (multi-host)
 };
 
 struct ParseResult {

@@ -57,8 +57,7 @@ bool is_env_name(std::string_view name) {
   return true;
 }
 
-std::vector<std::string> merge_environment(const std::vector<std::string>& base,
-                                           const EnvList& overrides) {
+std::vector<std::string> merge_environment(const std::vector<std::string>& base, const EnvList& overrides) {
   std::unordered_map<std::string, std::size_t> index;
   std::vector<std::string> out;
   out.reserve(base.size() + overrides.size());

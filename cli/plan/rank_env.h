@@ -22,13 +22,13 @@ struct JobEnv {
   std::uint16_t rendezvous_port = 0;
   std::string job_id;
   std::string secret_hex;
-  std::string backend;        // empty: the library decides
-  std::string master_addr;    // torch env:// rendezvous (rank 0's host)
+  std::string backend;      // empty: the library decides
+  std::string master_addr;  // torch env:// rendezvous (rank 0's host)
   std::uint16_t master_port = 0;
   int start_timeout_s = 30;
-  int restart_count = 0;      // whole-job restarts so far (--max-restarts)
+  int restart_count = 0;  // whole-job restarts so far (--max-restarts)
   int max_restarts = 0;
-  EnvList extra;              // forwarded by the user (-x)
+  EnvList extra;  // forwarded by the user (-x)
 };
 
 EnvList rank_environment(const RankSlot& slot, const JobEnv& job);
@@ -38,7 +38,6 @@ bool is_env_name(std::string_view name);
 
 // `base` with every name in `overrides` replaced or appended, as
 // "NAME=value" strings ready for execve.
-std::vector<std::string> merge_environment(const std::vector<std::string>& base,
-                                           const EnvList& overrides);
+std::vector<std::string> merge_environment(const std::vector<std::string>& base, const EnvList& overrides);
 
 }  // namespace trainrun::cli

@@ -8,9 +8,9 @@
 namespace trainrun::cli {
 
 struct HostSlots {
-  std::string host;   // name or address (IPv6 without brackets)
+  std::string host;  // name or address (IPv6 without brackets)
   int slots = 1;
-  std::string user;   // from "user@host"; empty: the default
+  std::string user;  // from "user@host"; empty: the default
 };
 
 struct RankSlot {

@@ -22,10 +22,10 @@ std::size_t read_double_quoted(std::string_view text, std::size_t i, std::string
 
 }  // namespace
 
-
 std::string shell_quote(std::string_view word) {
   const bool safe = !word.empty() && word.find_first_not_of(
-      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./_-") == std::string_view::npos;
+                                         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./_-") ==
+                                         std::string_view::npos;
   if (safe) return std::string(word);
   std::string out = "'";
   for (char c : word) {
@@ -60,13 +60,15 @@ std::vector<std::string> split_shell_words(std::string_view text) {
     in_word = true;
     if (c == '\'') {
       const std::size_t end = text.find('\'', i + 1);
-      if (end == std::string_view::npos) throw Error(Error::Code::InvalidArgument, "unterminated ' quote in: " + std::string(text));
+      if (end == std::string_view::npos)
+        throw Error(Error::Code::InvalidArgument, "unterminated ' quote in: " + std::string(text));
       word.append(text.substr(i + 1, end - i - 1));
       i = end;
     } else if (c == '"') {
       i = read_double_quoted(text, i + 1, word);
     } else if (c == '\\') {
-      if (i + 1 == text.size()) throw Error(Error::Code::InvalidArgument, "trailing backslash in: " + std::string(text));
+      if (i + 1 == text.size())
+        throw Error(Error::Code::InvalidArgument, "trailing backslash in: " + std::string(text));
       word += text[++i];
     } else {
       word += c;

@@ -55,8 +55,8 @@ void say(std::initializer_list<const char*> pieces) {
     (void)!::write(plan.status_fd, &failure, sizeof failure);
     ::_exit(127);
   }
-  say({"trainrun: cannot ", step == kStepExec ? "execute " : "set up the descriptors of ",
-       plan.request.program.c_str(), ": ", std::strerror(error), "\n"});
+  say({"trainrun: cannot ", step == kStepExec ? "execute " : "set up the descriptors of ", plan.request.program.c_str(),
+       ": ", std::strerror(error), "\n"});
   const bool like_shell = plan.request.on_exec_failure == ExecFailure::ExitLikeShell;
   ::_exit(like_shell && error != ENOENT ? 126 : 127);
 }
@@ -155,11 +155,8 @@ Subprocess spawn(const SpawnRequest& request) {
   const ChildStream* streams[3] = {&request.in, &request.out, &request.err};
   for (int i = 0; i < 3; ++i) {
     switch (streams[i]->kind) {
-      case ChildStream::Kind::Inherit:
-        break;
-      case ChildStream::Kind::Fd:
-        plan.stdio[i] = streams[i]->fd;
-        break;
+      case ChildStream::Kind::Inherit: break;
+      case ChildStream::Kind::Fd: plan.stdio[i] = streams[i]->fd; break;
       case ChildStream::Kind::Null:
         if (!null_fd) null_fd.reset(::open("/dev/null", O_RDWR | O_CLOEXEC));
         if (!null_fd) return failed("open /dev/null", errno);

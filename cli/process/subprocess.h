@@ -38,9 +38,9 @@ struct ChildStream {
   int fd = -1;  // Kind::Fd: this descriptor, dup'ed (the caller keeps owning it)
 
   static ChildStream inherit() { return {}; }
-  static ChildStream null() { return {Kind::Null, -1}; }     // /dev/null
-  static ChildStream pipe() { return {Kind::Pipe, -1}; }     // a new pipe; its other end comes back
-  static ChildStream of(int fd) { return {Kind::Fd, fd}; }   // fd < 0: inherit
+  static ChildStream null() { return {Kind::Null, -1}; }    // /dev/null
+  static ChildStream pipe() { return {Kind::Pipe, -1}; }    // a new pipe; its other end comes back
+  static ChildStream of(int fd) { return {Kind::Fd, fd}; }  // fd < 0: inherit
 };
 
 enum class ChildGroup {
@@ -62,10 +62,10 @@ enum class ExecFailure {
 };
 
 struct SpawnRequest {
-  std::string program;             // the path exec'ed; with search_path, a name looked up in PATH
-  std::vector<std::string> argv;   // argv[0] first
-  std::vector<std::string> env;    // exactly the child's environment ("NAME=value")
-  bool search_path = false;        // execvp: PATH is read from `env`
+  std::string program;            // the path exec'ed; with search_path, a name looked up in PATH
+  std::vector<std::string> argv;  // argv[0] first
+  std::vector<std::string> env;   // exactly the child's environment ("NAME=value")
+  bool search_path = false;       // execvp: PATH is read from `env`
   ChildStream in, out, err;
   ChildGroup group = ChildGroup::Inherit;
   // The child's signal mask (what the launcher had before it blocked the
@@ -78,7 +78,7 @@ struct SpawnRequest {
   // SIGKILL when the launcher dies (PR_SET_PDEATHSIG); a launcher that died
   // before that took effect makes the child exit 127 at once.
   bool die_with_parent = false;
-  pid_t ptracer = 0;               // > 0: this process may ptrace it (Yama), e.g. for eu-stack
+  pid_t ptracer = 0;  // > 0: this process may ptrace it (Yama), e.g. for eu-stack
   // Bound to these CPUs; `cpus_text` names them in the warning printed
   // (on the child's stderr) when the kernel refuses.
   std::optional<cpu_set_t> cpus;
@@ -90,8 +90,8 @@ struct SpawnRequest {
 };
 
 struct Subprocess {
-  pid_t pid = -1;       // > 0: running; else it was never started (and nothing is left to reap)
-  int error = 0;        // errno of the failed step when pid <= 0
+  pid_t pid = -1;         // > 0: running; else it was never started (and nothing is left to reap)
+  int error = 0;          // errno of the failed step when pid <= 0
   const char* step = "";  // which: "pipe2", "open /dev/null", "fork" or "exec"
   // The launcher's ends of the ChildStream::pipe()s: write to `in`, read
   // `out` and `err`. Invalid for the others.

@@ -30,8 +30,8 @@ std::optional<ExitRecord> decode_exit(std::string_view payload) {
   ExitRecord record;
   if (!next_int(payload, record.status)) return std::nullopt;
   ExitRecord::Usage usage;
-  if (next_int(payload, usage.max_rss_kb) && next_int(payload, usage.user_us) &&
-      next_int(payload, usage.system_us) && usage.max_rss_kb >= 0 && usage.user_us >= 0 && usage.system_us >= 0) {
+  if (next_int(payload, usage.max_rss_kb) && next_int(payload, usage.user_us) && next_int(payload, usage.system_us) &&
+      usage.max_rss_kb >= 0 && usage.user_us >= 0 && usage.system_us >= 0) {
     record.usage = usage;
   }
   return record;

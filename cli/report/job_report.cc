@@ -20,16 +20,22 @@ json optional(const std::optional<T>& value) {
 
 // Seconds with millisecond precision: the report is for people and scripts,
 // not for benchmarks.
-json seconds(std::optional<double> s) {
-  return s ? json(std::round(*s * 1000) / 1000) : json(nullptr);
-}
+json seconds(std::optional<double> s) { return s ? json(std::round(*s * 1000) / 1000) : json(nullptr); }
 
 json rank_json(const ReportRank& r, bool observed) {
-  json out = {{"rank", r.rank},         {"host", r.host},       {"local_rank", r.local_rank},
-              {"pid", optional(r.pid)}, {"backend", optional(r.backend)},
-              {"start_s", seconds(r.start_s)}, {"end_s", seconds(r.end_s)},
-              {"state", "unknown"},     {"exit_code", nullptr}, {"signal", nullptr},
-              {"max_rss_kb", nullptr},  {"user_cpu_s", nullptr}, {"system_cpu_s", nullptr}};
+  json out = {{"rank", r.rank},
+              {"host", r.host},
+              {"local_rank", r.local_rank},
+              {"pid", optional(r.pid)},
+              {"backend", optional(r.backend)},
+              {"start_s", seconds(r.start_s)},
+              {"end_s", seconds(r.end_s)},
+              {"state", "unknown"},
+              {"exit_code", nullptr},
+              {"signal", nullptr},
+              {"max_rss_kb", nullptr},
+              {"user_cpu_s", nullptr},
+              {"system_cpu_s", nullptr}};
   if (!r.pid && observed) out["state"] = "not_started";
   if (!r.exit) return out;
   const int status = r.exit->status;
@@ -77,7 +83,8 @@ json output_errors_json(const std::vector<WriteFailure>& failures) {
 
 std::string to_json(const JobReport& report) {
   json hosts = json::array();
-  for (const ReportHost& h : report.hosts) hosts.push_back({{"name", h.name}, {"slots", h.slots}, {"remote", h.remote}});
+  for (const ReportHost& h : report.hosts)
+    hosts.push_back({{"name", h.name}, {"slots", h.slots}, {"remote", h.remote}});
   json ranks = json::array();
   for (const ReportRank& r : report.ranks) ranks.push_back(rank_json(r, report.ranks_observed));
   json failure = nullptr;

@@ -40,22 +40,22 @@ struct JobReport {
   std::string version;
   std::string launcher;  // "local", "ssh", "srun", "mpirun"
   std::vector<ReportHost> hosts;
-  int size = 0;          // ranks planned; 0 when unknown
+  int size = 0;  // ranks planned; 0 when unknown
   std::vector<ReportRank> ranks;
   // How it went.
-  std::string outcome;   // see report_outcome()
-  std::string summary;   // the one-line summary trainrun printed; empty on success
+  std::string outcome;  // see report_outcome()
+  std::string summary;  // the one-line summary trainrun printed; empty on success
   std::optional<int> failed_rank;
   int exit_code = 0;
-  int restarts = 0;      // whole-job restarts after a failure (--max-restarts)
+  int restarts = 0;                  // whole-job restarts after a failure (--max-restarts)
   std::string started_at, ended_at;  // UTC, ISO 8601
   double wall_time_s = 0;
   std::optional<double> rendezvous_s;  // until every rank reached the rendezvous
   std::optional<double> first_op_s;    // until the engine's first op was ready on every rank
   std::optional<std::vector<detail::StragglerRow>> stragglers;
-  std::vector<std::string> notes;      // what this launcher mode cannot know
+  std::vector<std::string> notes;           // what this launcher mode cannot know
   std::vector<WriteFailure> output_errors;  // output files not written in full
-  bool ranks_observed = true;          // false: every rank's state is "unknown" (mpirun)
+  bool ranks_observed = true;               // false: every rank's state is "unknown" (mpirun)
 };
 
 // The schema's outcome names, from what ended the job: "success",

@@ -127,8 +127,8 @@ std::string capture_failure_note(const std::string& eu_stack_stderr, int exit_co
 CaptureResult capture_stacks(const std::vector<CaptureTarget>& targets, std::chrono::milliseconds limit,
                              const std::string& eu_stack) {
   CaptureResult result;
-  const ProgramLookup found = eu_stack.empty() ? find_program("eu-stack", std::getenv("PATH"))
-                                               : ProgramLookup{eu_stack, "", 0};
+  const ProgramLookup found =
+      eu_stack.empty() ? find_program("eu-stack", std::getenv("PATH")) : ProgramLookup{eu_stack, "", 0};
   if (!found.path) {
     result.host_note = "eu-stack is not installed on this host (Debian/Ubuntu: apt-get install elfutils)";
     return result;

@@ -16,13 +16,13 @@ namespace trainrun::cli::report {
 
 struct CaptureTarget {
   std::uint32_t rank = 0;
-  pid_t pid = -1;       // the rank's process, or -1 when it is no longer running
+  pid_t pid = -1;  // the rank's process, or -1 when it is no longer running
 };
 
 struct CapturedStack {
   std::uint32_t rank = 0;
-  std::string text;     // eu-stack's output for the rank's processes
-  bool note = false;    // text is instead why there is none (one line)
+  std::string text;   // eu-stack's output for the rank's processes
+  bool note = false;  // text is instead why there is none (one line)
 };
 
 struct CaptureResult {

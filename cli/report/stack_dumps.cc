@@ -21,8 +21,7 @@ bool StackDumps::begin(const Request& request, const std::vector<std::string>& h
   return true;
 }
 
-std::optional<StackDumps::Request> StackDumps::stderr_bytes(int rank, std::string_view bytes,
-                                                            Clock::time_point now) {
+std::optional<StackDumps::Request> StackDumps::stderr_bytes(int rank, std::string_view bytes, Clock::time_point now) {
   const StallLine kind = stall_.add(rank, bytes, now);
   if (kind == StallLine::Shutdown) {
     stopped_.insert(rank);
@@ -56,8 +55,9 @@ std::string StackDumps::console_text(const std::vector<StackGroup>& groups, Cloc
   for (const StackGroup& group : groups) out += format_group(group);
   const std::vector<std::string> view = stall_.view(now);
   if (view.empty()) {
-    out += "trainrun: engine's view: no rank has reported waiting ops yet (they do after --stall-warning "
-           "seconds)\n";
+    out +=
+        "trainrun: engine's view: no rank has reported waiting ops yet (they do after --stall-warning "
+        "seconds)\n";
   } else {
     out += "trainrun: engine's view (the last stall line of each rank that printed one):\n";
     for (const std::string& line : view) out += "  " + line + "\n";
@@ -69,8 +69,8 @@ std::string StackDumps::write_file(const std::vector<StackGroup>& groups, Clock:
   const std::string path = options_.output_dir + "/stacks." + std::to_string(dumps_) + ".txt";
   std::string text = console_text(groups, now) + "\nraw eu-stack output by rank:\n";
   for (const RankStacks& r : answers_) {
-    text += "\n== rank " + std::to_string(r.rank) + " (" + r.host + ")" + (r.note ? ": no stack: " : " ==\n") +
-            r.text + (r.text.empty() || r.text.back() != '\n' ? "\n" : "");
+    text += "\n== rank " + std::to_string(r.rank) + " (" + r.host + ")" + (r.note ? ": no stack: " : " ==\n") + r.text +
+            (r.text.empty() || r.text.back() != '\n' ? "\n" : "");
   }
   const std::string error = write_atomically(path, text);
   if (error.empty()) return "trainrun: full dump in " + path + "\n";

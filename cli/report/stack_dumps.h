@@ -33,9 +33,9 @@ class StackDumps {
  public:
   using Clock = std::chrono::steady_clock;
   struct Options {
-    bool on_stall_warning = false;   // --stacks-on-stall
-    double stall_warning_s = 60;     // the ranks' warning interval
-    std::string output_dir;          // --output-filename; empty: no file
+    bool on_stall_warning = false;                   // --stacks-on-stall
+    double stall_warning_s = 60;                     // the ranks' warning interval
+    std::string output_dir;                          // --output-filename; empty: no file
     std::chrono::milliseconds answer_limit{20'000};  // then print what came
   };
 
@@ -74,7 +74,7 @@ class StackDumps {
   StallWatch stall_;
   bool active_ = false;
   std::string reason_;
-  std::set<std::string> waiting_for_;     // hosts that have not answered
+  std::set<std::string> waiting_for_;              // hosts that have not answered
   std::map<std::string, std::string> host_notes_;  // host: why it has no stacks
   std::vector<RankStacks> answers_;
   Clock::time_point started_;

@@ -25,7 +25,7 @@ std::string_view next_word(std::string_view& rest) {
 }
 
 struct Process {
-  std::string name;                          // the command, when the agent named it
+  std::string name;  // the command, when the agent named it
   std::vector<std::vector<std::string>> threads;
 };
 
@@ -141,7 +141,8 @@ std::vector<StackGroup> group_stacks(const std::vector<RankStacks>& ranks) {
 std::string format_group(const StackGroup& group) {
   std::string hosts;
   for (const std::string& host : group.hosts) hosts += (hosts.empty() ? "" : ", ") + host;
-  const std::string head = (group.ranks.size() == 1 ? "rank " : "ranks ") + rank_ranges(group.ranks) + " (" + hosts + "):";
+  const std::string head =
+      (group.ranks.size() == 1 ? "rank " : "ranks ") + rank_ranges(group.ranks) + " (" + hosts + "):";
   return group.note ? head + " no stack: " + group.text + "\n" : head + "\n" + group.text;
 }
 

@@ -146,8 +146,8 @@ SlurmAllocationResult slurm_allocation_from_env(const SlurmGetEnv& getenv) {
   const auto [count_name, counts] = first_set({"SLURM_TASKS_PER_NODE", "SLURM_JOB_CPUS_PER_NODE"});
   const std::string job = std::string("SLURM_JOB_ID=") + job_id;
   if (!list || !counts) {
-    result.error = job + " is set but " + (list ? count_name : list_name) +
-                   " is not: not a Slurm allocation trainrun can read";
+    result.error =
+        job + " is set but " + (list ? count_name : list_name) + " is not: not a Slurm allocation trainrun can read";
     return result;
   }
   const SlurmHostList hosts = expand_slurm_host_list(list);
@@ -164,8 +164,7 @@ SlurmAllocationResult slurm_allocation_from_env(const SlurmGetEnv& getenv) {
   }
   if (slots.size() != hosts.hosts.size()) {
     result.error = std::string(count_name) + "=" + quoted(counts) + " counts " + std::to_string(slots.size()) +
-                   " node(s) but " + list_name + "=" + quoted(list) + " lists " +
-                   std::to_string(hosts.hosts.size());
+                   " node(s) but " + list_name + "=" + quoted(list) + " lists " + std::to_string(hosts.hosts.size());
     return result;
   }
   SlurmAllocation allocation;

@@ -21,8 +21,7 @@ class SrunAgentLink final : public PipedAgentLink {
   // it cannot. At finish()'s deadline srun gets SIGTERM, which asks Slurm to
   // end the step (SIGKILL would leave it).
   SrunAgentLink(std::string host, const std::vector<std::string>& command)
-      : PipedAgentLink(std::move(host), command,
-                       {"srun of the agent", " (see srun's message above)", SIGTERM}) {}
+      : PipedAgentLink(std::move(host), command, {"srun of the agent", " (see srun's message above)", SIGTERM}) {}
 };
 
 }  // namespace trainrun::cli

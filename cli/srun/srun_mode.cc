@@ -7,8 +7,9 @@ std::vector<std::string> SrunMode::agent_command(const std::string& host) const 
   // other's CPUs. --unbuffered: the step's stdout is a raw pseudo-terminal
   // instead of a line-buffered pipe, so frames pass at once and unchanged.
   // --mpi=none: the agent is no MPI task; its ranks get trainrun's world.
-  return {srun, "--nodes=1", "--ntasks=1", "--nodelist=" + host, "--overlap", "--unbuffered", "--mpi=none",
-          "--kill-on-bad-exit=0", "--job-name=trainrun-agent", "--quiet", trainrun, "agent"};
+  return {srun,           "--nodes=1",  "--ntasks=1",           "--nodelist=" + host,        "--overlap",
+          "--unbuffered", "--mpi=none", "--kill-on-bad-exit=0", "--job-name=trainrun-agent", "--quiet",
+          trainrun,       "agent"};
 }
 
 std::string SrunMode::announcement() const {
@@ -16,8 +17,8 @@ std::string SrunMode::announcement() const {
          ": starting one agent per node with srun (--launcher local runs every rank here instead)";
 }
 
-SrunDecision decide_srun_mode(const Options& o, const SlurmGetEnv& getenv,
-                              const std::optional<std::string>& srun_path, const std::string& trainrun_path) {
+SrunDecision decide_srun_mode(const Options& o, const SlurmGetEnv& getenv, const std::optional<std::string>& srun_path,
+                              const std::string& trainrun_path) {
   SrunDecision decision;
   const bool asked = o.launcher == "srun";
   const bool hosts_given = !o.hosts.empty() || !o.hostfile.empty() || o.local;
@@ -27,14 +28,16 @@ SrunDecision decide_srun_mode(const Options& o, const SlurmGetEnv& getenv,
     return decision;
   };
   if (asked && hosts_given) {
-    return fail("--launcher srun takes its hosts from the Slurm allocation; it cannot be combined with "
-                "-H, --hostfile or --local");
+    return fail(
+        "--launcher srun takes its hosts from the Slurm allocation; it cannot be combined with "
+        "-H, --hostfile or --local");
   }
   SlurmAllocationResult found = slurm_allocation_from_env(getenv);
   if (!found.allocation && found.error.empty()) {
     if (!asked) return decision;  // not inside an allocation: this machine, as always
-    return fail("--launcher srun needs a Slurm allocation, and SLURM_JOB_ID is not set: run trainrun inside "
-                "salloc or an sbatch script (e.g. salloc -n 4 trainrun ./train)");
+    return fail(
+        "--launcher srun needs a Slurm allocation, and SLURM_JOB_ID is not set: run trainrun inside "
+        "salloc or an sbatch script (e.g. salloc -n 4 trainrun ./train)");
   }
   const std::string local_hint = asked ? "" : " (--launcher local runs every rank on this machine instead)";
   if (!found.allocation) return fail(found.error + local_hint);
@@ -45,8 +48,9 @@ SrunDecision decide_srun_mode(const Options& o, const SlurmGetEnv& getenv,
                 std::to_string(o.np) + ")" + local_hint);
   }
   if (o.backend == "mpi") {
-    return fail("--backend mpi needs ranks that MPI starts itself: under Slurm run 'srun --mpi=pmix ./train' "
-                "or 'trainrun --launcher mpirun'; trainrun's srun agents give gloo (or nccl)");
+    return fail(
+        "--backend mpi needs ranks that MPI starts itself: under Slurm run 'srun --mpi=pmix ./train' "
+        "or 'trainrun --launcher mpirun'; trainrun's srun agents give gloo (or nccl)");
   }
   if (!srun_path) return fail("srun not found in PATH, inside " + allocation.description() + local_hint);
   decision.mode = SrunMode{allocation, *srun_path, trainrun_path, !asked};

@@ -18,8 +18,8 @@ namespace trainrun::cli {
 
 struct SrunMode {
   SlurmAllocation allocation;
-  std::string srun;      // srun's path
-  std::string trainrun;  // what each step runs as `trainrun agent`
+  std::string srun;        // srun's path
+  std::string trainrun;    // what each step runs as `trainrun agent`
   bool automatic = false;  // chosen because we run inside an allocation
 
   // The step that runs the agent of `host` (one of allocation.nodes).

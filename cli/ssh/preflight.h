@@ -29,11 +29,11 @@ struct SshDestination {
 SshDestination ssh_destination(const HostSlots& host, const RemoteOptions& options);
 
 struct RemoteAgents {
-  bool ok = false;                                  // every check of every host passed
-  int signal = 0;                                   // a stop signal cut the checks short
-  std::vector<CheckRow> rows;                       // every check made, host by host
-  std::vector<std::unique_ptr<AgentLink>> links;    // when ok: one per host, in order
-  std::vector<ProbeAnswer> answers;                 // when ok: one per host, in order
+  bool ok = false;                                // every check of every host passed
+  int signal = 0;                                 // a stop signal cut the checks short
+  std::vector<CheckRow> rows;                     // every check made, host by host
+  std::vector<std::unique_ptr<AgentLink>> links;  // when ok: one per host, in order
+  std::vector<ProbeAnswer> answers;               // when ok: one per host, in order
 };
 
 // Checks `hosts` in parallel (bounded by --ssh-connect-timeout each) and

@@ -15,8 +15,7 @@ SshDestination ssh_destination(const HostSlots& host, const RemoteOptions&) {
   throw Error(Error::Code::Unsupported, "host '" + display_name(host) + "' is not this machine: " + kNoSsh);
 }
 
-RemoteAgents start_remote_agents(const std::vector<HostSlots>& hosts, const RemoteOptions&, const ProbeRequest&,
-                                 bool) {
+RemoteAgents start_remote_agents(const std::vector<HostSlots>& hosts, const RemoteOptions&, const ProbeRequest&, bool) {
   RemoteAgents result;
   for (const HostSlots& host : hosts) result.rows.push_back({display_name(host), "connect", kNoSsh, false});
   return result;

@@ -37,13 +37,13 @@ class RemotePlan {
   std::vector<std::string> choices() const;
 
  private:
-  std::vector<bool> remote_;             // per host of the plan
+  std::vector<bool> remote_;  // per host of the plan
   std::vector<HostSlots> remote_hosts_;
   std::vector<std::string> destinations_;  // per remote host, "h1: ssh root@10.0.0.1:22"
   std::string bind_address_, bind_reason_, rank_rule_, master_rule_;
   EnvList rank_env_;
   Options options_;
-  std::string forwarded_path_;           // -x PATH=..., what the ranks will search
+  std::string forwarded_path_;  // -x PATH=..., what the ranks will search
 };
 
 }  // namespace trainrun::cli

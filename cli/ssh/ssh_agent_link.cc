@@ -66,7 +66,7 @@ class SshAgentLink::Pump {
   std::optional<std::string> failure_;
 
   std::string to_agent_, from_agent_, stderr_line_;
-  FrameReader outgoing_;      // the supervisor's frames, so Pings go in between
+  FrameReader outgoing_;  // the supervisor's frames, so Pings go in between
   bool local_eof_ = false, eof_sent_ = false, agent_eof_ = false;
   Clock::time_point last_heard_ = Clock::now(), next_ping_ = Clock::now();
   std::optional<Clock::time_point> agent_eof_at_;
@@ -154,8 +154,10 @@ void SshAgentLink::Pump::wait(bool backpressured) {
   const bool write_pending = ssh_get_poll_flags(session) & SSH_WRITE_PENDING;
   pollfd fds[3] = {
       {ssh_get_fd(session), static_cast<short>((backpressured ? 0 : POLLIN) | (write_pending ? POLLOUT : 0)), 0},
-      {remote_.get(), static_cast<short>((!local_eof_ && to_agent_.size() < kBufferLimit ? POLLIN : 0) |
-                                   (from_agent_.empty() ? 0 : POLLOUT)), 0},
+      {remote_.get(),
+       static_cast<short>((!local_eof_ && to_agent_.size() < kBufferLimit ? POLLIN : 0) |
+                          (from_agent_.empty() ? 0 : POLLOUT)),
+       0},
       {wake_.read.get(), POLLIN, 0},
   };
   ::poll(fds, 3, net::milliseconds_until(next_ping_));
@@ -170,9 +172,10 @@ void SshAgentLink::Pump::run() {
   ssh_set_blocking(session_->session(), 0);
   while (!stop_) {
     if (!move_bytes()) {
-      const std::string closed = session_->closed_by_host(
-          "(its sshd or this session was killed, or the host is going down)");
-      return end("lost connection to " + host_ + (closed.empty() ? " (" + session_->last_error() + ")" : ": " + closed));
+      const std::string closed =
+          session_->closed_by_host("(its sshd or this session was killed, or the host is going down)");
+      return end("lost connection to " + host_ +
+                 (closed.empty() ? " (" + session_->last_error() + ")" : ": " + closed));
     }
     if (agent_eof_ && from_agent_.empty()) {
       // The agent is done; its exit status follows the EOF. (Past the EOF
@@ -185,8 +188,7 @@ void SshAgentLink::Pump::run() {
     }
     keep_alive();
     if (Clock::now() - last_heard_ > kSilenceLimit) {
-      return end("lost connection to " + host_ + " (no answer for " +
-                 std::to_string(kSilenceLimit.count()) + " s)");
+      return end("lost connection to " + host_ + " (no answer for " + std::to_string(kSilenceLimit.count()) + " s)");
     }
     wait(from_agent_.size() >= kBufferLimit);
   }
@@ -199,8 +201,7 @@ void SshAgentLink::Pump::run() {
 SshAgentLink::SshAgentLink(std::string host, std::unique_ptr<SshSession> session) : host_(std::move(host)) {
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, pair) != 0) {
-    throw Error(Error::Code::Io, "cannot create a socketpair for the agent on " + host_ + ": " +
-                                     std::strerror(errno));
+    throw Error(Error::Code::Io, "cannot create a socketpair for the agent on " + host_ + ": " + std::strerror(errno));
   }
   local_.reset(pair[0]);
   pump_ = std::make_unique<Pump>(host_, std::move(session), UniqueFd(pair[1]));

@@ -47,7 +47,7 @@ class SshAgentLink final : public AgentLink {
   class Pump;
 
   std::string host_;
-  UniqueFd local_;            // the supervisor's end
+  UniqueFd local_;  // the supervisor's end
   bool write_open_ = true;
   std::unique_ptr<Pump> pump_;
   std::thread thread_;

@@ -105,9 +105,9 @@ std::optional<SshFailure> SshSession::connect() {
   if (option_text(session_, SSH_OPTIONS_PROXYCOMMAND).empty()) {
     int error = 0;
     std::string resolve_error;
-    UniqueFd socket = net::connect_tcp(address_, std::to_string(port_),
-                                       std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s_), &error,
-                                       &resolve_error);
+    UniqueFd socket =
+        net::connect_tcp(address_, std::to_string(port_),
+                         std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s_), &error, &resolve_error);
     if (!socket) return SshFailure{"connect", connect_error(error, resolve_error, address_)};
     const int fd = socket.release();  // the session owns it from here: ssh_free() closes it
     ssh_options_set(session_, SSH_OPTIONS_FD, &fd);
@@ -129,13 +129,13 @@ std::optional<SshFailure> SshSession::connect() {
 std::optional<SshFailure> SshSession::check_host_key(bool accept_new, std::mutex& known_hosts_lock) {
   const std::string where = port_ == 22 ? address_ : "[" + address_ + "]:" + std::to_string(port_);
   switch (ssh_session_is_known_server(session_)) {
-    case SSH_KNOWN_HOSTS_OK:
-      return std::nullopt;
+    case SSH_KNOWN_HOSTS_OK: return std::nullopt;
     case SSH_KNOWN_HOSTS_CHANGED:
     case SSH_KNOWN_HOSTS_OTHER:
       return SshFailure{"host key", "host key mismatch: " + where + " presents " + key_fingerprint(session_) +
                                         ", not the key known_hosts has for it (if the host was reinstalled: "
-                                        "ssh-keygen -R '" + where + "')"};
+                                        "ssh-keygen -R '" +
+                                        where + "')"};
     case SSH_KNOWN_HOSTS_UNKNOWN:
     case SSH_KNOWN_HOSTS_NOT_FOUND:
       if (accept_new) {
@@ -144,10 +144,9 @@ std::optional<SshFailure> SshSession::check_host_key(bool accept_new, std::mutex
         return SshFailure{"host key", "cannot add the host key to known_hosts: " + last_error()};
       }
       return SshFailure{"host key", "unknown host key " + key_fingerprint(session_) +
-                                        " (check it, then: ssh-keyscan -p " + std::to_string(port_) + " " +
-                                        address_ + " >> ~/.ssh/known_hosts; or --ssh-accept-new)"};
-    default:
-      return SshFailure{"host key", "cannot check the host key: " + last_error()};
+                                        " (check it, then: ssh-keyscan -p " + std::to_string(port_) + " " + address_ +
+                                        " >> ~/.ssh/known_hosts; or --ssh-accept-new)"};
+    default: return SshFailure{"host key", "cannot check the host key: " + last_error()};
   }
 }
 
@@ -157,8 +156,7 @@ std::optional<SshFailure> SshSession::log_in() {
   if (rc == SSH_AUTH_SUCCESS) return std::nullopt;
   if (rc == SSH_AUTH_ERROR) return SshFailure{"login", last_error()};
   if (!(ssh_userauth_list(session_, nullptr) & SSH_AUTH_METHOD_PUBLICKEY)) {
-    return SshFailure{"login", "authentication failed (publickey)" + as +
-                                   ": the server does not accept public keys"};
+    return SshFailure{"login", "authentication failed (publickey)" + as + ": the server does not accept public keys"};
   }
   // ssh-agent, then -i, IdentityFile and ~/.ssh/id_*; an encrypted key
   // without an agent is skipped (no prompt: there is no callback).
@@ -193,8 +191,8 @@ bool SshSession::write_all(std::string_view data) {
 }
 
 int SshSession::read(char* buffer, std::size_t size, int timeout_ms, bool from_stderr) {
-  const int n = ssh_channel_read_timeout(channel_, buffer, static_cast<std::uint32_t>(size), from_stderr ? 1 : 0,
-                                         timeout_ms);
+  const int n =
+      ssh_channel_read_timeout(channel_, buffer, static_cast<std::uint32_t>(size), from_stderr ? 1 : 0, timeout_ms);
   if (n > 0) return n;
   // (ssh_channel_is_eof stays false while the other stream has data.)
   if (n == 0 && ssh_channel_poll(channel_, from_stderr ? 1 : 0) != SSH_EOF) return 0;

@@ -113,8 +113,8 @@ int main(int argc, char** argv) {
       return out;
     };
     const std::string title = "trainrun " + config.collective + " (" + comm.backend_name() + ", " + config.device +
-                              " buffers" + (set ? ", a process set of " + std::to_string(world.size()) + " ranks" : "") +
-                              ")";
+                              " buffers" +
+                              (set ? ", a process set of " + std::to_string(world.size()) + " ranks" : "") + ")";
     bench::run(config, hooks, title.c_str());
     device_send.reset();
     device_recv.reset();

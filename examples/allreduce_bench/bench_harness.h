@@ -21,12 +21,12 @@ struct Config {
   std::size_t min_bytes = 4;
   std::size_t max_bytes = 256u << 20;
   int factor = 2;
-  int iters = 0;   // 0: as many as fit a ~0.25 s budget per size, 5..1000
+  int iters = 0;  // 0: as many as fit a ~0.25 s budget per size, 5..1000
   int warmup = 5;
   bool csv = false;
   std::string type = "float32";
   std::string op = "sum";
-  std::string device = "host";  // where the buffers live: host | cuda
+  std::string device = "host";           // where the buffers live: host | cuda
   std::string collective = "allreduce";  // allreduce | broadcast | alltoall (allreduce_bench only)
   std::string process_set = "all";  // all | half: the first half of the ranks, as a process set (allreduce_bench only)
 };
@@ -58,27 +58,40 @@ inline bool parse_args(int argc, char** argv, Config& c, std::string& error) {
       return ok;
     };
     if (a == "--csv") c.csv = true;
-    else if (a == "--min-bytes") { if (!need(value && parse_size(value, c.min_bytes))) return false; }
-    else if (a == "--max-bytes") { if (!need(value && parse_size(value, c.max_bytes))) return false; }
-    else if (a == "--factor") { if (!need(value && (c.factor = std::atoi(value)) >= 2)) return false; }
-    else if (a == "--iters") { if (!need(value && (c.iters = std::atoi(value)) >= 1)) return false; }
-    else if (a == "--warmup") { if (!need(value && (c.warmup = std::atoi(value)) >= 0)) return false; }
-    else if (a == "--dtype") { if (!need(value != nullptr)) return false; c.type = value; }
-    else if (a == "--op") { if (!need(value != nullptr)) return false; c.op = value; }
-    else if (a == "--collective") {
+    else if (a == "--min-bytes") {
+      if (!need(value && parse_size(value, c.min_bytes))) return false;
+    } else if (a == "--max-bytes") {
+      if (!need(value && parse_size(value, c.max_bytes))) return false;
+    } else if (a == "--factor") {
+      if (!need(value && (c.factor = std::atoi(value)) >= 2)) return false;
+    } else if (a == "--iters") {
+      if (!need(value && (c.iters = std::atoi(value)) >= 1)) return false;
+    } else if (a == "--warmup") {
+      if (!need(value && (c.warmup = std::atoi(value)) >= 0)) return false;
+    } else if (a == "--dtype") {
+      if (!need(value != nullptr)) return false;
+      c.type = value;
+    } else if (a == "--op") {
+      if (!need(value != nullptr)) return false;
+      c.op = value;
+    } else if (a == "--collective") {
       if (!need(value && (std::strcmp(value, "allreduce") == 0 || std::strcmp(value, "broadcast") == 0 ||
                           std::strcmp(value, "alltoall") == 0))) {
         return false;
       }
       c.collective = value;
-    }
-    else if (a == "--device") {
+    } else if (a == "--device") {
       if (!need(value && (std::strcmp(value, "host") == 0 || std::strcmp(value, "cuda") == 0))) return false;
       c.device = value;
+    } else {
+      error = "unknown option " + a;
+      return false;
     }
-    else { error = "unknown option " + a; return false; }
   }
-  if (c.min_bytes > c.max_bytes) { error = "--min-bytes exceeds --max-bytes"; return false; }
+  if (c.min_bytes > c.max_bytes) {
+    error = "--min-bytes exceeds --max-bytes";
+    return false;
+  }
   return true;
 }
 
@@ -86,10 +99,10 @@ struct Hooks {
   int rank = 0;
   int size = 1;
   std::size_t element_size = 4;
-  std::function<void(std::size_t count)> run;          // one collective of `count` elements
-  std::function<double(double)> max_across_ranks;      // for the reported time
+  std::function<void(std::size_t count)> run;      // one collective of `count` elements
+  std::function<double(double)> max_across_ranks;  // for the reported time
   std::function<void()> barrier;
-  double bus_factor = 1.0;                             // busbw = algbw * bus_factor
+  double bus_factor = 1.0;  // busbw = algbw * bus_factor
 };
 
 inline int pick_iters(const Config& c, std::size_t bytes) {
@@ -105,8 +118,8 @@ inline int run(const Config& c, const Hooks& h, const char* title) {
       std::printf("bytes,count,type,op,iters,time_us,p50_us,algbw_gbs,busbw_gbs\n");
     } else {
       std::printf("# %s: %d ranks, %s %s\n", title, h.size, c.type.c_str(), c.op.c_str());
-      std::printf("# %12s %12s %8s %6s %6s %11s %11s %10s %10s\n", "size(B)", "count", "type", "redop",
-                  "iters", "time(us)", "p50(us)", "algbw(GB/s)", "busbw(GB/s)");
+      std::printf("# %12s %12s %8s %6s %6s %11s %11s %10s %10s\n", "size(B)", "count", "type", "redop", "iters",
+                  "time(us)", "p50(us)", "algbw(GB/s)", "busbw(GB/s)");
     }
   }
   for (std::size_t bytes = c.min_bytes; bytes <= c.max_bytes; bytes *= c.factor) {
@@ -132,11 +145,11 @@ inline int run(const Config& c, const Hooks& h, const char* title) {
     const double busbw = algbw * h.bus_factor;
     if (h.rank == 0) {
       if (c.csv) {
-        std::printf("%zu,%zu,%s,%s,%d,%.2f,%.2f,%.4f,%.4f\n", real_bytes, count, c.type.c_str(),
-                    c.op.c_str(), iters, time_us, p50, algbw, busbw);
+        std::printf("%zu,%zu,%s,%s,%d,%.2f,%.2f,%.4f,%.4f\n", real_bytes, count, c.type.c_str(), c.op.c_str(), iters,
+                    time_us, p50, algbw, busbw);
       } else {
-        std::printf("  %12zu %12zu %8s %6s %6d %11.2f %11.2f %10.3f %10.3f\n", real_bytes, count,
-                    c.type.c_str(), c.op.c_str(), iters, time_us, p50, algbw, busbw);
+        std::printf("  %12zu %12zu %8s %6s %6d %11.2f %11.2f %10.3f %10.3f\n", real_bytes, count, c.type.c_str(),
+                    c.op.c_str(), iters, time_us, p50, algbw, busbw);
       }
       std::fflush(stdout);
     }

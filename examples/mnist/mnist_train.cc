@@ -95,8 +95,9 @@ int load_checkpoint(Net& net, torch::optim::Optimizer& optimizer, const std::str
 }
 
 void set_threads(const Config& c, const trainrun::Communicator& comm) {
-  const int threads = c.threads > 0 ? c.threads
-                                    : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / comm.local_size());
+  const int threads = c.threads > 0
+                          ? c.threads
+                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / comm.local_size());
   torch::set_num_threads(threads);
 }
 
@@ -127,10 +128,10 @@ int train(const Config& c) {
   trainrun::DistributedSampler sampler(split.train.size(), rank, size, true, c.seed);
   const std::int64_t steps_per_epoch = static_cast<std::int64_t>(sampler.size()) / (c.batch_size * c.backward_passes);
   if (rank == 0) {
-    std::printf("mnist: %d rank(s) (%s), %zu training digits (%zu per rank), %zu held out; batch %d per rank, lr %g%s%s\n",
-                size, comm.backend_name().c_str(), split.train.size(), sampler.size(), split.held_out.size(),
-                c.batch_size, lr, first_epoch ? ", resuming after epoch " : "",
-                first_epoch ? std::to_string(first_epoch).c_str() : "");
+    std::printf(
+        "mnist: %d rank(s) (%s), %zu training digits (%zu per rank), %zu held out; batch %d per rank, lr %g%s%s\n",
+        size, comm.backend_name().c_str(), split.train.size(), sampler.size(), split.held_out.size(), c.batch_size, lr,
+        first_epoch ? ", resuming after epoch " : "", first_epoch ? std::to_string(first_epoch).c_str() : "");
     std::fflush(stdout);
   }
   double accuracy = 0;
@@ -176,10 +177,11 @@ int train(const Config& c) {
     accuracy = evaluate(net, test_x, test_y, rank, size);
     const double images = static_cast<double>(steps_per_epoch * c.batch_size * c.backward_passes * size);
     if (rank == 0) {
-      std::printf("epoch %d/%d: loss %.4f, held-out accuracy %.2f%% (%lld digits), %.2f s, %.0f images/s, "
-                  "waiting for allreduce %.0f%% of the time\n",
-                  epoch + 1, c.epochs, loss, 100 * accuracy, static_cast<long long>(test_x.size(0)), seconds,
-                  images / seconds, 100 * waited / seconds);
+      std::printf(
+          "epoch %d/%d: loss %.4f, held-out accuracy %.2f%% (%lld digits), %.2f s, %.0f images/s, "
+          "waiting for allreduce %.0f%% of the time\n",
+          epoch + 1, c.epochs, loss, 100 * accuracy, static_cast<long long>(test_x.size(0)), seconds, images / seconds,
+          100 * waited / seconds);
       save_checkpoint(net, sgd, epoch + 1, c.checkpoint);
       std::fflush(stdout);
     }
@@ -203,8 +205,8 @@ struct Progress {
 
 // One generation's share of an elastic run, from the committed progress on.
 // Runs again after every re-form, with the new size.
-void train_generation(const Config& c, const mnist::Split& split, Net& net, torch::optim::SGD& sgd,
-                      Progress& progress, trainrun::elastic::State& state, double& accuracy) {
+void train_generation(const Config& c, const mnist::Split& split, Net& net, torch::optim::SGD& sgd, Progress& progress,
+                      trainrun::elastic::State& state, double& accuracy) {
   trainrun::Communicator& comm = trainrun::init();
   const int rank = comm.rank(), size = comm.size();
   set_threads(c, comm);
@@ -242,8 +244,8 @@ void train_generation(const Config& c, const mnist::Split& split, Net& net, torc
     }
     accuracy = evaluate(net, test_x, test_y, rank, size);
     if (rank == 0) {
-      std::printf("epoch %d/%d: held-out accuracy %.2f%% on %d rank(s)\n", progress.epoch + 1, c.epochs,
-                  100 * accuracy, size);
+      std::printf("epoch %d/%d: held-out accuracy %.2f%% on %d rank(s)\n", progress.epoch + 1, c.epochs, 100 * accuracy,
+                  size);
       std::fflush(stdout);
     }
     ++progress.epoch;
@@ -265,8 +267,8 @@ int train_elastic(const Config& c) {
   double accuracy = 0;
   trainrun::elastic::run(state, [&] { train_generation(c, split, net, sgd, progress, state, accuracy); });
   if (trainrun::init().rank() == 0) {
-    std::printf("mnist: held-out accuracy %.2f%% after %d epoch(s); elastic, generation %d\n", 100 * accuracy,
-                c.epochs, trainrun::elastic::generation());
+    std::printf("mnist: held-out accuracy %.2f%% after %d epoch(s); elastic, generation %d\n", 100 * accuracy, c.epochs,
+                trainrun::elastic::generation());
   }
   trainrun::shutdown();
   return 0;

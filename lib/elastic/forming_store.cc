@@ -23,8 +23,8 @@ void FormingStore::fail_if_superseded() {
     throw;
   }
   throw Error(Error::Code::MembershipChanged, "elastic generation " + std::to_string(generation_ + 1) +
-                                                  " was published while generation " +
-                                                  std::to_string(generation_) + " formed");
+                                                  " was published while generation " + std::to_string(generation_) +
+                                                  " formed");
 }
 
 // The last slice's Timeout names the keys; it is told the whole wait.
@@ -39,8 +39,8 @@ auto FormingStore::sliced(milliseconds timeout, Wait&& wait) -> decltype(wait(ti
     } catch (const Error& e) {
       if (e.code() != Error::Code::Timeout) throw;
       if (Clock::now() >= deadline) {
-        throw Error(Error::Code::Timeout, std::string(e.what()) + " (" +
-                                              shortest_decimal(timeout.count() / 1000.0) + " s in all)");
+        throw Error(Error::Code::Timeout,
+                    std::string(e.what()) + " (" + shortest_decimal(timeout.count() / 1000.0) + " s in all)");
       }
     }
     fail_if_superseded();
@@ -55,8 +55,8 @@ std::string FormingStore::get(std::string_view scope, std::string_view key, mill
   return sliced(timeout, [&](milliseconds t) { return inner_->get(scope, key, t); });
 }
 
-std::vector<std::string> FormingStore::get_range(std::string_view scope, std::string_view prefix,
-                                                 std::uint64_t first, std::uint64_t count, milliseconds timeout) {
+std::vector<std::string> FormingStore::get_range(std::string_view scope, std::string_view prefix, std::uint64_t first,
+                                                 std::uint64_t count, milliseconds timeout) {
   return sliced(timeout, [&](milliseconds t) { return inner_->get_range(scope, prefix, first, count, t); });
 }
 

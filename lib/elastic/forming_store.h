@@ -18,8 +18,7 @@ class FormingStore : public rendezvous::Store {
  public:
   static constexpr std::chrono::milliseconds kSlice{500};
 
-  FormingStore(std::shared_ptr<rendezvous::Store> inner, int generation,
-               std::chrono::milliseconds slice = kSlice);
+  FormingStore(std::shared_ptr<rendezvous::Store> inner, int generation, std::chrono::milliseconds slice = kSlice);
 
   void set(std::string_view scope, std::string_view key, std::string_view value) override;
   std::string get(std::string_view scope, std::string_view key, std::chrono::milliseconds timeout) override;

@@ -30,8 +30,8 @@ int parse_generation(const std::string& text) {
 }
 
 // The store's own Timeout is the invitation's: every wait shares one deadline.
-std::string get_before(rendezvous::Store& store, std::string_view key, Clock::time_point deadline,
-                       const World& world, int first) {
+std::string get_before(rendezvous::Store& store, std::string_view key, Clock::time_point deadline, const World& world,
+                       int first) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
   if (left.count() <= 0) not_invited(world, first);
   try {
@@ -61,8 +61,7 @@ ep::Assignment join_generation(rendezvous::Store& store, World& world, int first
     const std::string text = get_before(store, ep::assignment_key(g), deadline, world, first);
     std::optional<ep::Assignment> assignment = ep::decode_assignment(text);
     if (!assignment || assignment->generation != g) {
-      throw Error(Error::Code::Internal, "the assignment of elastic generation " + std::to_string(g) +
-                                             " is malformed");
+      throw Error(Error::Code::Internal, "the assignment of elastic generation " + std::to_string(g) + " is malformed");
     }
     if (const ep::Slot* slot = assignment->find(world.worker_id)) {
       apply_slot(world, *slot, assignment->size(), g);

@@ -15,8 +15,8 @@ bool removes_member(const ep::Assignment& joined, const ep::Assignment& next) {
   return false;
 }
 
-GenerationWatcher::GenerationWatcher(std::unique_ptr<rendezvous::Store> store, ep::Assignment joined,
-                                     Backend& backend, int worker, std::unique_ptr<PeerProbe> probe)
+GenerationWatcher::GenerationWatcher(std::unique_ptr<rendezvous::Store> store, ep::Assignment joined, Backend& backend,
+                                     int worker, std::unique_ptr<PeerProbe> probe)
     : store_(std::move(store)), joined_(std::move(joined)), backend_(backend), alive_key_(ep::alive_key(worker)),
       probe_(std::move(probe)), newest_(joined_.generation), thread_([this] { watch(); }) {}
 

@@ -33,8 +33,8 @@ class GenerationWatcher {
   // (Backend::abort is noexcept and callable from any thread) when the next
   // generation removes one of its members.
   // `probe`, when given, runs on the watcher's thread (network partitions).
-  GenerationWatcher(std::unique_ptr<rendezvous::Store> store, elastic_protocol::Assignment joined,
-                    Backend& backend, int worker, std::unique_ptr<PeerProbe> probe = nullptr);
+  GenerationWatcher(std::unique_ptr<rendezvous::Store> store, elastic_protocol::Assignment joined, Backend& backend,
+                    int worker, std::unique_ptr<PeerProbe> probe = nullptr);
   ~GenerationWatcher();  // stops and joins within one poll (<= kPoll)
   GenerationWatcher(const GenerationWatcher&) = delete;
   GenerationWatcher& operator=(const GenerationWatcher&) = delete;

@@ -56,7 +56,8 @@ void State::add(std::string name, Save save, Load load) {
   for (const Part& part : parts_) {
     if (part.name == name) throw Error(Error::Code::InvalidArgument, "elastic state '" + name + "' was added twice");
   }
-  if (!save || !load) throw Error(Error::Code::InvalidArgument, "elastic state '" + name + "': save and load are required");
+  if (!save || !load)
+    throw Error(Error::Code::InvalidArgument, "elastic state '" + name + "': save and load are required");
   parts_.push_back({std::move(name), std::move(save), std::move(load)});
 }
 

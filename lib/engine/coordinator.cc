@@ -19,8 +19,7 @@ void Coordinator::report(int rank, std::vector<Request> requests, Clock::time_po
       entry.since = now;
     }
     if (entry.by_rank[rank]) {
-      throw Error(Error::Code::Internal, "engine: rank " + std::to_string(rank) + " reported '" +
-                                             r.name + "' twice");
+      throw Error(Error::Code::Internal, "engine: rank " + std::to_string(rank) + " reported '" + r.name + "' twice");
     }
     entry.since = std::min(entry.since, now - std::chrono::milliseconds(r.age_ms));
     entry.last_reporter = rank;
@@ -58,8 +57,7 @@ Response Coordinator::respond(const Entry& entry) const {
     const bool root_left = ref.op == OpType::Broadcast && ref.root == r;
     if (!joined_rank_can_take_part(ref, r)) {
       response.error = op_label(ref) + " '" + ref.name + "': rank " + std::to_string(r) +
-                       (root_left ? " (the root)" : "") +
-                       " has joined (trainrun::join) and cannot take part";
+                       (root_left ? " (the root)" : "") + " has joined (trainrun::join) and cannot take part";
       response.error_code = Error::Code::InvalidArgument;
       return response;
     }

@@ -21,7 +21,7 @@ namespace trainrun::detail {
 
 // What every rank runs for one name this cycle; identical on every rank.
 struct Response {
-  Request request;  // the lowest reporting rank's request
+  Request request;    // the lowest reporting rank's request
   std::string error;  // non-empty: every rank fails the op with this message
   Error::Code error_code = Error::Code::Mismatch;
   int last_joined = -1;  // Join: the rank that joined last
@@ -48,7 +48,7 @@ class Coordinator {
   struct Pending {
     std::string name;
     OpType op;
-    Clock::time_point since;  // earliest submission among the reports
+    Clock::time_point since;   // earliest submission among the reports
     std::vector<int> missing;  // ranks that have neither reported nor joined
   };
   std::vector<Pending> pending() const;

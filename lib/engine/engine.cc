@@ -53,8 +53,7 @@ Engine::Engine(const World& world, Backend& backend, EngineOptions options)
       options_(std::move(options)), coordinator_(size_), cache_(options_.cache_capacity),
       stall_(options_.stall_warning, options_.stall_shutdown),
       stragglers_(world, backend, options_.straggler_warning_pct, options_.straggler_window),
-      timeline_(rank_ == 0 && !options_.timeline_path.empty() ? open_timeline(world, options_.timeline_path)
-                                                               : nullptr),
+      timeline_(rank_ == 0 && !options_.timeline_path.empty() ? open_timeline(world, options_.timeline_path) : nullptr),
       executor_(backend, rank_, size_, options_.fusion_threshold, timeline_.get()) {
   thread_ = std::thread([this] { loop(); });
   watchdog_ = std::thread([this] { watch(); });
@@ -160,9 +159,8 @@ void Engine::loop() {
       // rank waiting and served none: then nothing is gained by hurrying).
       std::unique_lock lock(mutex_);
       idle_ = pending_.empty() && retry_.empty();
-      work_arrived_.wait_until(lock, started + period, [&] {
-        return (idle_ && !incoming_.empty()) || (hurry_ && waiters_ > 0);
-      });
+      work_arrived_.wait_until(lock, started + period,
+                               [&] { return (idle_ && !incoming_.empty()) || (hurry_ && waiters_ > 0); });
       idle_ = false;
       started = Clock::now();
     }
@@ -179,8 +177,7 @@ void Engine::loop() {
   }
 }
 
-void Engine::classify(const std::string& name, std::vector<std::string>& to_report,
-                      std::vector<std::size_t>& stale) {
+void Engine::classify(const std::string& name, std::vector<std::string>& to_report, std::vector<std::size_t>& stale) {
   Work& work = pending_.at(name);
   if (cache_.capacity() > 0 && ResponseCache::cacheable(work.request)) {
     const auto found = cache_.lookup(work.request);
@@ -249,10 +246,13 @@ bool Engine::cycle() {
       std::fprintf(stderr, "trainrun: rank 0 (%s): %s\n", hostname_.c_str(), warning->c_str());
     }
   }
-  stragglers_.observe(responses, [this](const std::string& name) {
-    const Work* work = local_work(name);
-    return work ? std::optional(work->submitted) : std::nullopt;
-  }, Clock::now(), status.any_shutdown());
+  stragglers_.observe(
+      responses,
+      [this](const std::string& name) {
+        const Work* work = local_work(name);
+        return work ? std::optional(work->submitted) : std::nullopt;
+      },
+      Clock::now(), status.any_shutdown());
   execute(responses);
   hurry_ = !status.all_waiting() || !responses.empty();
   if (status.any_shutdown()) {
@@ -441,8 +441,9 @@ void Engine::stop(const Error& reason) {
   incoming_.clear();
   for (auto& [name, work] : pending_) {
     const bool core = work.request.op == OpType::Core;
-    work.op->error = Error(reason.code(), core ? reason.what() : op_label(work.request) + " '" + work.request.name +
-                                                                      "': " + reason.what());
+    work.op->error =
+        Error(reason.code(),
+              core ? reason.what() : op_label(work.request) + " '" + work.request.name + "': " + reason.what());
     complete(*work.op);
   }
   pending_.clear();
@@ -480,8 +481,7 @@ void Engine::watch() {
 
 void Engine::trace_report(int from, const Request& r, Clock::time_point now) {
   if (negotiating_.insert(r.name).second) {
-    timeline_->begin(r.name, "NEGOTIATE_" + upper_case(to_string(r.op)), {},
-                     now - std::chrono::milliseconds(r.age_ms));
+    timeline_->begin(r.name, "NEGOTIATE_" + upper_case(to_string(r.op)), {}, now - std::chrono::milliseconds(r.age_ms));
   }
   timeline_->mark(r.name, "rank " + std::to_string(from) + " ready", now);
 }

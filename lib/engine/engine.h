@@ -83,10 +83,8 @@ class Engine {
   // The cached ops every rank is ready for; waiters whose slot went stale
   // join to_report.
   std::vector<Response> take_cached(const CycleStatus& status, std::vector<std::string>& to_report);
-  void classify(const std::string& name, std::vector<std::string>& to_report,
-                std::vector<std::size_t>& stale);
-  void negotiate(const std::vector<std::string>& to_report, Clock::time_point now,
-                 std::vector<Response>& responses);
+  void classify(const std::string& name, std::vector<std::string>& to_report, std::vector<std::size_t>& stale);
+  void negotiate(const std::vector<std::string>& to_report, Clock::time_point now, std::vector<Response>& responses);
   void execute(const std::vector<Response>& responses);
   Work* local_work(const std::string& name);
   // Completes the ops of these responses (the error, if any, is theirs).
@@ -121,8 +119,8 @@ class Engine {
   std::condition_variable work_arrived_;
   std::optional<Error> stopped_;
   std::optional<Clock::time_point> blocked_since_;  // the engine thread is in the status allreduce
-  std::uint64_t cycles_answered_ = 0;  // status allreduces completed: every rank's engine answered
-  std::string abort_reason_;  // why the watchdog aborted the backend
+  std::uint64_t cycles_answered_ = 0;               // status allreduces completed: every rank's engine answered
+  std::string abort_reason_;                        // why the watchdog aborted the backend
   std::condition_variable watch_wake_;
 
   // Engine thread only.

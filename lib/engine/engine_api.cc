@@ -27,9 +27,7 @@ using detail::OpType;
 using detail::Request;
 using detail::Work;
 
-[[noreturn]] void invalid(const std::string& message) {
-  throw Error(Error::Code::InvalidArgument, message);
-}
+[[noreturn]] void invalid(const std::string& message) { throw Error(Error::Code::InvalidArgument, message); }
 
 // Runs `fn` on the engine of `comm`, or of the default communicator when
 // `comm` is null; errors name the rank (as the job numbers it) and host.
@@ -65,7 +63,8 @@ Request tensor_request(OpType op, const std::string& name, const Tensor& t) {
     throw Error(Error::Code::Unsupported, "'" + name + "' is on CUDA device " + std::to_string(t.device) +
                                               "; the engine takes host memory (device kCpu) only");
   }
-  const std::size_t count = detail::checked_elements(t.shape, t.type, "'" + name + "' has shape " + detail::shape_text(t.shape));
+  const std::size_t count =
+      detail::checked_elements(t.shape, t.type, "'" + name + "' has shape " + detail::shape_text(t.shape));
   if (!t.data && count > 0) invalid("'" + name + "' has no data (null pointer)");
   const bool rows = op == OpType::Allgather || op == OpType::Alltoall || op == OpType::Reducescatter;
   if (rows && t.shape.empty()) {
@@ -100,7 +99,8 @@ Work work_for(Request request, const Tensor& tensor) {
 
 }  // namespace
 
-Handle allreduce_async(Communicator& comm, const std::string& name, const Tensor& tensor, ReduceOp op, double prescale, double postscale) {
+Handle allreduce_async(Communicator& comm, const std::string& name, const Tensor& tensor, ReduceOp op, double prescale,
+                       double postscale) {
   return call(&comm, "allreduce_async: ", [&](detail::Engine& engine) {
     Request r = tensor_request(OpType::Allreduce, name, tensor);
     r.reduce_op = op;
@@ -109,8 +109,8 @@ Handle allreduce_async(Communicator& comm, const std::string& name, const Tensor
   });
 }
 
-Handle grouped_allreduce_async(Communicator& comm, const std::vector<std::string>& names, const std::vector<Tensor>& tensors, ReduceOp op, double prescale,
-                               double postscale) {
+Handle grouped_allreduce_async(Communicator& comm, const std::vector<std::string>& names,
+                               const std::vector<Tensor>& tensors, ReduceOp op, double prescale, double postscale) {
   return call(&comm, "grouped_allreduce_async: ", [&](detail::Engine& engine) {
     if (names.empty() || names.size() != tensors.size()) {
       invalid(std::to_string(names.size()) + " names for " + std::to_string(tensors.size()) +
@@ -126,8 +126,8 @@ Handle grouped_allreduce_async(Communicator& comm, const std::vector<std::string
     for (std::size_t i = 0; i < names.size(); ++i) {
       const Request member = tensor_request(OpType::Allreduce, names[i], tensors[i]);
       if (member.type != r.type) {
-        invalid("'" + names[i] + "' is " + to_string(member.type) + " but '" + names[0] + "' is " +
-                to_string(r.type) + ": a group has one dtype");
+        invalid("'" + names[i] + "' is " + to_string(member.type) + " but '" + names[0] + "' is " + to_string(r.type) +
+                ": a group has one dtype");
       }
       if (!seen.insert(names[i]).second) invalid("'" + names[i] + "' appears twice in the group");
       r.members.push_back({names[i], tensors[i].shape});
@@ -156,15 +156,16 @@ Handle broadcast_async(Communicator& comm, const std::string& name, const Tensor
   });
 }
 
-Handle alltoall_async(Communicator& comm, const std::string& name, const Tensor& tensor, const std::vector<std::int64_t>& splits) {
+Handle alltoall_async(Communicator& comm, const std::string& name, const Tensor& tensor,
+                      const std::vector<std::int64_t>& splits) {
   return call(&comm, "alltoall_async: ", [&](detail::Engine& engine) {
     Work work = work_for(tensor_request(OpType::Alltoall, name, tensor), tensor);
     const std::int64_t rows = tensor.shape[0], size = engine.size();
     work.splits = splits;
     if (splits.empty()) {
       if (rows % size != 0) {
-        invalid("'" + name + "': " + std::to_string(rows) + " rows do not split evenly over " +
-                std::to_string(size) + " ranks; pass splits");
+        invalid("'" + name + "': " + std::to_string(rows) + " rows do not split evenly over " + std::to_string(size) +
+                " ranks; pass splits");
       }
       work.splits.assign(static_cast<std::size_t>(size), rows / size);
     }
@@ -173,8 +174,8 @@ Handle alltoall_async(Communicator& comm, const std::string& name, const Tensor&
         std::any_of(work.splits.begin(), work.splits.end(), [rows](auto s) { return s < 0 || s > rows; });
     const std::int64_t sum = std::accumulate(work.splits.begin(), work.splits.end(), std::int64_t{0});
     if (static_cast<std::int64_t>(work.splits.size()) != size || negative || sum != rows) {
-      invalid("'" + name + "': splits " + detail::shape_text(work.splits) + " must be " +
-              std::to_string(size) + " non-negative row counts adding up to " + std::to_string(rows));
+      invalid("'" + name + "': splits " + detail::shape_text(work.splits) + " must be " + std::to_string(size) +
+              " non-negative row counts adding up to " + std::to_string(rows));
     }
     return engine.submit(std::move(work));
   });
@@ -208,20 +209,19 @@ int join(Communicator& comm) {
   return call(&comm, "join: ", [&](detail::Engine& engine) { return engine.join(); });
 }
 
-
 // The default communicator for the engine calls without one; errors as call() gives them.
 Communicator* default_communicator(const char* what) {
   return call(nullptr, what, [](detail::Engine&) { return &init(); });
 }
 
-Handle allreduce_async(const std::string& name, const Tensor& tensor, ReduceOp op, double prescale,
-                       double postscale) {
+Handle allreduce_async(const std::string& name, const Tensor& tensor, ReduceOp op, double prescale, double postscale) {
   return allreduce_async(*default_communicator("allreduce_async: "), name, tensor, op, prescale, postscale);
 }
 
-Handle grouped_allreduce_async(const std::vector<std::string>& names, const std::vector<Tensor>& tensors,
-                               ReduceOp op, double prescale, double postscale) {
-  return grouped_allreduce_async(*default_communicator("grouped_allreduce_async: "), names, tensors, op, prescale, postscale);
+Handle grouped_allreduce_async(const std::vector<std::string>& names, const std::vector<Tensor>& tensors, ReduceOp op,
+                               double prescale, double postscale) {
+  return grouped_allreduce_async(*default_communicator("grouped_allreduce_async: "), names, tensors, op, prescale,
+                                 postscale);
 }
 
 Handle allgather_async(const std::string& name, const Tensor& tensor) {
@@ -240,20 +240,12 @@ Handle reducescatter_async(const std::string& name, const Tensor& tensor, Reduce
   return reducescatter_async(*default_communicator("reducescatter_async: "), name, tensor, op);
 }
 
-bool poll(Handle handle) {
-  return poll(*default_communicator("poll: "), handle);
-}
+bool poll(Handle handle) { return poll(*default_communicator("poll: "), handle); }
 
-Output synchronize(Handle handle) {
-  return synchronize(*default_communicator(""), handle);
-}
+Output synchronize(Handle handle) { return synchronize(*default_communicator(""), handle); }
 
-void barrier() {
-  barrier(*default_communicator("barrier: "));
-}
+void barrier() { barrier(*default_communicator("barrier: ")); }
 
-int join() {
-  return join(*default_communicator("join: "));
-}
+int join() { return join(*default_communicator("join: ")); }
 
 }  // namespace trainrun

@@ -25,10 +25,9 @@ std::vector<std::int64_t> with_rows(std::int64_t rows, const std::vector<std::in
 
 }  // namespace
 
-Executor::Executor(Backend& backend, int rank, int size, std::size_t fusion_threshold,
-                   Timeline* timeline)
-    : backend_(backend), rank_(rank), size_(size), fusion_threshold_(fusion_threshold),
-      timeline_(timeline), backend_name_(upper_case(backend.name())) {}
+Executor::Executor(Backend& backend, int rank, int size, std::size_t fusion_threshold, Timeline* timeline)
+    : backend_(backend), rank_(rank), size_(size), fusion_threshold_(fusion_threshold), timeline_(timeline),
+      backend_name_(upper_case(backend.name())) {}
 
 Executor::~Executor() {
   if (buffer_) ::munmap(buffer_, capacity_);
@@ -39,8 +38,8 @@ std::string Executor::label(OpType op) const { return backend_name_ + "_" + uppe
 char* Executor::scratch(std::size_t bytes) {
   if (!buffer_ && fusion_threshold_ > 0 && bytes <= fusion_threshold_) {
     // Mapped once at the threshold: pages are only touched as batches use them.
-    void* p = ::mmap(nullptr, fusion_threshold_, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* p =
+        ::mmap(nullptr, fusion_threshold_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
       throw Error(Error::Code::Internal, "engine: cannot map a " + std::to_string(fusion_threshold_) +
                                              "-byte fusion buffer: " + net::errno_text(errno));
@@ -54,8 +53,7 @@ char* Executor::scratch(std::size_t bytes) {
   return spare_.data();
 }
 
-void Executor::run(const Batch& batch, const std::vector<Response>& responses,
-                   const std::vector<Work*>& works) {
+void Executor::run(const Batch& batch, const std::vector<Response>& responses, const std::vector<Work*>& works) {
   const Request& r = responses[batch.items[0].response].request;
   std::vector<std::string> names;
   for (const FusionItem& item : batch.items) {
@@ -118,8 +116,7 @@ void Executor::allreduce_fused(const Batch& batch, const Request& r, const std::
   });
 }
 
-void Executor::allreduce_alone(const FusionItem& item, const Request& r, Work* work,
-                               const std::string& name) {
+void Executor::allreduce_alone(const FusionItem& item, const Request& r, Work* work, const std::string& name) {
   const std::size_t count = item.bytes / size_of(r.type);
   void* data = work ? work->data[item.member] : scratch(item.bytes);
   if (!work) fill_identity(data, count, r.type, r.reduce_op);

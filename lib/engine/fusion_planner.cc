@@ -6,9 +6,7 @@ namespace trainrun::detail {
 namespace {
 
 // What must be equal for two allreduces to share one backend call.
-auto fusion_key(const Request& r) {
-  return std::make_tuple(r.type, r.reduce_op, r.device, r.prescale, r.postscale);
-}
+auto fusion_key(const Request& r) { return std::make_tuple(r.type, r.reduce_op, r.device, r.prescale, r.postscale); }
 
 std::size_t member_bytes(const Request& r, std::size_t member) {
   if (r.members.empty()) return r.bytes();
@@ -17,9 +15,7 @@ std::size_t member_bytes(const Request& r, std::size_t member) {
   return n;
 }
 
-std::size_t align(std::size_t offset) {
-  return (offset + kFusionAlignment - 1) / kFusionAlignment * kFusionAlignment;
-}
+std::size_t align(std::size_t offset) { return (offset + kFusionAlignment - 1) / kFusionAlignment * kFusionAlignment; }
 
 }  // namespace
 

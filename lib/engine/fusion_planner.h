@@ -31,8 +31,8 @@ struct FusionItem {
 
 struct Batch {
   std::vector<FusionItem> items;
-  bool fused = false;        // items share the fusion buffer
-  std::size_t bytes = 0;     // extent in the fusion buffer
+  bool fused = false;     // items share the fusion buffer
+  std::size_t bytes = 0;  // extent in the fusion buffer
 };
 
 std::vector<Batch> plan_batches(const std::vector<Response>& responses, std::size_t threshold);

@@ -74,8 +74,8 @@ class Reader {
 
   [[noreturn]] void fail(const std::string& what) const {
     throw Error(Error::Code::Internal, "engine: rank " + std::to_string(from_rank_) +
-                                           " sent a malformed negotiation message (" + what +
-                                           " at byte " + std::to_string(at_) + ")");
+                                           " sent a malformed negotiation message (" + what + " at byte " +
+                                           std::to_string(at_) + ")");
   }
 
  private:
@@ -87,7 +87,6 @@ class Reader {
   std::size_t at_ = 0;
   int from_rank_;
 };
-
 
 std::string dims_after_first(const std::vector<std::int64_t>& shape) {
   return shape_text(std::vector<std::int64_t>(shape.begin() + (shape.empty() ? 0 : 1), shape.end()));
@@ -124,9 +123,7 @@ std::size_t Request::count() const {
   return n;
 }
 
-std::string op_label(const Request& r) {
-  return r.op == OpType::Core ? "core " + r.core_op : to_string(r.op);
-}
+std::string op_label(const Request& r) { return r.op == OpType::Core ? "core " + r.core_op : to_string(r.op); }
 
 std::string shape_text(const std::vector<std::int64_t>& shape) {
   std::string s = "[";
@@ -137,8 +134,8 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
 std::optional<std::string> disagreement(const Request& a, int a_rank, const Request& b, int b_rank) {
   // Fields in the order a user would look at them; the first difference wins.
   auto differ = [&](const std::string& field, const std::string& va, const std::string& vb) {
-    return op_label(a) + " '" + a.name + "': rank " + std::to_string(b_rank) + " " + field + " " +
-           vb + " != rank " + std::to_string(a_rank) + " " + field + " " + va;
+    return op_label(a) + " '" + a.name + "': rank " + std::to_string(b_rank) + " " + field + " " + vb + " != rank " +
+           std::to_string(a_rank) + " " + field + " " + va;
   };
   if (a.op != b.op || a.core_op != b.core_op) return differ("op", op_label(a), op_label(b));
   if (a.type != b.type) return differ("dtype", to_string(a.type), to_string(b.type));
@@ -149,8 +146,7 @@ std::optional<std::string> disagreement(const Request& a, int a_rank, const Requ
   if (a.first_dim_varies()) {
     const bool same_rank = a.shape.size() == b.shape.size() && !a.shape.empty();
     if (!same_rank || !std::equal(a.shape.begin() + 1, a.shape.end(), b.shape.begin() + 1)) {
-      return differ("shape after the first dimension", dims_after_first(a.shape),
-                    dims_after_first(b.shape));
+      return differ("shape after the first dimension", dims_after_first(a.shape), dims_after_first(b.shape));
     }
   } else if (a.shape != b.shape) {
     return differ("shape", shape_text(a.shape), shape_text(b.shape));

@@ -14,9 +14,7 @@
 
 namespace trainrun::detail {
 
-enum class OpType : std::uint8_t {
-  Allreduce, Allgather, Broadcast, Alltoall, Reducescatter, Barrier, Join, Core
-};
+enum class OpType : std::uint8_t { Allreduce, Allgather, Broadcast, Alltoall, Reducescatter, Barrier, Join, Core };
 const char* to_string(OpType op);
 
 // Prefix of names the engine makes up itself ("#join", "#barrier.N",
@@ -43,7 +41,7 @@ struct Request {
   // A grouped allreduce is one request, so that it is negotiated, checked
   // and run as a unit.
   std::vector<Member> members;
-  std::string core_op;      // Core: which Communicator call ("allreduce", ...)
+  std::string core_op;  // Core: which Communicator call ("allreduce", ...)
   // How long the request had waited on its rank when it was reported: lets
   // the stall inspector date requests that first waited on a cache hit.
   // Not part of what ranks must agree on.

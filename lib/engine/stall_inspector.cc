@@ -42,15 +42,15 @@ std::optional<std::string> StallInspector::warning(const std::vector<Coordinator
   const auto limit = std::chrono::duration_cast<Clock::duration>(warning_);
   if (last_warning_ && now - *last_warning_ < limit) return std::nullopt;
   std::size_t count = 0;
-  const std::string ops = describe(pending, [&](const auto& p) { return now - p.since >= limit; }, &count);
+  const std::string ops = describe(
+      pending, [&](const auto& p) { return now - p.since >= limit; }, &count);
   if (count == 0) return std::nullopt;
   last_warning_ = now;
   return "stall: " + std::to_string(count) + " op(s) waited more than " + seconds_text(warning_) +
          " for other ranks: " + ops;
 }
 
-bool StallInspector::shutdown_due(const std::vector<Coordinator::Pending>& pending,
-                                  Clock::time_point now) const {
+bool StallInspector::shutdown_due(const std::vector<Coordinator::Pending>& pending, Clock::time_point now) const {
   if (shutdown_.count() <= 0) return false;
   const auto limit = std::chrono::duration_cast<Clock::duration>(shutdown_);
   return std::any_of(pending.begin(), pending.end(), [&](const auto& p) { return now - p.since >= limit; });
@@ -58,7 +58,8 @@ bool StallInspector::shutdown_due(const std::vector<Coordinator::Pending>& pendi
 
 std::string StallInspector::shutdown_message(const std::vector<Coordinator::Pending>& pending) const {
   std::size_t count = 0;
-  const std::string ops = describe(pending, [](const auto&) { return true; }, &count);
+  const std::string ops = describe(
+      pending, [](const auto&) { return true; }, &count);
   return "stall: an op waited more than " + seconds_text(shutdown_) + " (" + protocol::kEnvStallShutdown +
          "), so the engine stopped and failed every pending op" + (count ? "; waiting: " + ops : "");
 }
@@ -69,7 +70,8 @@ std::optional<std::string> StallInspector::blocked_warning(Clock::duration waite
   if (warning_.count() <= 0 || waited < limit) return std::nullopt;
   if (last_blocked_warning_ && now - *last_blocked_warning_ < limit) return std::nullopt;
   last_blocked_warning_ = now;
-  const std::string head = "stall: the engine waited more than " + seconds_text(warning_) + " for the other ranks' engines";
+  const std::string head =
+      "stall: the engine waited more than " + seconds_text(warning_) + " for the other ranks' engines";
   if (answered == 0) return head + " (each starts at its rank's first engine call: has one not made it?)";
   // They all answered `answered` cycles: the engines ran, one stopped.
   const double ago = std::round(std::chrono::duration<double>(waited).count() * 10) / 10;

@@ -26,8 +26,7 @@ class StallInspector {
 
   // A one-line warning when an op has waited longer than the warning time
   // and the last warning is at least that long ago.
-  std::optional<std::string> warning(const std::vector<Coordinator::Pending>& pending,
-                                     Clock::time_point now);
+  std::optional<std::string> warning(const std::vector<Coordinator::Pending>& pending, Clock::time_point now);
   bool shutdown_due(const std::vector<Coordinator::Pending>& pending, Clock::time_point now) const;
   // The error every pending op fails with after a stall shutdown.
   std::string shutdown_message(const std::vector<Coordinator::Pending>& pending) const;
@@ -36,8 +35,7 @@ class StallInspector {
   // waits. With `answered` == 0 (no cycle ever completed) one has not made
   // its first engine call; after that, one stopped answering (a stopped or
   // hung process, a cut network), and the line says since when.
-  std::optional<std::string> blocked_warning(Clock::duration waited, Clock::time_point now,
-                                             std::uint64_t answered);
+  std::optional<std::string> blocked_warning(Clock::duration waited, Clock::time_point now, std::uint64_t answered);
   bool blocked_shutdown_due(Clock::duration waited) const;
   std::string blocked_shutdown_message() const;
   // How long a request may wait on a cache hit before it is negotiated in

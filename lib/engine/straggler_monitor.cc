@@ -60,8 +60,8 @@ void StragglerMonitor::exchange() {
   if (rank_ != 0) return;
   const auto now = Clock::now();
   if (!last_warning_ || now - *last_warning_ >= kWarningInterval) {
-    if (auto line = straggler_warning(tracker_.window_last(), tracker_.window_cycles(), tracker_.window(),
-                                      summaries, hosts_, warning_pct_)) {
+    if (auto line = straggler_warning(tracker_.window_last(), tracker_.window_cycles(), tracker_.window(), summaries,
+                                      hosts_, warning_pct_)) {
       last_warning_ = now;
       std::fprintf(stderr, "trainrun: %s\n", line->c_str());
     }

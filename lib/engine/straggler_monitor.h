@@ -40,8 +40,7 @@ class StragglerMonitor {
   // Every cycle on every rank, with its ready ops before they run, at
   // `ready`; runs the exchange when a window is full, or with `final` (the
   // ranks agreed to shut down) for what the window holds.
-  void observe(const std::vector<Response>& responses, const Submitted& submitted, Clock::time_point ready,
-               bool final);
+  void observe(const std::vector<Response>& responses, const Submitted& submitted, Clock::time_point ready, bool final);
 
  private:
   void record(const std::vector<Response>& responses, const Submitted& submitted, Clock::time_point ready);

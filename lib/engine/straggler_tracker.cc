@@ -55,9 +55,8 @@ std::string rounded_ms(double ms) {
 }  // namespace
 
 StragglerTracker::StragglerTracker(int rank, int size, std::size_t window)
-    : rank_(rank), size_(size), window_(std::max<std::size_t>(window, 1)),
-      last_(static_cast<std::size_t>(size), 0), window_last_(static_cast<std::size_t>(size), 0),
-      histogram_(kBuckets, 0) {
+    : rank_(rank), size_(size), window_(std::max<std::size_t>(window, 1)), last_(static_cast<std::size_t>(size), 0),
+      window_last_(static_cast<std::size_t>(size), 0), histogram_(kBuckets, 0) {
   waits_.reserve(window_);
 }
 
@@ -108,14 +107,14 @@ std::vector<StragglerRow> StragglerTracker::table(const std::vector<Summary>& su
                                                   const std::vector<std::string>& hosts) const {
   std::vector<StragglerRow> rows;
   for (int r = 0; r < size_ && r < static_cast<int>(summaries.size()); ++r) {
-    rows.push_back({r, r < static_cast<int>(hosts.size()) ? hosts[r] : "", cycles_, last_[r], summaries[r][2],
-                    summaries[r][3]});
+    rows.push_back(
+        {r, r < static_cast<int>(hosts.size()) ? hosts[r] : "", cycles_, last_[r], summaries[r][2], summaries[r][3]});
   }
   return rows;
 }
 
-std::optional<std::string> straggler_warning(const std::vector<std::uint64_t>& window_last,
-                                             std::size_t window_cycles, std::size_t window,
+std::optional<std::string> straggler_warning(const std::vector<std::uint64_t>& window_last, std::size_t window_cycles,
+                                             std::size_t window,
                                              const std::vector<StragglerTracker::Summary>& summaries,
                                              const std::vector<std::string>& hosts, double pct) {
   if (pct <= 0 || window_cycles < window || window_last.empty()) return std::nullopt;

@@ -54,8 +54,7 @@ class StragglerTracker {
   std::size_t window_cycles() const { return window_cycles_; }
   const std::vector<std::uint64_t>& window_last() const { return window_last_; }
   // The job so far, from every rank's summary (rank 0 after the allgather).
-  std::vector<StragglerRow> table(const std::vector<Summary>& summaries,
-                                  const std::vector<std::string>& hosts) const;
+  std::vector<StragglerRow> table(const std::vector<Summary>& summaries, const std::vector<std::string>& hosts) const;
 
  private:
   const int rank_;
@@ -65,7 +64,7 @@ class StragglerTracker {
   std::vector<std::uint64_t> last_, window_last_;
   std::uint64_t cycles_ = 0;
   std::size_t window_cycles_ = 0;
-  std::vector<double> window_lags_ms_;  // this rank's, last window
+  std::vector<double> window_lags_ms_;    // this rank's, last window
   std::vector<std::uint64_t> histogram_;  // this rank's lags, whole job
 };
 
@@ -73,8 +72,8 @@ class StragglerTracker {
 // full window's cycles (and lagged at least 1 ms at the median: below
 // that, "last" is noise), e.g. "rank 3 (h2) was last in 92% of the last
 // 500 cycles, median lag 41 ms". The rank most often last is named.
-std::optional<std::string> straggler_warning(const std::vector<std::uint64_t>& window_last,
-                                             std::size_t window_cycles, std::size_t window,
+std::optional<std::string> straggler_warning(const std::vector<std::uint64_t>& window_last, std::size_t window_cycles,
+                                             std::size_t window,
                                              const std::vector<StragglerTracker::Summary>& summaries,
                                              const std::vector<std::string>& hosts, double pct);
 

@@ -43,8 +43,7 @@ void Timeline::failed(int error) {
   if (on_failure_) on_failure_(why);
 }
 
-void Timeline::begin(const std::string& tensor, const std::string& phase, Args args,
-                     Clock::time_point at) {
+void Timeline::begin(const std::string& tensor, const std::string& phase, Args args, Clock::time_point at) {
   record(TimelineEvent::Phase::Begin, tensor, phase, std::move(args), at);
 }
 
@@ -68,14 +67,17 @@ int Timeline::row(const std::string& tensor) {
   if (added) {
     std::lock_guard lock(mutex_);
     queue_.push_back({TimelineEvent::Phase::Metadata, "process_name", 0, it->second, {{"name", key}}});
-    queue_.push_back({TimelineEvent::Phase::Metadata, "process_sort_index", 0, it->second,
+    queue_.push_back({TimelineEvent::Phase::Metadata,
+                      "process_sort_index",
+                      0,
+                      it->second,
                       {{"sort_index", std::to_string(it->second)}}});
   }
   return it->second;
 }
 
-void Timeline::record(TimelineEvent::Phase phase, const std::string& tensor, const std::string& name,
-                      Args args, Clock::time_point at) {
+void Timeline::record(TimelineEvent::Phase phase, const std::string& tensor, const std::string& name, Args args,
+                      Clock::time_point at) {
   const int pid = row(tensor);
   const auto ts = std::chrono::duration_cast<std::chrono::microseconds>(at - start_).count();
   {

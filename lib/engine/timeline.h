@@ -37,14 +37,13 @@ class Timeline {
   Timeline& operator=(const Timeline&) = delete;
 
   // `at` defaults to now; spans nest per tensor and must be closed in order.
-  void begin(const std::string& tensor, const std::string& phase, Args args = {},
-             Clock::time_point at = Clock::now());
+  void begin(const std::string& tensor, const std::string& phase, Args args = {}, Clock::time_point at = Clock::now());
   void end(const std::string& tensor, const std::string& phase, Clock::time_point at = Clock::now());
   void mark(const std::string& tensor, const std::string& what, Clock::time_point at = Clock::now());
 
  private:
-  void record(TimelineEvent::Phase phase, const std::string& tensor, const std::string& name,
-              Args args, Clock::time_point at);
+  void record(TimelineEvent::Phase phase, const std::string& tensor, const std::string& name, Args args,
+              Clock::time_point at);
   int row(const std::string& tensor);
   void write_loop();
   // Writes unless a write failed already; false once one has.

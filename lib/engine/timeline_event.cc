@@ -34,16 +34,14 @@ std::string json_escape(std::string_view text) {
 }
 
 std::string to_json(const TimelineEvent& event) {
-  std::string out = "{\"name\":\"" + json_escape(event.name) + "\",\"ph\":\"" +
-                    static_cast<char>(event.phase) + "\",\"ts\":" + std::to_string(event.ts_us) +
-                    ",\"pid\":" + std::to_string(event.pid) + ",\"tid\":0";
+  std::string out = "{\"name\":\"" + json_escape(event.name) + "\",\"ph\":\"" + static_cast<char>(event.phase) +
+                    "\",\"ts\":" + std::to_string(event.ts_us) + ",\"pid\":" + std::to_string(event.pid) + ",\"tid\":0";
   // Instant marks are scoped to their row, not drawn across the whole trace.
   if (event.phase == TimelineEvent::Phase::Instant) out += ",\"s\":\"p\"";
   if (!event.args.empty()) {
     out += ",\"args\":{";
     for (std::size_t i = 0; i < event.args.size(); ++i) {
-      out += (i ? ",\"" : "\"") + json_escape(event.args[i].first) + "\":\"" +
-             json_escape(event.args[i].second) + "\"";
+      out += (i ? ",\"" : "\"") + json_escape(event.args[i].first) + "\":\"" + json_escape(event.args[i].second) + "\"";
     }
     out += "}";
   }

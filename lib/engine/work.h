@@ -28,9 +28,9 @@ struct Operation {
 
 struct Work {
   Request request;
-  std::vector<void*> data;            // one per tensor (per member of a group)
-  std::vector<std::int64_t> splits;   // alltoall: rows to each rank
-  std::function<void()> core;         // Core: the Communicator call to run
+  std::vector<void*> data;           // one per tensor (per member of a group)
+  std::vector<std::int64_t> splits;  // alltoall: rows to each rank
+  std::function<void()> core;        // Core: the Communicator call to run
   std::shared_ptr<Operation> op;
   std::chrono::steady_clock::time_point submitted;
   std::optional<std::size_t> cache_slot;  // waiting on this response-cache hit

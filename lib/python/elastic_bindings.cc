@@ -64,7 +64,8 @@ void bind_elastic(py::module_& m) {
            "Makes every rank hold the state of the lowest rank that has a commit. Collective.")
       .def_property_readonly("commits", &State::commits)
       .def(
-          "on_reset", [](State& state, py::function callback) { state.on_reset([callback] { call_python(callback); }); },
+          "on_reset",
+          [](State& state, py::function callback) { state.on_reset([callback] { call_python(callback); }); },
           py::arg("callback"), "Called by run() after each re-form, once the state is synchronized.");
   m.def(
       "elastic_run", [](State& state, const py::function& fn) { elastic::run(state, [&fn] { call_python(fn); }); },

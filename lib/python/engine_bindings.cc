@@ -92,9 +92,8 @@ void bind_engine(py::module_& m) {
   m.def(
       "allreduce_async",
       [](const std::string& name, const TensorArgs& t, ReduceOp op, double prescale, double postscale, int set) {
-        return on_set(set, "Allreduce", [&](Communicator& c) {
-          return allreduce_async(c, name, to_tensor(t), op, prescale, postscale);
-        });
+        return on_set(set, "Allreduce",
+                      [&](Communicator& c) { return allreduce_async(c, name, to_tensor(t), op, prescale, postscale); });
       },
       Release(), py::arg("name"), py::arg("tensor"), py::arg("op"), py::arg("prescale") = 1.0,
       py::arg("postscale") = 1.0, py::arg("process_set") = 0);

@@ -51,25 +51,26 @@ void raise(PyObject* cls, const Error& e) {
 }
 
 void register_errors(py::module_& m) {
-  PyObject* base = PyErr_NewExceptionWithDoc(
-      "trainrun.TrainrunError", "An error of trainrun's core; .code names its kind (e.g. 'Mismatch').",
-      PyExc_RuntimeError, nullptr);
+  PyObject* base = PyErr_NewExceptionWithDoc("trainrun.TrainrunError",
+                                             "An error of trainrun's core; .code names its kind (e.g. 'Mismatch').",
+                                             PyExc_RuntimeError, nullptr);
   if (base == nullptr) throw py::error_already_set();
   m.add_object("TrainrunError", py::reinterpret_borrow<py::object>(base));
   const auto table = code_table();
   for (std::size_t i = 0; i < kCodes; ++i) {
     const CodeClass& c = table[i];
-    py::tuple bases = c.builtin ? py::make_tuple(py::handle(base), py::handle(c.builtin))
-                                : py::make_tuple(py::handle(base));
+    py::tuple bases =
+        c.builtin ? py::make_tuple(py::handle(base), py::handle(c.builtin)) : py::make_tuple(py::handle(base));
     const std::string qualified = std::string("trainrun.") + c.class_name;
     PyObject* cls = PyErr_NewException(qualified.c_str(), bases.ptr(), nullptr);
     if (cls == nullptr) throw py::error_already_set();
     code_classes[static_cast<std::size_t>(c.code)] = cls;
     m.add_object(c.class_name, py::reinterpret_borrow<py::object>(cls));
   }
-  hosts_updated_class = PyErr_NewExceptionWithDoc(
-      "trainrun.HostsUpdatedInterrupt", "Workers joined or left an elastic job: raised by State.commit() on every rank.",
-      code_classes[static_cast<std::size_t>(Error::Code::MembershipChanged)], nullptr);
+  hosts_updated_class =
+      PyErr_NewExceptionWithDoc("trainrun.HostsUpdatedInterrupt",
+                                "Workers joined or left an elastic job: raised by State.commit() on every rank.",
+                                code_classes[static_cast<std::size_t>(Error::Code::MembershipChanged)], nullptr);
   if (hosts_updated_class == nullptr) throw py::error_already_set();
   m.add_object("HostsUpdatedInterrupt", py::reinterpret_borrow<py::object>(hosts_updated_class));
   py::register_exception_translator([](std::exception_ptr p) {

@@ -23,8 +23,10 @@ void bind_process_sets(py::module_& m) {
       "remove_process_set", [](int id) { return ProcessSetTable::instance().remove(id); }, Release(), py::arg("id"),
       "False for the job's set (0) and for unknown ids.");
   m.def("process_set_ids", [] { return ProcessSetTable::instance().ids(); });
-  m.def("process_set_ranks", [](int id) { return ProcessSetTable::instance().ranks(id); }, py::arg("id"));
-  m.def("process_set_included", [](int id) { return ProcessSetTable::instance().includes(id); }, py::arg("id"));
+  m.def(
+      "process_set_ranks", [](int id) { return ProcessSetTable::instance().ranks(id); }, py::arg("id"));
+  m.def(
+      "process_set_included", [](int id) { return ProcessSetTable::instance().includes(id); }, py::arg("id"));
   m.def(
       "process_set_rank",
       [](int id) {

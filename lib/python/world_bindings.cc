@@ -22,8 +22,7 @@ namespace {
 // Horovod raises before init() rather than starting a world implicitly.
 Communicator& world() {
   if (!is_initialized()) {
-    throw Error(Error::Code::InvalidArgument,
-                "trainrun has not been initialized; call trainrun.torch.init() first");
+    throw Error(Error::Code::InvalidArgument, "trainrun has not been initialized; call trainrun.torch.init() first");
   }
   return init();
 }
@@ -31,8 +30,9 @@ Communicator& world() {
 }  // namespace
 
 void bind_world(py::module_& m) {
-  m.def("init", [] { init(); }, py::call_guard<py::gil_scoped_release>(),
-        "Starts the process-wide communicator from the environment (idempotent).");
+  m.def(
+      "init", [] { init(); }, py::call_guard<py::gil_scoped_release>(),
+      "Starts the process-wide communicator from the environment (idempotent).");
   m.def(
       "shutdown",
       [] {

@@ -24,11 +24,11 @@ struct Gradient {
   std::string name;
   ::torch::Tensor parameter;
   std::shared_ptr<::torch::autograd::Node> accumulator;  // kept alive: autograd holds it weakly
-  std::uintptr_t hook = 0;       // the post hook, removed with the optimizer
-  const void* guard = nullptr;    // the pre hook (1.13 has no del_pre_hook: found by address)
-  int passes = 0;                 // backward passes since the last step
-  std::optional<Handle> handle;   // the allreduce in flight
-  ::torch::Tensor wire;           // the 16-bit copy sent when compressing, reused
+  std::uintptr_t hook = 0;                               // the post hook, removed with the optimizer
+  const void* guard = nullptr;                           // the pre hook (1.13 has no del_pre_hook: found by address)
+  int passes = 0;                                        // backward passes since the last step
+  std::optional<Handle> handle;                          // the allreduce in flight
+  ::torch::Tensor wire;                                  // the 16-bit copy sent when compressing, reused
 };
 
 ::torch::ScalarType wire_type(Compression compression) {
@@ -158,8 +158,8 @@ class AllreduceHook final : public ::torch::autograd::FunctionPostHook {
 
 }  // namespace
 
-DistributedOptimizer::DistributedOptimizer(::torch::optim::Optimizer& optimizer,
-                                           const NamedTensors& named_parameters, DistributedOptions options)
+DistributedOptimizer::DistributedOptimizer(::torch::optim::Optimizer& optimizer, const NamedTensors& named_parameters,
+                                           DistributedOptions options)
     : impl_(std::make_unique<Impl>(optimizer, options)) {
   if (options.backward_passes_per_step < 1) {
     throw Error(Error::Code::InvalidArgument, "DistributedOptimizer: backward_passes_per_step must be >= 1");

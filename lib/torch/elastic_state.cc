@@ -32,13 +32,15 @@ void load_bytes(T& object, const std::string& bytes) {
 }  // namespace
 
 void add_module(elastic::State& state, std::string name, ::torch::nn::Module& module) {
-  state.add(std::move(name), [&module] { return save_bytes(module); },
-            [&module](const std::string& bytes) { load_bytes(module, bytes); });
+  state.add(
+      std::move(name), [&module] { return save_bytes(module); },
+      [&module](const std::string& bytes) { load_bytes(module, bytes); });
 }
 
 void add_optimizer(elastic::State& state, std::string name, ::torch::optim::Optimizer& optimizer) {
-  state.add(std::move(name), [&optimizer] { return save_bytes(optimizer); },
-            [&optimizer](const std::string& bytes) { load_bytes(optimizer, bytes); });
+  state.add(
+      std::move(name), [&optimizer] { return save_bytes(optimizer); },
+      [&optimizer](const std::string& bytes) { load_bytes(optimizer, bytes); });
 }
 
 }  // namespace trainrun::torch

@@ -24,8 +24,9 @@ inline DataType data_type_of(const ::torch::Tensor& t, const std::string& name) 
     case ::torch::kShort: return DataType::Int16;
     case ::torch::kBool: return DataType::Bool;
     default:
-      throw Error(Error::Code::Unsupported, "tensor '" + name + "': dtype " +
-                                                std::string(c10::toString(t.scalar_type())) + " has no trainrun DataType");
+      throw Error(
+          Error::Code::Unsupported,
+          "tensor '" + name + "': dtype " + std::string(c10::toString(t.scalar_type())) + " has no trainrun DataType");
   }
 }
 

@@ -126,10 +126,10 @@ TEST_CASE("mesh handshake: only the right secret, challenge and ranks verify") {
   const std::string reply = hs::make_reply(secret, challenge, 3, 1);
   REQUIRE(reply.size() == hs::kReplyBytes);
   CHECK(hs::verify_reply(secret, challenge, reply, 1, 4) == 3);
-  CHECK_FALSE(hs::verify_reply(secret_of(8), challenge, reply, 1, 4));     // another job
-  CHECK_FALSE(hs::verify_reply(secret, hs::make_challenge(), reply, 1, 4));  // replayed
-  CHECK_FALSE(hs::verify_reply(secret, challenge, reply, 2, 4));             // meant for rank 1
-  CHECK_FALSE(hs::verify_reply(secret, challenge, reply, 1, 3));             // rank 3 of 3
+  CHECK_FALSE(hs::verify_reply(secret_of(8), challenge, reply, 1, 4));                              // another job
+  CHECK_FALSE(hs::verify_reply(secret, hs::make_challenge(), reply, 1, 4));                         // replayed
+  CHECK_FALSE(hs::verify_reply(secret, challenge, reply, 2, 4));                                    // meant for rank 1
+  CHECK_FALSE(hs::verify_reply(secret, challenge, reply, 1, 3));                                    // rank 3 of 3
   CHECK_FALSE(hs::verify_reply(secret, challenge, hs::make_reply(secret, challenge, 0, 1), 1, 4));  // lower
   CHECK_FALSE(hs::verify_reply(secret, challenge, reply.substr(1), 1, 4));
   CHECK_FALSE(hs::verify_reply(secret, challenge, std::string(hs::kReplyBytes, '\xff'), 1, 4));
@@ -147,9 +147,8 @@ TEST_CASE("mesh wiring: garbage, silence and hang-ups at the door do not stop th
   const int silent = connect_to(l0.port);
   ::close(connect_to(l0.port));  // hangs up at once
   const auto deadline = MeshWiring::Clock::now() + 120s;
-  auto rank0 = std::async(std::launch::async, [&] {
-    return MeshWiring(0, secret, l0.fd, peers, log0.sink(), 200ms).run(deadline);
-  });
+  auto rank0 = std::async(std::launch::async,
+                          [&] { return MeshWiring(0, secret, l0.fd, peers, log0.sink(), 200ms).run(deadline); });
   // Rank 1 comes only after the silent stranger was given up on.
   REQUIRE(log0.wait_for("no answer within 200 ms"));
   CHECK(log0.count("bad authentication") == 1);
@@ -180,8 +179,10 @@ TEST_CASE("mesh wiring: a stranger who learned a reply cannot be another rank, a
   const std::string forged = hs::make_reply(secret, hs::make_challenge(), 2, 0);
   REQUIRE(::send(forger, forged.data(), forged.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(forged.size()));
   const auto deadline = MeshWiring::Clock::now() + 120s;
-  auto rank0 = std::async(std::launch::async, [&] { return MeshWiring(0, secret, l0.fd, peers, log0.sink()).run(deadline); });
-  auto rank1 = std::async(std::launch::async, [&] { return MeshWiring(1, secret, l1.fd, peers, [](auto&) {}).run(deadline); });
+  auto rank0 =
+      std::async(std::launch::async, [&] { return MeshWiring(0, secret, l0.fd, peers, log0.sink()).run(deadline); });
+  auto rank1 =
+      std::async(std::launch::async, [&] { return MeshWiring(1, secret, l1.fd, peers, [](auto&) {}).run(deadline); });
   auto fds2 = MeshWiring(2, secret, l2.fd, peers, [](auto&) {}).run(deadline);
   auto fds0 = rank0.get();
   auto fds1 = rank1.get();
@@ -201,12 +202,11 @@ TEST_CASE("mesh wiring: a rank that never comes is named at the deadline") {
   const Secret secret = secret_of(3);
   Listener l0, l1;
   try {
-    MeshWiring(0, secret, l0.fd, peers_at({l0.port, l1.port}), [](auto&) {})
-        .run(MeshWiring::Clock::now() + 300ms);
+    MeshWiring(0, secret, l0.fd, peers_at({l0.port, l1.port}), [](auto&) {}).run(MeshWiring::Clock::now() + 300ms);
     FAIL("no timeout");
   } catch (const trainrun::Error& e) {
     CHECK(e.code() == trainrun::Error::Code::Timeout);
-    CHECK(std::string(e.what()) == "direct mesh: no authenticated connection with rank 1 (127.0.0.1:" + l1.port +
-                                       ") before the start timeout");
+    CHECK(std::string(e.what()) ==
+          "direct mesh: no authenticated connection with rank 1 (127.0.0.1:" + l1.port + ") before the start timeout");
   }
 }

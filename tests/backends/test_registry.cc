@@ -33,11 +33,16 @@ bool built(const std::string& name) {
 }
 
 const Env kSlurm = {{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "1"},
-                    {"SLURM_NODEID", "1"}, {"SLURM_NNODES", "2"}, {"SLURM_TASKS_PER_NODE", "2(x2)"}, {"PMIX_RANK", "3"}};  // srun --mpi=pmix
-const Env kOpenMpi = {{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "4"},
-                      {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}};
-const Env kTrainrun = {{"TRAINRUN_RANK", "1"}, {"TRAINRUN_SIZE", "2"},
-                       {"TRAINRUN_RENDEZVOUS_ADDR", "127.0.0.1"}, {"TRAINRUN_RENDEZVOUS_PORT", "4000"},
+                    {"SLURM_NODEID", "1"}, {"SLURM_NNODES", "2"}, {"SLURM_TASKS_PER_NODE", "2(x2)"},
+                    {"PMIX_RANK", "3"}};  // srun --mpi=pmix
+const Env kOpenMpi = {{"OMPI_COMM_WORLD_RANK", "1"},
+                      {"OMPI_COMM_WORLD_SIZE", "4"},
+                      {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                      {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}};
+const Env kTrainrun = {{"TRAINRUN_RANK", "1"},
+                       {"TRAINRUN_SIZE", "2"},
+                       {"TRAINRUN_RENDEZVOUS_ADDR", "127.0.0.1"},
+                       {"TRAINRUN_RENDEZVOUS_PORT", "4000"},
                        {"TRAINRUN_SECRET", std::string(64, 'a')}};
 
 Env with(Env env, const std::string& name, const std::string& value) {

@@ -58,17 +58,23 @@ TEST_CASE("CUDA buffers on one device go together; null ones do not count") {
 
 TEST_CASE("host and CUDA memory in one call: InvalidArgument naming both buffers") {
   const std::string message = error_of(
-      [] { place_buffers({{"send", &a_host_int, {}}, {"recv", kDevice0, {true, 0}}}); },
+      [] {
+        place_buffers({{"send", &a_host_int, {}}, {"recv", kDevice0, {true, 0}}});
+      },
       Error::Code::InvalidArgument);
   CHECK(contains(message, "send (0x"));
   CHECK(contains(message, "is host memory"));
   CHECK(contains(message, "recv (0x7f0000001000) is CUDA memory on device 0"));
   const std::string reversed = error_of(
-      [] { place_buffers({{"send", kDevice1, {true, 2}}, {"recv", &a_host_int, {}}}); },
+      [] {
+        place_buffers({{"send", kDevice1, {true, 2}}, {"recv", &a_host_int, {}}});
+      },
       Error::Code::InvalidArgument);
   CHECK(contains(reversed, "send (0x7f0000002000) is CUDA memory on device 2 but recv (0x"));
   const std::string devices = error_of(
-      [] { place_buffers({{"send", kDevice0, {true, 0}}, {"recv", kDevice1, {true, 1}}}); },
+      [] {
+        place_buffers({{"send", kDevice0, {true, 0}}, {"recv", kDevice1, {true, 1}}});
+      },
       Error::Code::InvalidArgument);
   CHECK(contains(devices, "on device 0 but recv (0x7f0000002000) is CUDA memory on device 1"));
 }
@@ -90,8 +96,8 @@ TEST_CASE("the CUDA path every rank agrees on") {
     CudaPath expected;
   };
   const Row rows[] = {
-      {CudaPolicy::Auto, &all_can, CudaPath::Nccl},       {CudaPolicy::Auto, &none_can, CudaPath::Staged},
-      {CudaPolicy::Nccl, &all_can, CudaPath::Nccl},       {CudaPolicy::Staged, &all_can, CudaPath::Staged},
+      {CudaPolicy::Auto, &all_can, CudaPath::Nccl},        {CudaPolicy::Auto, &none_can, CudaPath::Staged},
+      {CudaPolicy::Nccl, &all_can, CudaPath::Nccl},        {CudaPolicy::Staged, &all_can, CudaPath::Staged},
       {CudaPolicy::Staged, &one_cannot, CudaPath::Staged}, {CudaPolicy::Staged, &none_can, CudaPath::Staged},
   };
   for (const Row& row : rows) CHECK(decide_cuda_path(row.policy, *row.problems) == row.expected);

@@ -63,8 +63,9 @@ int main() {
   }
   std::sort(micros.begin(), micros.end());
   std::printf("%-28s %10s %12s %10s\n", "state", "bytes", "median us", "p90 us");
-  std::printf("%-28s %10zu %12.1f %10.1f\n", "mnist Net + SGD momentum", snapshot_bytes(net, sgd) + 2 * sizeof(std::int64_t),
-              micros[micros.size() / 2], micros[micros.size() * 9 / 10]);
+  std::printf("%-28s %10zu %12.1f %10.1f\n", "mnist Net + SGD momentum",
+              snapshot_bytes(net, sgd) + 2 * sizeof(std::int64_t), micros[micros.size() / 2],
+              micros[micros.size() * 9 / 10]);
   trainrun::shutdown();
   return 0;
 }

@@ -48,7 +48,8 @@ Sample one_kill(const std::function<std::vector<std::string>(const std::string& 
   Sample s;
   s.recovery_ms = r.exit_code == 0 ? recovery_ms(steps, 4) : -1;
   std::vector<long long> gaps;
-  for (std::size_t i = 1; i < steps.size() && steps[i].size == 4; ++i) gaps.push_back(steps[i].t_ms - steps[i - 1].t_ms);
+  for (std::size_t i = 1; i < steps.size() && steps[i].size == 4; ++i)
+    gaps.push_back(steps[i].t_ms - steps[i - 1].t_ms);
   if (!gaps.empty()) {
     std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
     s.step_ms = gaps[gaps.size() / 2];
@@ -91,11 +92,13 @@ int main(int argc, char** argv) {
 
   std::vector<Sample> local;
   for (int i = 0; i < kills; ++i) {
-    local.push_back(one_kill([&](const std::string&) {
-      std::vector<std::string> a{trainrun, "--local", "-np", "4"};
-      a.insert(a.end(), job.begin(), job.end());
-      return a;
-    }, i % 4));
+    local.push_back(one_kill(
+        [&](const std::string&) {
+          std::vector<std::string> a{trainrun, "--local", "-np", "4"};
+          a.insert(a.end(), job.begin(), job.end());
+          return a;
+        },
+        i % 4));
   }
   row("local np=4", local);
 
@@ -103,11 +106,13 @@ int main(int argc, char** argv) {
   if (!hosts) return 0;
   std::vector<Sample> remote;
   for (int i = 0; i < kills; ++i) {
-    remote.push_back(one_kill([&](const std::string& tag) {
-      std::vector<std::string> a{trainrun, "-x", tag, "-H", "h1:2,h2:2", "-np", "4"};
-      a.insert(a.end(), job.begin(), job.end());
-      return hosts->client_argv(a);
-    }, i % 4));
+    remote.push_back(one_kill(
+        [&](const std::string& tag) {
+          std::vector<std::string> a{trainrun, "-x", tag, "-H", "h1:2,h2:2", "-np", "4"};
+          a.insert(a.end(), job.begin(), job.end());
+          return hosts->client_argv(a);
+        },
+        i % 4));
   }
   row("2 hosts x 2", remote);
   return 0;

@@ -91,8 +91,8 @@ void engine_round(bench::GradientSet& set, int steps, int round, Results& result
   const double cpu = process_cpu_seconds();
   const auto start = Clock::now();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  results.idle_cpu_percent = 100 * (process_cpu_seconds() - cpu) /
-                             std::chrono::duration<double>(Clock::now() - start).count();
+  results.idle_cpu_percent =
+      100 * (process_cpu_seconds() - cpu) / std::chrono::duration<double>(Clock::now() - start).count();
   trainrun::shutdown();
 }
 

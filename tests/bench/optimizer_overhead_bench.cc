@@ -88,8 +88,9 @@ int main(int argc, char** argv) {
     std::printf("%d ranks, batch %d/rank, %d steps x %d rounds; median step of each\n", comm.size(), batch, steps,
                 rounds);
     std::printf("%-38s %10s %9s %17s\n", "", "images/s", "ms/step", "overhead ms/step");
-    for (const auto& [name, label] : {std::pair<std::string, const char*>{"ours", "trainrun::torch DistributedOptimizer"},
-                                      {"local", "local, no communication"}}) {
+    for (const auto& [name, label] :
+         {std::pair<std::string, const char*>{"ours", "trainrun::torch DistributedOptimizer"},
+          {"local", "local, no communication"}}) {
       const double ms = 1000 * median.at(name);
       std::printf("%-38s %10.0f %9.2f %17.2f\n", label, images / median.at(name), ms, ms - local_ms);
     }

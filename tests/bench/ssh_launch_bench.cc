@@ -69,8 +69,8 @@ int main(int argc, char** argv) {
       {"16 x `ssh hN true` in parallel", hosts->client_argv({"/bin/sh", "-c", ssh_per_rank_script()}), {}},
   };
   if (argc > 3) {
-    rows.push_back({"trainrun, ranks init + barrier",
-                    hosts->client_argv({trainrun, "-H", hosts_option(), argv[3], "init"}), {}});
+    rows.push_back(
+        {"trainrun, ranks init + barrier", hosts->client_argv({trainrun, "-H", hosts_option(), argv[3], "init"}), {}});
   }
   // One warm-up round each (page cache, ARP), then alternate.
   for (int round = -1; round < rounds; ++round) {
@@ -83,8 +83,7 @@ int main(int argc, char** argv) {
       if (round >= 0) row.seconds.push_back(r.seconds);
     }
   }
-  std::printf("SSH launch, %d ranks on %d namespace hosts, %d alternating rounds\n\n", np, SshHosts::kHosts,
-              rounds);
+  std::printf("SSH launch, %d ranks on %d namespace hosts, %d alternating rounds\n\n", np, SshHosts::kHosts, rounds);
   std::printf("%-40s %9s %9s %9s\n", "launch-to-exit", "median s", "min s", "max s");
   for (const Row& row : rows) {
     std::printf("%-40s %9.3f %9.3f %9.3f\n", row.what.c_str(), median(row.seconds),

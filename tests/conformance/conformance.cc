@@ -64,16 +64,15 @@ double reduced(ReduceOp op, DataType type, int size, std::size_t i) {
     }
   }
   if (op == ReduceOp::Average) {
-    return trainrun::is_floating(type) ? trainrun::test::round_to(type, acc / size)
-                                       : std::trunc(acc / size);
+    return trainrun::is_floating(type) ? trainrun::test::round_to(type, acc / size) : std::trunc(acc / size);
   }
   return acc;
 }
 
 std::string describe(const char* what, DataType type, ReduceOp op, std::size_t count, bool in_place) {
   return std::string(what) + " " + trainrun::to_string(type) + " " + trainrun::to_string(op) +
-         " count=" + std::to_string(count) + (in_place ? " in-place" : "") + " np=" +
-         std::to_string(comm().size()) + " rank=" + std::to_string(comm().rank());
+         " count=" + std::to_string(count) + (in_place ? " in-place" : "") + " np=" + std::to_string(comm().size()) +
+         " rank=" + std::to_string(comm().rank());
 }
 
 // Average divides in the dtype's precision, so allow one rounding step.
@@ -127,8 +126,8 @@ TEST_CASE("allreduce: every dtype, op and count, in place and not") {
             comm().allreduce(send.data(), recv.data(), count, type, op);
           }
           const TypedBuffer& out = in_place ? send : recv;
-          const auto bad = out.first_mismatch([&](std::size_t i) { return reduced(op, type, n, i); },
-                                              tolerance(type, op));
+          const auto bad =
+              out.first_mismatch([&](std::size_t i) { return reduced(op, type, n, i); }, tolerance(type, op));
           CHECK_MESSAGE(!bad, describe("allreduce", type, op, count, in_place) << ": " << *bad);
         }
       }
@@ -147,9 +146,8 @@ TEST_CASE("reducescatter: every dtype and op, in place and not") {
           recv.fill(-1);
           comm().reducescatter(send.data(), in_place ? send.data() : recv.data(), count, type, op);
           const TypedBuffer& out = in_place ? send : recv;
-          const auto bad = out.first_mismatch(
-              [&](std::size_t i) { return reduced(op, type, n, r * count + i); },
-              tolerance(type, op), count);
+          const auto bad = out.first_mismatch([&](std::size_t i) { return reduced(op, type, n, r * count + i); },
+                                              tolerance(type, op), count);
           CHECK_MESSAGE(!bad, describe("reducescatter", type, op, count, in_place) << ": " << *bad);
         }
       }
@@ -190,8 +188,8 @@ TEST_CASE("allgather, in place and not") {
           (in_place ? recv : send).set(in_place ? r * count + i : i, value(r, i));
         }
         comm().allgather(in_place ? recv.data() : send.data(), recv.data(), count, type);
-        const auto bad = recv.first_mismatch(
-            [&](std::size_t i) { return value(static_cast<int>(i / count), i % count); }, 0.0);
+        const auto bad =
+            recv.first_mismatch([&](std::size_t i) { return value(static_cast<int>(i / count), i % count); }, 0.0);
         CHECK_MESSAGE(!bad, describe("allgather", type, ReduceOp::Sum, count, in_place) << ": " << *bad);
       }
     }
@@ -244,8 +242,8 @@ TEST_CASE("alltoall, in place and not") {
         recv.fill(-1);
         TypedBuffer& out = in_place ? send : recv;
         comm().alltoall(send.data(), out.data(), count, type);
-        const auto bad = out.first_mismatch(
-            [&](std::size_t i) { return value(static_cast<int>(i / count), r, i % count); }, 0.0);
+        const auto bad =
+            out.first_mismatch([&](std::size_t i) { return value(static_cast<int>(i / count), r, i % count); }, 0.0);
         CHECK_MESSAGE(!bad, describe("alltoall", type, ReduceOp::Sum, count, in_place) << ": " << *bad);
       }
     }
@@ -273,7 +271,7 @@ TEST_CASE("float reductions give bit-identical results on every rank") {
       comm().allgather(&hash, hashes.data(), 1, DataType::Int64);
       for (int k = 0; k < n; ++k) {
         CHECK_MESSAGE(hashes[k] == hashes[0], describe("allreduce", type, ReduceOp::Sum, count, true)
-                                                   << ": rank " << k << " differs from rank 0");
+                                                  << ": rank " << k << " differs from rank 0");
       }
     }
   }
@@ -331,6 +329,5 @@ int main(int argc, char** argv) {
     std::printf("conformance: skipped: %s\n", why.c_str());
     return 77;
   }
-  return trainrun::test::run_on_every_rank(argc, argv, "conformance", g_comm,
-                                           device ? ", CUDA buffers" : "");
+  return trainrun::test::run_on_every_rank(argc, argv, "conformance", g_comm, device ? ", CUDA buffers" : "");
 }

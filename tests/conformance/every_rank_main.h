@@ -14,8 +14,7 @@ namespace trainrun::test {
 
 // `comm` is set before any test case runs; `label` is added to the verdict
 // line after the backend's name.
-inline int run_on_every_rank(int argc, char** argv, const char* program, Communicator*& comm,
-                             const char* label = "") {
+inline int run_on_every_rank(int argc, char** argv, const char* program, Communicator*& comm, const char* label = "") {
   try {
     comm = &init();
   } catch (const Error& e) {
@@ -28,8 +27,8 @@ inline int run_on_every_rank(int argc, char** argv, const char* program, Communi
   const std::int32_t mine = context.run() != 0 ? 1 : 0;
   std::int32_t any = 0;
   comm->allreduce(&mine, &any, 1, DataType::Int32, ReduceOp::Max);
-  std::printf("%s: rank %d of %d (%s%s): %s\n", program, comm->rank(), comm->size(),
-              comm->backend_name().c_str(), label, any ? "FAILED" : "passed");
+  std::printf("%s: rank %d of %d (%s%s): %s\n", program, comm->rank(), comm->size(), comm->backend_name().c_str(),
+              label, any ? "FAILED" : "passed");
   shutdown();
   return any ? 1 : 0;
 }

@@ -100,7 +100,8 @@ void check_engine(trainrun::Communicator& set, const std::vector<int>& members) 
   trainrun::synchronize(set, h);
   CHECK(t[63] == static_cast<float>(std::accumulate(members.begin(), members.end(), 0)));
   std::vector<std::int32_t> row{me};
-  const trainrun::Output out = trainrun::synchronize(set, trainrun::allgather_async(set, "set.rows", {row.data(), DataType::Int32, {1}}));
+  const trainrun::Output out =
+      trainrun::synchronize(set, trainrun::allgather_async(set, "set.rows", {row.data(), DataType::Int32, {1}}));
   CHECK(out.shape == std::vector<std::int64_t>{static_cast<std::int64_t>(members.size())});
 }
 
@@ -117,7 +118,8 @@ void exercise(const std::vector<int>& members) {
 
 std::size_t shm_entries() {
   std::size_t n = 0;
-  for (const auto& e : std::filesystem::directory_iterator("/dev/shm")) n += e.path().filename().string().find("trainrun") != std::string::npos;
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm"))
+    n += e.path().filename().string().find("trainrun") != std::string::npos;
   return n;
 }
 

@@ -38,8 +38,8 @@ inline DeviceMemory*& device_memory() {
 class TypedBuffer {
  public:
   TypedBuffer(DataType type, std::size_t count, DeviceMemory* device = device_memory())
-      : type_(type), count_(count), bytes_(std::max<std::size_t>(count * size_of(type), 1)),
-        device_(device), mirror_(device ? device->allocate(bytes_.size()) : nullptr) {}
+      : type_(type), count_(count), bytes_(std::max<std::size_t>(count * size_of(type), 1)), device_(device),
+        mirror_(device ? device->allocate(bytes_.size()) : nullptr) {}
   ~TypedBuffer() {
     if (mirror_) device_->release(mirror_);
   }
@@ -111,8 +111,7 @@ class TypedBuffer {
     for (std::size_t i = 0; i < limit; ++i) {
       const double want = expected(i), got = get(i);
       if (std::fabs(got - want) > rel_tolerance * std::fabs(want)) {
-        return "element " + std::to_string(i) + " is " + std::to_string(got) + ", expected " +
-               std::to_string(want);
+        return "element " + std::to_string(i) + " is " + std::to_string(got) + ", expected " + std::to_string(want);
       }
     }
     return std::nullopt;
@@ -120,7 +119,9 @@ class TypedBuffer {
 
  private:
   template <typename T>
-  static void store(char* p, T v) { std::memcpy(p, &v, sizeof v); }
+  static void store(char* p, T v) {
+    std::memcpy(p, &v, sizeof v);
+  }
   template <typename T>
   static T load(const char* p) {
     T v;

@@ -95,8 +95,8 @@ void expect_mismatch(const char* kind, Submit&& submit, const std::vector<std::s
     CHECK_MESSAGE(seconds < 2.0, where(kind) << ": took " << seconds << " s");
     CHECK_MESSAGE(message.find("rank " + std::to_string(rank()) + " (") == 0, message);
     for (const auto& fragment : expect) {
-      CHECK_MESSAGE(message.find(fragment) != std::string::npos, where(kind) << ": '" << fragment
-                                                                              << "' not in: " << message);
+      CHECK_MESSAGE(message.find(fragment) != std::string::npos, where(kind)
+                                                                     << ": '" << fragment << "' not in: " << message);
     }
   }
 }
@@ -117,14 +117,15 @@ TEST_CASE("the same names submitted in a different order on every rank") {
     std::shuffle(order.begin(), order.end(), shuffle);
     std::vector<trainrun::Handle> handles(tensors);
     for (std::size_t t : order) {
-      handles[t] = trainrun::allreduce_async("grad." + std::to_string(t),
-                                             view(data[t], {static_cast<std::int64_t>(counts[t])}));
+      handles[t] =
+          trainrun::allreduce_async("grad." + std::to_string(t), view(data[t], {static_cast<std::int64_t>(counts[t])}));
     }
     for (std::size_t t = 0; t < tensors; ++t) {
       trainrun::synchronize(handles[t]);
       std::vector<int> shifted = all_ranks();
       for (int& r : shifted) r += step;
-      const auto bad = data[t].first_mismatch([&](std::size_t i) { return reduced(i, ReduceOp::Sum, DataType::Float32, shifted); }, 0);
+      const auto bad = data[t].first_mismatch(
+          [&](std::size_t i) { return reduced(i, ReduceOp::Sum, DataType::Float32, shifted); }, 0);
       CHECK_MESSAGE(!bad, where("tensor " + std::to_string(t) + " step " + std::to_string(step)) << ": " << *bad);
     }
   }
@@ -139,8 +140,8 @@ TEST_CASE("thousands of tiny tensors") {
       const std::size_t k = rank() % 2 ? tensors - 1 - t : t;  // odd ranks submit backwards
       data[2 * k] = static_cast<std::int32_t>(k + rank());
       data[2 * k + 1] = rank() + step;
-      handles.push_back(trainrun::allreduce_async("tiny." + std::to_string(k),
-                                                  {&data[2 * k], DataType::Int32, {2}}, ReduceOp::Sum));
+      handles.push_back(
+          trainrun::allreduce_async("tiny." + std::to_string(k), {&data[2 * k], DataType::Int32, {2}}, ReduceOp::Sum));
     }
     for (auto h : handles) trainrun::synchronize(h);
     const int n = size(), rank_sum = n * (n - 1) / 2;
@@ -164,15 +165,15 @@ TEST_CASE("every dtype and reduce op in one cycle") {
   }
   for (std::size_t c = 0; c < cases.size(); ++c) {
     const std::size_t k = rank() % 2 ? cases.size() - 1 - c : c;
-    handles.push_back(trainrun::allreduce_async(std::string("mixed.") + trainrun::to_string(cases[k].first) + "." +
-                                                    trainrun::to_string(cases[k].second),
-                                                view(data[k], cases[k].first, {257}), cases[k].second));
+    handles.push_back(trainrun::allreduce_async(
+        std::string("mixed.") + trainrun::to_string(cases[k].first) + "." + trainrun::to_string(cases[k].second),
+        view(data[k], cases[k].first, {257}), cases[k].second));
   }
   for (auto h : handles) trainrun::synchronize(h);
   for (std::size_t c = 0; c < cases.size(); ++c) {
     const auto [type, op] = cases[c];
-    const auto bad = data[c].first_mismatch([&](std::size_t i) { return reduced(i, op, type, all_ranks()); },
-                                            tolerance(type, op));
+    const auto bad =
+        data[c].first_mismatch([&](std::size_t i) { return reduced(i, op, type, all_ranks()); }, tolerance(type, op));
     CHECK_MESSAGE(!bad, where(std::string(trainrun::to_string(type)) + " " + trainrun::to_string(op)) << ": " << *bad);
   }
 }
@@ -183,7 +184,8 @@ TEST_CASE("engine results equal the core API's for every op") {
     for (ReduceOp op : trainrun::kAllReduceOps) {
       for (std::size_t count : {std::size_t{1}, std::size_t{1001}, std::size_t{300000}}) {
         TypedBuffer engine = filled(type, count, r, op), core = filled(type, count, r, op);
-        trainrun::synchronize(trainrun::allreduce_async("eq.allreduce", view(engine, type, {static_cast<std::int64_t>(count)}), op));
+        trainrun::synchronize(
+            trainrun::allreduce_async("eq.allreduce", view(engine, type, {static_cast<std::int64_t>(count)}), op));
         comm().allreduce(core.data(), core.data(), count, type, op);
         CHECK_MESSAGE(std::memcmp(engine.data(), core.data(), count * trainrun::size_of(type)) == 0,
                       where(std::string("allreduce ") + trainrun::to_string(type) + " " + trainrun::to_string(op)));
@@ -214,7 +216,8 @@ TEST_CASE("engine results equal the core API's for every op") {
     CHECK_MESSAGE(std::memcmp(a2a.data.data(), core_out.data(), a2a.data.size()) == 0, where("alltoall"));
     // reducescatter: 3 rows of 4 per rank.
     TypedBuffer full = filled(type, 12 * n, r), core_rs(type, 12);
-    const auto rs = trainrun::synchronize(trainrun::reducescatter_async("eq.reducescatter", view(full, type, {3 * n, 4})));
+    const auto rs =
+        trainrun::synchronize(trainrun::reducescatter_async("eq.reducescatter", view(full, type, {3 * n, 4})));
     comm().reducescatter(full.data(), core_rs.data(), 12, type, ReduceOp::Sum);
     CHECK(rs.shape == std::vector<std::int64_t>{3, 4});
     CHECK_MESSAGE(rs.data.size() == 12 * trainrun::size_of(type), where("reducescatter"));
@@ -247,7 +250,8 @@ TEST_CASE("uneven alltoall and reducescatter, scales, groups") {
   CHECK(reinterpret_cast<const double*>(rs.data.data())[0] == n * (n + 1) / 2.0);
 
   std::vector<float> x(10, static_cast<float>(r + 1));
-  trainrun::synchronize(trainrun::allreduce_async("scaled", {x.data(), DataType::Float32, {10}}, ReduceOp::Sum, 2.0, 0.25));
+  trainrun::synchronize(
+      trainrun::allreduce_async("scaled", {x.data(), DataType::Float32, {10}}, ReduceOp::Sum, 2.0, 0.25));
   CHECK(x[9] == doctest::Approx(0.5 * n * (n + 1) / 2.0));
 
   // A group of a tiny, a medium and a large tensor: the large one is
@@ -271,35 +275,51 @@ TEST_CASE("every mismatch raises on every rank within 2 s") {
   std::vector<double> d(64, 1.0);
   auto t = [&](std::vector<std::int64_t> shape) { return Tensor{f.data(), DataType::Float32, shape}; };
   const std::string rl = "rank " + std::to_string(last);
-  expect_mismatch("shape", [&] { return trainrun::allreduce_async("fc.weight", t(odd ? std::vector<std::int64_t>{4, 16} : std::vector<std::int64_t>{2, 4, 8})); },
+  expect_mismatch("shape",
+                  [&] {
+                    return trainrun::allreduce_async(
+                        "fc.weight", t(odd ? std::vector<std::int64_t>{4, 16} : std::vector<std::int64_t>{2, 4, 8}));
+                  },
                   {"allreduce 'fc.weight': " + rl + " shape [4,16] != rank 0 shape [2,4,8]"});
-  expect_mismatch("dtype", [&] {
-    return trainrun::allreduce_async("m.dtype", odd ? Tensor{d.data(), DataType::Float64, {8}} : t({8}));
-  }, {"'m.dtype'", rl + " dtype float64 != rank 0 dtype float32"});
-  expect_mismatch("op", [&] {
-    return odd ? trainrun::allgather_async("m.op", t({8})) : trainrun::allreduce_async("m.op", t({8}));
-  }, {"'m.op'", rl + " op allgather != rank 0 op allreduce"});
-  expect_mismatch("reduce op", [&] {
-    return trainrun::allreduce_async("m.reduce", t({8}), odd ? ReduceOp::Max : ReduceOp::Sum);
-  }, {rl + " reduce op max != rank 0 reduce op sum"});
-  expect_mismatch("allgather dims", [&] {
-    return trainrun::allgather_async("m.gather", t({rank() + 1, odd ? 4 : 2}));
-  }, {"'m.gather'", rl + " shape after the first dimension [4] != rank 0 shape after the first dimension [2]"});
+  expect_mismatch(
+      "dtype",
+      [&] {
+        return trainrun::allreduce_async("m.dtype", odd ? Tensor{d.data(), DataType::Float64, {8}} : t({8}));
+      },
+      {"'m.dtype'", rl + " dtype float64 != rank 0 dtype float32"});
+  expect_mismatch(
+      "op", [&] { return odd ? trainrun::allgather_async("m.op", t({8})) : trainrun::allreduce_async("m.op", t({8})); },
+      {"'m.op'", rl + " op allgather != rank 0 op allreduce"});
+  expect_mismatch("reduce op",
+                  [&] { return trainrun::allreduce_async("m.reduce", t({8}), odd ? ReduceOp::Max : ReduceOp::Sum); },
+                  {rl + " reduce op max != rank 0 reduce op sum"});
+  expect_mismatch(
+      "allgather dims",
+      [&] {
+        return trainrun::allgather_async("m.gather", t({rank() + 1, odd ? 4 : 2}));
+      },
+      {"'m.gather'", rl + " shape after the first dimension [4] != rank 0 shape after the first dimension [2]"});
   expect_mismatch("root", [&] { return trainrun::broadcast_async("m.root", t({8}), odd ? 0 : last); },
                   {"broadcast 'm.root'", rl + " root 0 != rank 0 root " + std::to_string(last)});
-  expect_mismatch("prescale", [&] {
-    return trainrun::allreduce_async("m.pre", t({8}), ReduceOp::Sum, odd ? 0.5 : 1.0);
-  }, {rl + " prescale 0.5 != rank 0 prescale 1"});
-  expect_mismatch("postscale", [&] {
-    return trainrun::allreduce_async("m.post", t({8}), ReduceOp::Sum, 1.0, odd ? 3.0 : 2.0);
-  }, {rl + " postscale 3 != rank 0 postscale 2"});
-  expect_mismatch("group members", [&] {
-    std::vector<std::string> names = {"m.g1", odd ? "m.g3" : "m.g2"};
-    return trainrun::grouped_allreduce_async(names, {t({4}), Tensor{f.data() + 8, DataType::Float32, {4}}});
-  }, {rl + " group member 1 'm.g3' != rank 0 group member 1 'm.g2'"});
-  expect_mismatch("group member shape", [&] {
-    return trainrun::grouped_allreduce_async({"m.h1", "m.h2"}, {t({4}), Tensor{f.data() + 8, DataType::Float32, {odd ? 5 : 4}}});
-  }, {rl + " shape of 'm.h2' [5] != rank 0 shape of 'm.h2' [4]"});
+  expect_mismatch("prescale",
+                  [&] { return trainrun::allreduce_async("m.pre", t({8}), ReduceOp::Sum, odd ? 0.5 : 1.0); },
+                  {rl + " prescale 0.5 != rank 0 prescale 1"});
+  expect_mismatch("postscale",
+                  [&] { return trainrun::allreduce_async("m.post", t({8}), ReduceOp::Sum, 1.0, odd ? 3.0 : 2.0); },
+                  {rl + " postscale 3 != rank 0 postscale 2"});
+  expect_mismatch(
+      "group members",
+      [&] {
+        std::vector<std::string> names = {"m.g1", odd ? "m.g3" : "m.g2"};
+        return trainrun::grouped_allreduce_async(names, {t({4}), Tensor{f.data() + 8, DataType::Float32, {4}}});
+      },
+      {rl + " group member 1 'm.g3' != rank 0 group member 1 'm.g2'"});
+  expect_mismatch("group member shape",
+                  [&] {
+                    return trainrun::grouped_allreduce_async(
+                        {"m.h1", "m.h2"}, {t({4}), Tensor{f.data() + 8, DataType::Float32, {odd ? 5 : 4}}});
+                  },
+                  {rl + " shape of 'm.h2' [5] != rank 0 shape of 'm.h2' [4]"});
   // A core call whose count differs: the engine negotiates core calls too.
   try {
     comm().allreduce(f.data(), f.data(), odd ? 3 : 2, DataType::Float32, ReduceOp::Sum);
@@ -320,7 +340,9 @@ TEST_CASE("a name still in flight cannot be submitted again") {
   // submit "dup" only after the "gate" op, which rank 0 joins after its tests.
   if (size() == 1) return;  // rank 0 would be the last
   std::vector<float> a(4, 1.0f), b(4, 1.0f), gate(1, 1.0f);
-  auto pass_gate = [&] { trainrun::synchronize(trainrun::allreduce_async("gate", {gate.data(), DataType::Float32, {1}})); };
+  auto pass_gate = [&] {
+    trainrun::synchronize(trainrun::allreduce_async("gate", {gate.data(), DataType::Float32, {1}}));
+  };
   if (rank() != 0) pass_gate();
   const auto h = trainrun::allreduce_async("dup", {a.data(), DataType::Float32, {4}});
   if (rank() == 0) {
@@ -355,15 +377,22 @@ TEST_CASE("bad arguments fail at once, on the calling rank only") {
   CHECK(code([&] { trainrun::allreduce_async("", {&x, DataType::Float32, {1}}); }) == Error::Code::InvalidArgument);
   CHECK(code([&] { trainrun::allreduce_async("#x", {&x, DataType::Float32, {1}}); }) == Error::Code::InvalidArgument);
   CHECK(code([&] { trainrun::allreduce_async("neg", {&x, DataType::Float32, {-1}}); }) == Error::Code::InvalidArgument);
-  CHECK(code([&] { trainrun::allreduce_async("null", {nullptr, DataType::Float32, {3}}); }) == Error::Code::InvalidArgument);
+  CHECK(code([&] {
+          trainrun::allreduce_async("null", {nullptr, DataType::Float32, {3}});
+        }) == Error::Code::InvalidArgument);
   CHECK(code([&] { trainrun::allreduce_async("gpu", {&x, DataType::Float32, {1}, 0}); }) == Error::Code::Unsupported);
-  CHECK(code([&] { trainrun::allreduce_async("bscale", {&x, DataType::Bool, {1}}, ReduceOp::Sum, 2.0); }) ==
-        Error::Code::InvalidArgument);
-  CHECK(code([&] { trainrun::broadcast_async("root", {&x, DataType::Float32, {1}}, size()); }) ==
-        Error::Code::InvalidArgument);
-  CHECK(code([&] { trainrun::alltoall_async("splits", {&x, DataType::Float32, {1}}, {2}); }) ==
-        Error::Code::InvalidArgument);
-  CHECK(code([&] { trainrun::allgather_async("scalar", {&x, DataType::Float32, {}}); }) == Error::Code::InvalidArgument);
+  CHECK(code([&] {
+          trainrun::allreduce_async("bscale", {&x, DataType::Bool, {1}}, ReduceOp::Sum, 2.0);
+        }) == Error::Code::InvalidArgument);
+  CHECK(code([&] {
+          trainrun::broadcast_async("root", {&x, DataType::Float32, {1}}, size());
+        }) == Error::Code::InvalidArgument);
+  CHECK(code([&] {
+          trainrun::alltoall_async("splits", {&x, DataType::Float32, {1}}, {2});
+        }) == Error::Code::InvalidArgument);
+  CHECK(code([&] {
+          trainrun::allgather_async("scalar", {&x, DataType::Float32, {}});
+        }) == Error::Code::InvalidArgument);
   CHECK(code([&] { trainrun::synchronize(trainrun::Handle{987654321}); }) == Error::Code::InvalidArgument);
 }
 
@@ -435,6 +464,4 @@ TEST_CASE("core calls and engine ops interleave safely") {
   }
 }
 
-int main(int argc, char** argv) {
-  return trainrun::test::run_on_every_rank(argc, argv, "engine_multirank", g_comm);
-}
+int main(int argc, char** argv) { return trainrun::test::run_on_every_rank(argc, argv, "engine_multirank", g_comm); }

@@ -31,9 +31,12 @@ TEST_CASE("defaults") {
 }
 
 TEST_CASE("every variable") {
-  const auto o = from({{"TRAINRUN_FUSION_THRESHOLD", "0"}, {"TRAINRUN_CYCLE_TIME_MS", "2.5"},
-                       {"TRAINRUN_CACHE_CAPACITY", "16"}, {"TRAINRUN_TIMELINE", "/tmp/t.json"},
-                       {"TRAINRUN_STALL_WARNING", "0.5"}, {"TRAINRUN_STALL_SHUTDOWN", "30"}});
+  const auto o = from({{"TRAINRUN_FUSION_THRESHOLD", "0"},
+                       {"TRAINRUN_CYCLE_TIME_MS", "2.5"},
+                       {"TRAINRUN_CACHE_CAPACITY", "16"},
+                       {"TRAINRUN_TIMELINE", "/tmp/t.json"},
+                       {"TRAINRUN_STALL_WARNING", "0.5"},
+                       {"TRAINRUN_STALL_SHUTDOWN", "30"}});
   CHECK(o.fusion_threshold == 0);
   CHECK(o.cycle_time.count() == 2.5);
   CHECK(o.cache_capacity == 16);
@@ -60,23 +63,29 @@ TEST_CASE("bad values name the variable and the value") {
 }
 
 TEST_CASE("Horovod's names are honoured when trainrun's are unset, and ours win") {
-  const auto o = from({{"HOROVOD_FUSION_THRESHOLD", "1024"}, {"HOROVOD_CYCLE_TIME", "3.5"},
-                       {"HOROVOD_CACHE_CAPACITY", "8"}, {"HOROVOD_TIMELINE", "/tmp/h.json"},
-                       {"HOROVOD_STALL_CHECK_TIME_SECONDS", "7"}, {"HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", "9"}});
+  const auto o = from({{"HOROVOD_FUSION_THRESHOLD", "1024"},
+                       {"HOROVOD_CYCLE_TIME", "3.5"},
+                       {"HOROVOD_CACHE_CAPACITY", "8"},
+                       {"HOROVOD_TIMELINE", "/tmp/h.json"},
+                       {"HOROVOD_STALL_CHECK_TIME_SECONDS", "7"},
+                       {"HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", "9"}});
   CHECK(o.fusion_threshold == 1024);
   CHECK(o.cycle_time.count() == 3.5);
   CHECK(o.cache_capacity == 8);
   CHECK(o.timeline_path == "/tmp/h.json");
   CHECK(o.stall_warning.count() == 7.0);
   CHECK(o.stall_shutdown.count() == 9.0);
-  const auto both = from({{"HOROVOD_CYCLE_TIME", "3.5"}, {"TRAINRUN_CYCLE_TIME_MS", "2"},
-                          {"HOROVOD_TIMELINE", "/tmp/h.json"}, {"TRAINRUN_TIMELINE", "/tmp/t.json"}});
+  const auto both = from({{"HOROVOD_CYCLE_TIME", "3.5"},
+                          {"TRAINRUN_CYCLE_TIME_MS", "2"},
+                          {"HOROVOD_TIMELINE", "/tmp/h.json"},
+                          {"TRAINRUN_TIMELINE", "/tmp/t.json"}});
   CHECK(both.cycle_time.count() == 2.0);
   CHECK(both.timeline_path == "/tmp/t.json");
 }
 
 TEST_CASE("HOROVOD_TIMELINE=DYNAMIC opens no file and HOROVOD_STALL_CHECK_DISABLE=1 silences stall warnings") {
-  const auto o = from({{"HOROVOD_TIMELINE", "DYNAMIC"}, {"HOROVOD_STALL_CHECK_DISABLE", "1"},
+  const auto o = from({{"HOROVOD_TIMELINE", "DYNAMIC"},
+                       {"HOROVOD_STALL_CHECK_DISABLE", "1"},
                        {"HOROVOD_STALL_CHECK_TIME_SECONDS", "7"}});
   CHECK(o.timeline_path.empty());
   CHECK(o.stall_warning.count() == 0.0);

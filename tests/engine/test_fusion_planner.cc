@@ -63,7 +63,8 @@ TEST_CASE("large tensors run in place, alone, and a batch of one is not fused") 
 }
 
 TEST_CASE("other ops and errors run alone; group members are planned one by one") {
-  std::vector<Response> responses = {allreduce("a", 2), allreduce("bad", 2), allreduce("b", 2), allreduce("#group.x", 0)};
+  std::vector<Response> responses = {allreduce("a", 2), allreduce("bad", 2), allreduce("b", 2),
+                                     allreduce("#group.x", 0)};
   responses[1].error = "mismatch";
   Response gather = allreduce("g", 2);
   gather.request.op = OpType::Allgather;

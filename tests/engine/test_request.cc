@@ -112,8 +112,9 @@ TEST_CASE("allgather and alltoall may differ in the first dimension only") {
   b.shape = {1, 23, 57};
   CHECK(why(a, b) == "(agree)");
   b.shape = {17, 23, 58};
-  CHECK(why(a, b) == "allgather 'fc.weight': rank 1 shape after the first dimension [23,58] != rank 0 "
-                     "shape after the first dimension [23,57]");
+  CHECK(why(a, b) ==
+        "allgather 'fc.weight': rank 1 shape after the first dimension [23,58] != rank 0 "
+        "shape after the first dimension [23,57]");
   b.shape = {17, 23};
   CHECK(why(a, b).find("shape after the first dimension [23] !=") != std::string::npos);
   a.op = b.op = OpType::Alltoall;

@@ -57,8 +57,8 @@ TEST_CASE("a full cache evicts the least recently used entry, the same way on ev
     c->put(req("x"));
     c->put(req("y"));
     c->put(req("z"));
-    c->touch(0);        // x used again
-    c->put(req("w"));   // evicts y (slot 1)
+    c->touch(0);       // x used again
+    c->put(req("w"));  // evicts y (slot 1)
   }
   CHECK(a.lookup(req("y")).match == Match::Miss);
   CHECK(a.lookup(req("w")).slot == 1);

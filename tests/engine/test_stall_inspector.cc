@@ -21,8 +21,9 @@ TEST_CASE("a warning after the warning time, at most once per interval") {
   CHECK_FALSE(inspector.warning(pending, t0 + std::chrono::milliseconds(1999)));
   const auto first = inspector.warning(pending, t0 + std::chrono::seconds(2));
   REQUIRE(first);
-  CHECK(*first == "stall: 2 op(s) waited more than 2 s for other ranks: allreduce 'fc.weight' (missing rank "
-                  "1); allgather 'emb' (missing ranks 1, 3)");
+  CHECK(*first ==
+        "stall: 2 op(s) waited more than 2 s for other ranks: allreduce 'fc.weight' (missing rank "
+        "1); allgather 'emb' (missing ranks 1, 3)");
   CHECK_FALSE(inspector.warning(pending, t0 + std::chrono::milliseconds(3999)));
   CHECK(inspector.warning(pending, t0 + std::chrono::seconds(4)));
 }
@@ -69,13 +70,15 @@ TEST_CASE("a blocked engine: 'not made it?' only before the first cycle, else si
   StallInspector cold(Seconds(2), Seconds(0));
   const auto first = cold.blocked_warning(std::chrono::seconds(2), t0, 0);
   REQUIRE(first);
-  CHECK(*first == "stall: the engine waited more than 2 s for the other ranks' engines (each starts at its rank's "
-                  "first engine call: has one not made it?)");
+  CHECK(*first ==
+        "stall: the engine waited more than 2 s for the other ranks' engines (each starts at its rank's "
+        "first engine call: has one not made it?)");
   StallInspector warm(Seconds(2), Seconds(0));
   CHECK_FALSE(warm.blocked_warning(std::chrono::milliseconds(1999), t0, 812));
   const auto later = warm.blocked_warning(std::chrono::milliseconds(2040), t0, 812);
   REQUIRE(later);
-  CHECK(*later == "stall: the engine waited more than 2 s for the other ranks' engines, which answered 812 cycle(s) "
-                  "until 2 s ago: one stopped answering (a stopped or hung process, or the network to it cut)");
+  CHECK(*later ==
+        "stall: the engine waited more than 2 s for the other ranks' engines, which answered 812 cycle(s) "
+        "until 2 s ago: one stopped answering (a stopped or hung process, or the network to it cut)");
   CHECK(later->find("not made it") == std::string::npos);
 }

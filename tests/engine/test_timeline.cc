@@ -26,7 +26,8 @@ TEST_CASE("events are Chrome-trace JSON objects") {
 
 TEST_CASE("any tensor name stays valid JSON") {
   const std::string nasty = std::string("a\"b\\c\nd\te") + '\x01' + "é";
-  const auto parsed = nlohmann::json::parse(to_json({TimelineEvent::Phase::Metadata, "process_name", 0, 1, {{"name", nasty}}}));
+  const auto parsed =
+      nlohmann::json::parse(to_json({TimelineEvent::Phase::Metadata, "process_name", 0, 1, {{"name", nasty}}}));
   CHECK(parsed["args"]["name"] == nasty);
   CHECK(json_escape("\x1f") == "\\u001f");
   CHECK(upper_case("gloo_allreduce") == "GLOO_ALLREDUCE");
@@ -81,7 +82,8 @@ TEST_CASE("a path that cannot be written is an Io error naming it") {
     FAIL("opened");
   } catch (const trainrun::Error& e) {
     CHECK(e.code() == trainrun::Error::Code::Io);
-    CHECK(std::string(e.what()) == "timeline: cannot write '/nonexistent/dir/t.json': No such file or directory (ENOENT)");
+    CHECK(std::string(e.what()) ==
+          "timeline: cannot write '/nonexistent/dir/t.json': No such file or directory (ENOENT)");
   }
 }
 

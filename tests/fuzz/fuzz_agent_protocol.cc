@@ -24,8 +24,8 @@ bool drain(FrameReader& reader, Outcome& out) {
       FrameReader again;
       again.feed(out.frames.back());
       const auto copy = again.next();
-      FUZZ_CHECK(copy && copy->type == frame->type && copy->rank == frame->rank &&
-                 copy->stream == frame->stream && copy->payload == frame->payload);
+      FUZZ_CHECK(copy && copy->type == frame->type && copy->rank == frame->rank && copy->stream == frame->stream &&
+                 copy->payload == frame->payload);
       FUZZ_CHECK(again.buffered() == 0);
       if (frame->type == FrameType::Job) {
         if (const auto job = decode_job(frame->payload)) {

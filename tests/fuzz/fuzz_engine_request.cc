@@ -30,8 +30,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // A request agrees with itself, except with a NaN scale or as an
     // allgather/alltoall of a scalar (shape []), which engine_api.cc refuses
     // before anything is sent: a peer that sends one fails the op as a mismatch.
-    const bool self_mismatch_ok = r.prescale != r.prescale || r.postscale != r.postscale ||
-                                  (r.first_dim_varies() && r.shape.empty());
+    const bool self_mismatch_ok =
+        r.prescale != r.prescale || r.postscale != r.postscale || (r.first_dim_varies() && r.shape.empty());
     FUZZ_CHECK(!disagreement(r, 0, r, 1) || self_mismatch_ok);
   }
   return 0;

@@ -34,12 +34,10 @@ void on_header(const http::request_parser<http::empty_body>& parser) {
   }
   const std::string_view authorization = view(req[p::kHeaderAuthorization.data()]);
   const std::string scheme = std::string(p::kAuthScheme) + " ";
-  const std::string_view signature = authorization.substr(0, scheme.size()) == scheme
-                                         ? authorization.substr(scheme.size())
-                                         : std::string_view();
+  const std::string_view signature =
+      authorization.substr(0, scheme.size()) == scheme ? authorization.substr(scheme.size()) : std::string_view();
   const SignedRequest signed_request{view(req.method_string()), view(req.target()),
-                                     view(req[p::kHeaderContentSha256.data()]),
-                                     view(req[p::kHeaderTimestamp.data()]),
+                                     view(req[p::kHeaderContentSha256.data()]), view(req[p::kHeaderTimestamp.data()]),
                                      view(req[p::kHeaderNonce.data()])};
   // The seeds are signed with this secret at this time, so that mutations
   // reach the checks after authentication too.

@@ -30,8 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::string_view key = r.keys.front();
     const std::size_t slash = key.find('/');
     const auto wait = r.op == KvOp::Get ? r.wait : std::chrono::milliseconds(0);
-    const KvParse again =
-        parse_kv_request(method, kv_get_target(key.substr(0, slash), key.substr(slash + 1), wait));
+    const KvParse again = parse_kv_request(method, kv_get_target(key.substr(0, slash), key.substr(slash + 1), wait));
     FUZZ_CHECK(again.request && again.request->keys == r.keys && again.request->op == r.op);
   }
   return 0;

@@ -40,7 +40,9 @@ void say(int rank, const std::string& text) {
   std::fflush(stdout);
 }
 
-std::string describe(const Error& e) { return std::string("error (") + trainrun::to_string(e.code()) + "): " + e.what(); }
+std::string describe(const Error& e) {
+  return std::string("error (") + trainrun::to_string(e.code()) + "): " + e.what();
+}
 
 // Sum of ranks, which every rank must get if the ranks are still in step.
 void in_step(trainrun::Communicator& comm) {
@@ -63,9 +65,10 @@ int overflow(trainrun::Communicator& comm) {
       {"allgather", [&] { comm.allgather(b, b, kHuge, DataType::Float32); }},
       {"alltoall", [&] { comm.alltoall(b, b, kHuge, DataType::Float32); }},
       {"allgatherv", [&] { comm.allgatherv(b, kHuge / 2, b, counts, DataType::UInt8); }},
-      {"engine", [&] {
-         trainrun::synchronize(trainrun::allreduce_async(
-             "huge", {b, DataType::Float32, {std::int64_t{1} << 62}}, ReduceOp::Sum));
+      {"engine",
+       [&] {
+         trainrun::synchronize(
+             trainrun::allreduce_async("huge", {b, DataType::Float32, {std::int64_t{1} << 62}}, ReduceOp::Sum));
        }},
   };
   int refused = 0;
@@ -109,10 +112,11 @@ void child(int rank) {
   using Clock = std::chrono::steady_clock;
   float value = 1.0f;
   const std::vector<std::pair<const char*, std::function<void()>>> calls = {
-      {"core allreduce",
-       [&] { trainrun::init().allreduce(&value, &value, 1, DataType::Float32, ReduceOp::Sum); }},
+      {"core allreduce", [&] { trainrun::init().allreduce(&value, &value, 1, DataType::Float32, ReduceOp::Sum); }},
       {"engine allreduce",
-       [&] { trainrun::synchronize(trainrun::allreduce_async("in.child", {&value, DataType::Float32, {1}}, ReduceOp::Sum)); }},
+       [&] {
+         trainrun::synchronize(trainrun::allreduce_async("in.child", {&value, DataType::Float32, {1}}, ReduceOp::Sum));
+       }},
   };
   for (const auto& [name, run] : calls) {
     const auto start = Clock::now();

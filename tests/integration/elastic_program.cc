@@ -91,13 +91,14 @@ Options parse(int argc, char** argv) {
     else if (flag == "--ops" && (value == "core" || value == "engine")) o.engine_ops = value == "engine";
     else if (flag == "--collective" && (value == "allreduce" || value == "broadcast" || value == "alltoall")) {
       o.collective = value;
-    }
-    else if (flag == "--exit-at" || flag == "--shutdown-at" || flag == "--return-at") {
+    } else if (flag == "--exit-at" || flag == "--shutdown-at" || flag == "--return-at") {
       const auto a = value.find(':'), b = value.rfind(':');
       if (a == std::string::npos || a == b) usage(flag + " takes STEP:WORKER:CODE");
       o.exits.push_back({number(value.substr(0, a)), static_cast<int>(number(value.substr(a + 1, b - a - 1))),
                          static_cast<int>(number(value.substr(b + 1))),
-                         flag == "--exit-at" ? Leave::Crash : flag == "--shutdown-at" ? Leave::Shutdown : Leave::Return});
+                         flag == "--exit-at"       ? Leave::Crash
+                         : flag == "--shutdown-at" ? Leave::Shutdown
+                                                   : Leave::Return});
     } else if (flag == "--fail-on-host") {
       const auto a = value.find(':'), b = value.find(':', a + 1);
       if (a == std::string::npos) usage("--fail-on-host takes NAME:CODE[:FILE]");
@@ -176,8 +177,8 @@ class Worker {
       if (o_.collective != "allreduce") {
         other_collective(comm, value);
       } else if (o_.engine_ops) {
-        const trainrun::Tensor t{buffer_.data(), trainrun::DataType::Float32,
-                                 {static_cast<std::int64_t>(buffer_.size())}};
+        const trainrun::Tensor t{
+            buffer_.data(), trainrun::DataType::Float32, {static_cast<std::int64_t>(buffer_.size())}};
         trainrun::synchronize(trainrun::allreduce_async("step", t, trainrun::ReduceOp::Sum));
       } else {
         comm.allreduce(buffer_.data(), buffer_.data(), buffer_.size(), trainrun::DataType::Float32,

@@ -53,8 +53,8 @@ int stall(trainrun::Communicator& comm, int late_rank, int delay_ms, const std::
     trainrun::synchronize(trainrun::allreduce_async("late.tensor", {data.data(), DataType::Float32, {16}}));
     std::printf("rank %d: done, sum %g\n", rank, data[0]);
   } catch (const trainrun::Error& e) {
-    std::printf("rank %d: error after %.2f s: %s\n", rank,
-                std::chrono::duration<double>(Clock::now() - start).count(), e.what());
+    std::printf("rank %d: error after %.2f s: %s\n", rank, std::chrono::duration<double>(Clock::now() - start).count(),
+                e.what());
     status = 3;
   }
   std::fflush(stdout);
@@ -117,14 +117,14 @@ int main(int argc, char** argv) {
     int status = 2;
     if (mode == "stall" && (argc == 4 || argc == 5)) {
       status = stall(comm, std::atoi(argv[2]), std::atoi(argv[3]), argc == 5 ? argv[4] : "");
-    }
-    else if (mode == "steps" && argc == 3) status = steps(std::atoi(argv[2]));
+    } else if (mode == "steps" && argc == 3) status = steps(std::atoi(argv[2]));
     else if (mode == "train" && argc == 5) {
       status = train(comm.rank(), std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]));
-    }
-    else if (mode == "leave" && argc == 3) status = leave(comm.rank(), std::atoi(argv[2]));
-    else std::fprintf(stderr, "engine_program: usage: stall LATE_RANK DELAY_MS [fresh|cold] | steps N | "
-                              "train N SLOW_RANK MS | leave LEAVING_RANK\n");
+    } else if (mode == "leave" && argc == 3) status = leave(comm.rank(), std::atoi(argv[2]));
+    else
+      std::fprintf(stderr,
+                   "engine_program: usage: stall LATE_RANK DELAY_MS [fresh|cold] | steps N | "
+                   "train N SLOW_RANK MS | leave LEAVING_RANK\n");
     trainrun::shutdown();
     return status;
   } catch (const trainrun::Error& e) {

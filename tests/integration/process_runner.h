@@ -12,9 +12,9 @@
 namespace trainrun::test {
 
 struct ProcessResult {
-  int exit_code = -1;     // shell-style: code, or 128 + signal
-  int signal = 0;         // when killed by a signal
-  bool timed_out = false; // killed by the runner after the timeout
+  int exit_code = -1;      // shell-style: code, or 128 + signal
+  int signal = 0;          // when killed by a signal
+  bool timed_out = false;  // killed by the runner after the timeout
   std::string out;
   std::string err;
   double seconds = 0;
@@ -25,12 +25,12 @@ struct ProcessOptions {
   std::vector<std::string> env;  // NAME=VALUE added to (or replacing in) the runner's environment
   std::string input;             // written to stdin, then closed
   std::chrono::milliseconds timeout{120'000};
-  bool new_process_group = true; // so that a test can signal the whole group
+  bool new_process_group = true;  // so that a test can signal the whole group
   // A slow console: read at most read_chunk bytes, then pause.
   std::size_t read_chunk = 65536;
   std::chrono::microseconds read_pause{0};
-  bool track_rss = false;         // sample the process's peak RSS while it runs
-  std::string cwd;                // the child's working directory (empty: the runner's)
+  bool track_rss = false;  // sample the process's peak RSS while it runs
+  std::string cwd;         // the child's working directory (empty: the runner's)
 };
 
 class Child {

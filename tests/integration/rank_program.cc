@@ -151,7 +151,7 @@ std::string inheritable_fds() {
   pthread_mutex_lock(&mutex);
   std::printf("rank %d: deadlocking\n", rank);
   std::fflush(stdout);
-  pthread_mutex_lock(&mutex);  // a default mutex locked twice by its owner waits forever
+  pthread_mutex_lock(&mutex);                   // a default mutex locked twice by its owner waits forever
   std::printf("rank %d: unreachable\n", rank);  // not a tail call: this frame stays on the stack
 }
 
@@ -225,15 +225,13 @@ int main(int argc, char** argv) {
       shutdown_at_end = false;
     } else if (verb == "topology") {
       auto& comm = trainrun::init();
-      std::printf("rank %d: backend=%s size=%d local=%d/%d cross=%d/%d\n", comm.rank(),
-                  comm.backend_name().c_str(), comm.size(), comm.local_rank(), comm.local_size(),
-                  comm.cross_rank(), comm.cross_size());
+      std::printf("rank %d: backend=%s size=%d local=%d/%d cross=%d/%d\n", comm.rank(), comm.backend_name().c_str(),
+                  comm.size(), comm.local_rank(), comm.local_size(), comm.cross_rank(), comm.cross_size());
       std::fflush(stdout);
     } else if (verb == "hugecount") {
       float x = 0;
       try {
-        trainrun::init().allreduce(&x, &x, std::size_t{1} << 31, trainrun::DataType::Float32,
-                                   trainrun::ReduceOp::Sum);
+        trainrun::init().allreduce(&x, &x, std::size_t{1} << 31, trainrun::DataType::Float32, trainrun::ReduceOp::Sum);
         std::printf("rank %d: no error\n", rank);
       } catch (const trainrun::Error& e) {
         std::printf("rank %d: error: %s\n", rank, e.what());
@@ -268,7 +266,8 @@ int main(int argc, char** argv) {
     } else if (verb == "shm-mapped") {
       std::ifstream maps("/proc/self/maps");
       const std::string all((std::istreambuf_iterator<char>(maps)), std::istreambuf_iterator<char>());
-      std::printf("rank %d: shm mapped: %s\n", rank, all.find("memfd:trainrun-shm") != std::string::npos ? "yes" : "no");
+      std::printf("rank %d: shm mapped: %s\n", rank,
+                  all.find("memfd:trainrun-shm") != std::string::npos ? "yes" : "no");
       std::fflush(stdout);
     } else if (verb == "ignore-term") {
       std::signal(SIGTERM, SIG_IGN);

@@ -49,7 +49,8 @@ inline std::string schema_validator_missing() {
 // The report at `path`, checked against the schema (a failed check fails
 // the test case and returns null).
 inline nlohmann::json checked_report(const std::string& path) {
-  const ProcessResult r = run_process({"/usr/bin/python3", "-c", kSchemaValidator, program_path("REPORT_SCHEMA"), path});
+  const ProcessResult r =
+      run_process({"/usr/bin/python3", "-c", kSchemaValidator, program_path("REPORT_SCHEMA"), path});
   INFO("report ", path, ":\n", read_file(path), "\nvalidator: ", r.err);
   CHECK(r.exit_code == 0);
   if (r.exit_code != 0) return nullptr;

@@ -21,12 +21,12 @@
 namespace trainrun::test {
 namespace {
 
-constexpr const char* kBridgePrefix = "tr77b";   // + subnet: the claim
-constexpr const char* kNetnsPrefix = "tr77-";    // + subnet + "-h" + host
-constexpr const char* kVethPrefix = "tr77v";     // + subnet + "-" + host
+constexpr const char* kBridgePrefix = "tr77b";  // + subnet: the claim
+constexpr const char* kNetnsPrefix = "tr77-";   // + subnet + "-h" + host
+constexpr const char* kVethPrefix = "tr77v";    // + subnet + "-" + host
 constexpr const char* kDirPrefix = "/tmp/trainrun-sshtest-";
 constexpr int kSubnets = 200;
-constexpr int kBlackhole = 99;                   // an address whose frames go nowhere
+constexpr int kBlackhole = 99;  // an address whose frames go nowhere
 
 std::string tool(const std::string& name) {
   const char* env_path = std::getenv("PATH");
@@ -294,11 +294,20 @@ void SshHosts::make_keys_and_homes() {
   write_file(ssh_dir + "/known_hosts_empty", "");
   std::string config;
   for (int h = 1; h <= kHosts; ++h) config += "Host h" + std::to_string(h) + "\n  HostName " + address(h) + "\n";
-  config += "Host refused\n  HostName " + address(1) + "\n  Port 2\n"
-            "Host blackhole\n  HostName " + address(kBlackhole) + "\n"
-            "Host badkey\n  HostName " + address(3) + "\n  UserKnownHostsFile ~/.ssh/known_hosts_wrong\n"
-            "Host unknown\n  HostName " + address(4) + "\n  UserKnownHostsFile ~/.ssh/known_hosts_empty\n"
-            "Host newhost\n  HostName " + address(2) + "\n  UserKnownHostsFile ~/.ssh/known_hosts_new\n"
+  config += "Host refused\n  HostName " + address(1) +
+            "\n  Port 2\n"
+            "Host blackhole\n  HostName " +
+            address(kBlackhole) +
+            "\n"
+            "Host badkey\n  HostName " +
+            address(3) +
+            "\n  UserKnownHostsFile ~/.ssh/known_hosts_wrong\n"
+            "Host unknown\n  HostName " +
+            address(4) +
+            "\n  UserKnownHostsFile ~/.ssh/known_hosts_empty\n"
+            "Host newhost\n  HostName " +
+            address(2) +
+            "\n  UserKnownHostsFile ~/.ssh/known_hosts_new\n"
             "Host *\n  User root\n  BatchMode yes\n  LogLevel ERROR\n";
   write_file(ssh_dir + "/config", config, 0600);
 }
@@ -319,8 +328,8 @@ void SshHosts::start_hosts() {
     run_or_throw({ip, "-n", ns, "link", "set", "lo", "up"});
   }
   // Frames to this address go to a MAC nobody has: a host that never answers.
-  run_or_throw({ip, "neigh", "replace", address(kBlackhole), "lladdr", "02:77:00:00:00:99", "dev", bridge_, "nud",
-                "permanent"});
+  run_or_throw(
+      {ip, "neigh", "replace", address(kBlackhole), "lladdr", "02:77:00:00:00:99", "dev", bridge_, "nud", "permanent"});
   for (int h = 1; h <= kHosts; ++h) start_sshd(h);
   for (int h = 1; h <= kHosts; ++h) wait_for_sshd(h);
 }
@@ -335,9 +344,21 @@ void SshHosts::start_sshd(int host) {
   // Its own hostname and home: `hostname` says hN, and the machine's own
   // ~/.bashrc does not run on every login.
   const std::vector<std::string> argv = {
-      tool("ip"), "netns", "exec", netns_name(subnet_, host), tool("unshare"), "--mount", "--uts", "/bin/sh", "-c",
-      "mount --bind \"$1\" \"$2\" && hostname \"$3\" && exec /usr/sbin/sshd -D -e -f \"$4\"", "sh",
-      dir_ + "/hosts-home", home_directory(), name, config};
+      tool("ip"),
+      "netns",
+      "exec",
+      netns_name(subnet_, host),
+      tool("unshare"),
+      "--mount",
+      "--uts",
+      "/bin/sh",
+      "-c",
+      "mount --bind \"$1\" \"$2\" && hostname \"$3\" && exec /usr/sbin/sshd -D -e -f \"$4\"",
+      "sh",
+      dir_ + "/hosts-home",
+      home_directory(),
+      name,
+      config};
   const int log = ::open((dir_ + "/sshd-" + name + ".log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   const pid_t pid = ::fork();
   if (pid == 0) {
@@ -365,8 +386,8 @@ void SshHosts::wait_for_sshd(int host) {
     if (!fd) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   if (!fd) {
-    throw std::runtime_error("sshd on h" + std::to_string(host) + " did not start: " +
-                             read_file(dir_ + "/sshd-h" + std::to_string(host) + ".log"));
+    throw std::runtime_error("sshd on h" + std::to_string(host) +
+                             " did not start: " + read_file(dir_ + "/sshd-h" + std::to_string(host) + ".log"));
   }
 }
 
@@ -384,9 +405,14 @@ void SshHosts::restore(int host) {
 }
 
 std::vector<std::string> SshHosts::client_argv(const std::vector<std::string>& argv) const {
-  std::vector<std::string> wrapped = {tool("unshare"), "--mount", "/bin/sh", "-c",
-                                      "mount --bind \"$1\" \"$2\" && shift 2 && exec \"$@\"", "sh",
-                                      dir_ + "/client-home", home_directory()};
+  std::vector<std::string> wrapped = {tool("unshare"),
+                                      "--mount",
+                                      "/bin/sh",
+                                      "-c",
+                                      "mount --bind \"$1\" \"$2\" && shift 2 && exec \"$@\"",
+                                      "sh",
+                                      dir_ + "/client-home",
+                                      home_directory()};
   wrapped.insert(wrapped.end(), argv.begin(), argv.end());
   return wrapped;
 }
@@ -406,9 +432,7 @@ void SshHosts::cut(int a, int b) {
   run_or_throw({tool("ip"), "netns", "exec", ns, iptables, "-A", "OUTPUT", "-d", address(b), "-j", "DROP"});
 }
 
-void SshHosts::heal(int a) {
-  run_quiet({tool("ip"), "netns", "exec", netns_name(subnet_, a), tool("iptables"), "-F"});
-}
+void SshHosts::heal(int a) { run_quiet({tool("ip"), "netns", "exec", netns_name(subnet_, a), tool("iptables"), "-F"}); }
 
 void SshHosts::unplug(int host) {
   run_or_throw({tool("ip"), "link", "set", "tr77v" + std::to_string(subnet_) + "-" + std::to_string(host), "down"});

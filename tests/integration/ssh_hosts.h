@@ -48,7 +48,7 @@ class SshHosts {
   // host is 1..kHosts.
   std::string address(int host) const;
   std::string launcher_address() const;
-  std::string subnet() const;               // "10.77.N.0/24"
+  std::string subnet() const;  // "10.77.N.0/24"
   const std::string& bridge() const { return bridge_; }
   const std::string& dir() const { return dir_; }
   // A directory that exists for the launcher (in its mount namespace) but
@@ -94,10 +94,10 @@ class SshHosts {
 
   int subnet_ = -1;
   std::string bridge_, dir_;
-  std::vector<pid_t> sshd_;        // listener of host h at [h - 1]
+  std::vector<pid_t> sshd_;  // listener of host h at [h - 1]
   bool created_run_sshd_ = false;
   pid_t reaper_ = -1;
-  int reaper_fd_ = -1;             // closed without a byte: we died, clean up
+  int reaper_fd_ = -1;  // closed without a byte: we died, clean up
 };
 
 }  // namespace trainrun::test

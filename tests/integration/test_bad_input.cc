@@ -35,8 +35,7 @@ class TempFile {
 };
 
 // trainrun ARGS must exit 2 with exactly `message` as its only output.
-void check_usage_error(const std::vector<std::string>& args, const std::string& message,
-                       ProcessOptions options = {}) {
+void check_usage_error(const std::vector<std::string>& args, const std::string& message, ProcessOptions options = {}) {
   std::string tag;
   const ProcessResult r = run_trainrun(args, &tag, options);
   CHECK_FALSE(r.timed_out);
@@ -75,8 +74,9 @@ TEST_CASE("--hostfile: a directory, a FIFO nobody writes to, a line too long, an
 }
 
 TEST_CASE("-H: odd tokens are refused before any SSH code sees them") {
-  const std::string colons = "not a host name or an IPv6 address (one ':' comes before the slots; an IPv6 address "
-                             "with slots is written [addr]:slots)";
+  const std::string colons =
+      "not a host name or an IPv6 address (one ':' comes before the slots; an IPv6 address "
+      "with slots is written [addr]:slots)";
   const std::string characters = "host name may contain only letters, digits, '-', '.' and '_', not ";
   struct Case {
     std::string hosts;
@@ -92,8 +92,8 @@ TEST_CASE("-H: odd tokens are refused before any SSH code sees them") {
       {"h,,h2", "-H: host 2 '': empty host name"},
       {"a\nb", "-H: host 1 'a\\nb': host name contains whitespace or a control character"},
       {"a\x1b[31mred", "-H: host 1 'a\\x1b[31mred': host name contains whitespace or a control character"},
-      {std::string(100000, 'h'), "-H: host 1 '" + std::string(80, 'h') +
-                                     "... (100000 bytes)': host name longer than 253 characters"},
+      {std::string(100000, 'h'),
+       "-H: host 1 '" + std::string(80, 'h') + "... (100000 bytes)': host name longer than 253 characters"},
       {"b@d@h", "-H: host 1 'b@d@h': " + characters + "'@'"},
   };
   for (const Case& c : cases) {
@@ -118,14 +118,15 @@ TEST_CASE("hostfile: a UTF-8 BOM and Open MPI's max_slots work; bad keys and cou
 }
 
 TEST_CASE("every float option refuses nan and inf, naming the option and the value") {
-  for (const char* option : {"--timeout", "--grace", "--fusion-threshold-mb", "--cycle-time-ms", "--stall-warning",
-                             "--stall-shutdown"}) {
+  for (const char* option :
+       {"--timeout", "--grace", "--fusion-threshold-mb", "--cycle-time-ms", "--stall-warning", "--stall-shutdown"}) {
     for (const char* value : {"nan", "inf"}) {
       CAPTURE(option);
       std::string tag;
       const ProcessResult r = run_trainrun({option, value, "-np", "1", "true"}, &tag);
       CHECK(r.exit_code == 2);
-      CHECK(r.err.rfind(std::string("trainrun: error: ") + option + ": Value " + value + " is not a finite number (see trainrun --help)\n",
+      CHECK(r.err.rfind(std::string("trainrun: error: ") + option + ": Value " + value +
+                            " is not a finite number (see trainrun --help)\n",
                         0) == 0);
       CHECK(nothing_left(tag));
     }

@@ -34,7 +34,9 @@ std::set<std::string> entries(const std::string& path) {
   return names;
 }
 
-bool is_help(const ProcessResult& r) { return contains(r.out, "Usage: trainrun") || contains(r.err, "Usage: trainrun"); }
+bool is_help(const ProcessResult& r) {
+  return contains(r.out, "Usage: trainrun") || contains(r.err, "Usage: trainrun");
+}
 
 // Every long option name --help lists ("--np", "--hostfile", ...).
 std::set<std::string> long_options() {
@@ -78,8 +80,9 @@ TEST_CASE("mpirun's single-dash long options are options, never the help") {
 TEST_CASE("unknown options: exit 2, one line naming the token, did you mean") {
   check_one_line_error({"-np", "2", "-hostfle", "h", "true"},
                        "unknown option '-hostfle'; did you mean --hostfile? (trainrun --help lists every option)");
-  check_one_line_error({"--tag-outptu", "-np", "2", "true"},
-                       "unknown option '--tag-outptu'; did you mean --tag-output? (trainrun --help lists every option)");
+  check_one_line_error(
+      {"--tag-outptu", "-np", "2", "true"},
+      "unknown option '--tag-outptu'; did you mean --tag-output? (trainrun --help lists every option)");
   check_one_line_error({"-np", "2", "--qqqqqqqq", "true"},
                        "unknown option '--qqqqqqqq' (trainrun --help lists every option)");
   check_one_line_error({"-np", "2", "-mca", "btl", "tcp,self", "true"},
@@ -97,8 +100,8 @@ TEST_CASE("nothing but -h and --help prints the help and exits 0") {
   }
   // Every option with one dash and two, with and without a value, and
   // tokens starting with h: none of them is the help.
-  std::vector<std::vector<std::string>> cases = {{"-hostfile"}, {"-host"}, {"-help"}, {"-hel"}, {"--hel"},
-                                                 {"-hh"}, {"-H"}, {"--help=1"}, {"-h=1"}};
+  std::vector<std::vector<std::string>> cases = {{"-hostfile"}, {"-host"}, {"-help"},    {"-hel"}, {"--hel"},
+                                                 {"-hh"},       {"-H"},    {"--help=1"}, {"-h=1"}};
   // A value that is a path in a fresh directory: --report and the like
   // write there, never into the test's working directory.
   char dir[] = "/tmp/trainrun-help-XXXXXX";
@@ -162,7 +165,11 @@ TEST_CASE("every compatibility spelling plans exactly what trainrun's own spelli
   char dir[] = "/tmp/trainrun-compat-XXXXXX";
   REQUIRE(::mkdtemp(dir));
   const std::string hostfile = std::string(dir) + "/hosts";
-  { FILE* f = std::fopen(hostfile.c_str(), "w"); std::fputs("localhost slots=2\n", f); std::fclose(f); }
+  {
+    FILE* f = std::fopen(hostfile.c_str(), "w");
+    std::fputs("localhost slots=2\n", f);
+    std::fclose(f);
+  }
   const std::vector<std::string> np2 = {"-np", "2"};
   auto with = [](std::vector<std::string> a, const std::vector<std::string>& b) {
     a.insert(a.end(), b.begin(), b.end());
@@ -201,10 +208,10 @@ TEST_CASE("every compatibility spelling plans exactly what trainrun's own spelli
       // torchrun's
       {{"--nproc-per-node", "2"}, {"--np", "2"}, "2 rank(s) on 1 host(s)"},
       {{"--nproc_per_node", "2"}, {"-np", "2"}, "2 rank(s) on 1 host(s)"},
-      {{"--nproc-per-node", "2", "-H", "localhost,127.0.0.1"}, {"-H", "localhost:2,127.0.0.1:2"},
+      {{"--nproc-per-node", "2", "-H", "localhost,127.0.0.1"},
+       {"-H", "localhost:2,127.0.0.1:2"},
        "GROUP_RANK=1 GROUP_WORLD_SIZE=2 ROLE_RANK=3 ROLE_WORLD_SIZE=4 "},
-      {{"--nnodes", "2", "-H", "localhost:1,127.0.0.1:1"}, {"-H", "localhost:1,127.0.0.1:1"},
-       "2 rank(s) on 2 host(s)"},
+      {{"--nnodes", "2", "-H", "localhost:1,127.0.0.1:1"}, {"-H", "localhost:1,127.0.0.1:1"}, "2 rank(s) on 2 host(s)"},
       {{"--nnodes", "1", "--nproc_per_node", "2"}, {"-np", "2"}, "OMP_NUM_THREADS=1 "},
       {{"--standalone", "-np", "2"}, {"--local", "-np", "2"}, "TORCHELASTIC_RESTART_COUNT=0 "},
       {with({"--max-restarts", "2"}, np2), with({"--reset-limit", "2"}, np2), "TORCHELASTIC_MAX_RESTARTS=2 "},
@@ -294,7 +301,7 @@ TEST_CASE("--bind-to core pins each rank to its own core; --report-bindings says
     for (const auto& [rank, list] : lists) {
       CAPTURE(rank);
       CHECK(list.find_first_of(",-") == std::string::npos);  // one CPU each (a core without siblings here)
-      CHECK(contains(r.err, "[" + std::to_string(rank) + "] trainrun: rank " + std::to_string(rank) + " on ") );
+      CHECK(contains(r.err, "[" + std::to_string(rank) + "] trainrun: rank " + std::to_string(rank) + " on "));
       CHECK(contains(r.err, "bound to core " + std::to_string(rank) + " (cpus " + list + ")\n"));
     }
     CHECK(nothing_left(tag));
@@ -385,18 +392,18 @@ TEST_CASE("horovodrun's --config-file: its settings as trainrun's options; the c
                  "TRAINRUN_COLLECTIVE_TIMEOUT=30", "-np", "2"}));
   CHECK(err.empty());
   // The command line wins, whichever spelling it uses.
-  const std::string mixed = dry_run({"-config-file", config.path(), "--cycle-time-ms", "4",
-                                     "--stall-check-warning-time-seconds", "1", "--timeline-filename", "/tmp/x.json",
-                                     "-np", "2"});
+  const std::string mixed =
+      dry_run({"-config-file", config.path(), "--cycle-time-ms", "4", "--stall-check-warning-time-seconds", "1",
+               "--timeline-filename", "/tmp/x.json", "-np", "2"});
   CHECK(contains(mixed, "TRAINRUN_CYCLE_TIME_MS=4 "));
   CHECK(contains(mixed, "TRAINRUN_STALL_WARNING=1 "));
   CHECK(contains(mixed, "TRAINRUN_TIMELINE=/tmp/x.json "));
   CHECK(contains(mixed, "TRAINRUN_FUSION_THRESHOLD=33554432 "));
   // Settings trainrun has no use for are accepted with a note.
-  const ConfigFile noted("autotune:\n  enabled: true\nlibrary_options:\n  num_nccl_streams: 2\n"
-                         "stall_check:\n  enabled: false\n");
-  CHECK(dry_run({"--config-file", noted.path(), "-np", "2"}, &err) ==
-        dry_run({"--no-stall-check", "-np", "2"}));
+  const ConfigFile noted(
+      "autotune:\n  enabled: true\nlibrary_options:\n  num_nccl_streams: 2\n"
+      "stall_check:\n  enabled: false\n");
+  CHECK(dry_run({"--config-file", noted.path(), "-np", "2"}, &err) == dry_run({"--no-stall-check", "-np", "2"}));
   CHECK(count(err, "trainrun: note: --config-file " + noted.path() + ": ") == 2);
   CHECK(contains(err, "autotune.enabled: trainrun does not autotune"));
   CHECK(contains(err, "library_options.num_nccl_streams: no such setting in trainrun"));

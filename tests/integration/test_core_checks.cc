@@ -104,8 +104,9 @@ TEST_CASE("a child forked after init fails its first collective at once; the par
       CHECK(contains(r.out, "rank " + rank + ": child: core allreduce: error (unsupported): rank " + rank + " ("));
       CHECK(contains(r.out, "allreduce: this process (pid "));
       CHECK(contains(r.out, ") was forked from rank " + rank + " (pid "));
-      CHECK(contains(r.out, "rank " + rank + ": child: engine allreduce: error (unsupported): allreduce_async: "
-                            "this process (pid "));
+      CHECK(contains(r.out, "rank " + rank +
+                                ": child: engine allreduce: error (unsupported): allreduce_async: "
+                                "this process (pid "));
       CHECK(contains(r.out, "collectives are unavailable in a forked child"));
       CHECK(contains(r.out, "rank " + rank + ": child exited 0"));
       CHECK(contains(r.out, "rank " + rank + ": in step, sum=1"));

@@ -114,10 +114,10 @@ TEST_CASE("a rank ending without shutdown(): it exits with its own code, the oth
 TEST_CASE("one host, --min-np 2: a failed worker is replaced there, and the job finishes") {
   // Was: the only host was never used again, and the job waited out --elastic-timeout (exit 125).
   std::string tag;
-  const ProcessResult r = run_trainrun({"--local", "-np", "2", "--min-np", "2", "--elastic-timeout", "60",
-                                        elastic_program(), "--steps", "30", "--mb", "1", "--sleep-ms", "20",
-                                        "--exit-at", "3:1:7"},
-                                       &tag);
+  const ProcessResult r =
+      run_trainrun({"--local", "-np", "2", "--min-np", "2", "--elastic-timeout", "60", elastic_program(), "--steps",
+                    "30", "--mb", "1", "--sleep-ms", "20", "--exit-at", "3:1:7"},
+                   &tag);
   CHECK_MESSAGE(r.exit_code == 0, r.err);
   CHECK(contains(r.err, "exited with code 7; 1 new worker(s) on "));
   CHECK(contains(r.err, "; generation 1: 2 rank(s) on 1 host(s)\n"));
@@ -129,23 +129,24 @@ TEST_CASE("one host, --min-np 2: a failed worker is replaced there, and the job 
 TEST_CASE("fewer ranks than --min-np for longer than --elastic-timeout: exit 125 naming required and available") {
   // The replacement fails too: two failures blacklist the only host.
   std::string tag;
-  const ProcessResult r = run_trainrun({"--local", "-np", "2", "--min-np", "2", "--elastic-timeout", "2",
-                                        elastic_program(), "--steps", "1000", "--mb", "1", "--sleep-ms", "20",
-                                        "--exit-at", "3:1:7", "--exit-at", "4:2:7"},
-                                       &tag);
+  const ProcessResult r =
+      run_trainrun({"--local", "-np", "2", "--min-np", "2", "--elastic-timeout", "2", elastic_program(), "--steps",
+                    "1000", "--mb", "1", "--sleep-ms", "20", "--exit-at", "3:1:7", "--exit-at", "4:2:7"},
+                   &tag);
   CHECK(r.exit_code == 125);
   CHECK(contains(r.err, "(2 failures; blacklisted until the job ends)"));
   CHECK(contains(r.err, "1 worker(s) left, --min-np 2 required: waiting up to 2 s for slots (--elastic-timeout)"));
-  CHECK(contains(r.err, "trainrun: elastic: 1 slot(s) available, 2 required (--min-np); waited 2 s (--elastic-timeout)"));
+  CHECK(
+      contains(r.err, "trainrun: elastic: 1 slot(s) available, 2 required (--min-np); waited 2 s (--elastic-timeout)"));
   CHECK(nothing_left(tag));
 }
 
 TEST_CASE("more membership changes than --reset-limit: the job ends with the failure that exceeded it") {
   std::string tag;
-  const ProcessResult r = run_trainrun({"--local", "-np", "4", "--min-np", "1", "--reset-limit", "1",
-                                        elastic_program(), "--steps", "1000", "--mb", "1", "--sleep-ms", "20",
-                                        "--exit-at", "3:1:7", "--exit-at", "6:2:9"},
-                                       &tag);
+  const ProcessResult r =
+      run_trainrun({"--local", "-np", "4", "--min-np", "1", "--reset-limit", "1", elastic_program(), "--steps", "1000",
+                    "--mb", "1", "--sleep-ms", "20", "--exit-at", "3:1:7", "--exit-at", "6:2:9"},
+                   &tag);
   CHECK(r.exit_code == 9);
   CHECK(contains(r.err, "generation 1: 3 rank(s)"));
   CHECK(contains(r.err, "trainrun: elastic: reset limit 1 (--reset-limit) exceeded: worker 2 (host "));

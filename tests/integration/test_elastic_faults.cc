@@ -66,8 +66,10 @@ TEST_CASE("a worker stopped with SIGSTOP is killed within --elastic-hang-timeout
   CHECK(took < 4 + 20);
   CHECK(count(r.err, "made no progress") == 1);
   CHECK(contains(r.err, "trainrun: elastic: worker 1 (host "));
-  CHECK(contains(r.err, "pid " + std::to_string(stopped) + ") made no progress for 4 s (no heartbeat: stopped or "
-                        "frozen; --elastic-hang-timeout), killed with SIGKILL; generation 1: 2 rank(s) on 1 host(s)"));
+  CHECK(contains(r.err,
+                 "pid " + std::to_string(stopped) +
+                     ") made no progress for 4 s (no heartbeat: stopped or "
+                     "frozen; --elastic-hang-timeout), killed with SIGKILL; generation 1: 2 rank(s) on 1 host(s)"));
   CHECK(!contains(r.err, "blacklisted"));
   CHECK(count(r.out, "done at step 40 size 2") == 2);
   CHECK(!contains(r.out, "wrong result"));
@@ -80,11 +82,12 @@ TEST_CASE("a worker stopped with SIGSTOP is killed within --elastic-hang-timeout
 }
 
 TEST_CASE("--elastic-hang-timeout below 2 s (4 heartbeats) is refused with one line; 0 turns it off") {
-  const ProcessResult r = run_trainrun({"--local", "-np", "2", "--min-np", "1", "--elastic-hang-timeout", "0.5",
-                                        "/bin/true"});
+  const ProcessResult r =
+      run_trainrun({"--local", "-np", "2", "--min-np", "1", "--elastic-hang-timeout", "0.5", "/bin/true"});
   CHECK(r.exit_code == 2);
-  CHECK(r.err == "trainrun: error: --elastic-hang-timeout 0.5: at least 2 s (workers beat every 0.5 s), or 0 to "
-                 "turn it off\n");
+  CHECK(r.err ==
+        "trainrun: error: --elastic-hang-timeout 0.5: at least 2 s (workers beat every 0.5 s), or 0 to "
+        "turn it off\n");
   const ProcessResult off = run_trainrun({"--local", "-np", "2", "--min-np", "1", "--elastic-hang-timeout", "0",
                                           elastic_program(), "--steps", "3", "--mb", "1"});
   CHECK(off.exit_code == 0);
@@ -99,8 +102,8 @@ TEST_CASE("a discovery script lowering a host's slots: the workers with the high
   ::chmod(script.c_str(), 0755);
   std::ofstream(dir + "/hosts") << "localhost:4\n";
   std::string tag;
-  Child job = start({"--host-discovery-script", script, "--min-np", "1", "--max-np", "4", elastic_program(),
-                     "--steps", "60", "--mb", "1", "--sleep-ms", "50"},
+  Child job = start({"--host-discovery-script", script, "--min-np", "1", "--max-np", "4", elastic_program(), "--steps",
+                     "60", "--mb", "1", "--sleep-ms", "50"},
                     &tag);
   REQUIRE(job.wait_for_output("] step 5 size 4", std::chrono::minutes(2)));
   std::ofstream(dir + "/hosts.new") << "localhost:2\n";
@@ -109,8 +112,9 @@ TEST_CASE("a discovery script lowering a host's slots: the workers with the high
   std::filesystem::remove_all(dir);
   INFO(r.err);
   CHECK(r.exit_code == 0);
-  CHECK(count(r.err, "trainrun: elastic: the discovery script lowered localhost to 2 slot(s): worker(s) 3, 2 stop; "
-                     "generation 1: 2 rank(s) on 1 host(s)") == 1);
+  CHECK(count(r.err,
+              "trainrun: elastic: the discovery script lowered localhost to 2 slot(s): worker(s) 3, 2 stop; "
+              "generation 1: 2 rank(s) on 1 host(s)") == 1);
   CHECK(count(r.out, "done at step 60 size 2") == 2);
   CHECK(contains(r.out, "[0] worker 0: done at step 60 size 2"));
   CHECK(contains(r.out, "[1] worker 1: done at step 60 size 2"));
@@ -122,8 +126,8 @@ TEST_CASE("a discovery script lowering a host's slots: the workers with the high
 // others' stall line must not ask whether it ever started.
 TEST_CASE("a stall after many steps says a rank stopped answering, not 'has one not made it?'") {
   std::string tag;
-  Child job = start({"--local", "-np", "2", "--stall-warning", "0.5", elastic_program(), "--ops", "engine",
-                     "--steps", "100000", "--mb", "1", "--sleep-ms", "10"},
+  Child job = start({"--local", "-np", "2", "--stall-warning", "0.5", elastic_program(), "--ops", "engine", "--steps",
+                     "100000", "--mb", "1", "--sleep-ms", "10"},
                     &tag);
   REQUIRE(job.wait_for_output("] step 20 size 2", std::chrono::minutes(2)));
   const pid_t stopped = pid_with(tag, "TRAINRUN_RANK=1");

@@ -68,10 +68,10 @@ TEST_CASE("scale-up: the discovery script lists a new host and the world grows f
   Discovery discovery;
   discovery.list("h1:2\n");
   std::string tag;
-  Child job = start_job({"--host-discovery-script", discovery.script(), "--min-np", "2", "--max-np", "4",
-                         "--output-filename", discovery.dir + "/out", elastic_program(), "--steps", "60", "--mb", "1",
-                         "--sleep-ms", "100"},
-                        &tag);
+  Child job =
+      start_job({"--host-discovery-script", discovery.script(), "--min-np", "2", "--max-np", "4", "--output-filename",
+                 discovery.dir + "/out", elastic_program(), "--steps", "60", "--mb", "1", "--sleep-ms", "100"},
+                &tag);
   REQUIRE(job.wait_for_output("] step 3 size 2", seconds(120)));
   discovery.list("h1:2\nh2:2\n");
   const ProcessResult r = job.wait();
@@ -97,8 +97,8 @@ TEST_CASE("a host whose ranks keep failing is blacklisted, then retried after --
   std::ofstream(discovery.dir + "/fail") << "h2 fails while this file exists\n";
   std::string tag;
   Child job = start_job({"--host-discovery-script", discovery.script(), "--min-np", "2", "--max-np", "4",
-                         "--blacklist-cooldown", "3", elastic_program(), "--steps", "80", "--mb", "1",
-                         "--sleep-ms", "100", "--fail-on-host", "h2:5:" + discovery.dir + "/fail"},
+                         "--blacklist-cooldown", "3", elastic_program(), "--steps", "80", "--mb", "1", "--sleep-ms",
+                         "100", "--fail-on-host", "h2:5:" + discovery.dir + "/fail"},
                         &tag);
   REQUIRE(job.wait_for_output("trainrun: elastic: blacklisted h2", seconds(120)));
   ::unlink((discovery.dir + "/fail").c_str());
@@ -141,14 +141,16 @@ ProcessResult lose_host_mid_job(int n, const std::function<void()>& fault, std::
 
 TEST_CASE("a lost host (its sshd killed): the job goes on with the other host's ranks") {
   std::string tag;
-  lose_host_mid_job(3, [] { g_hosts->kill_sshd(3); }, &tag);
+  lose_host_mid_job(
+      3, [] { g_hosts->kill_sshd(3); }, &tag);
   CHECK(nothing_left_anywhere(tag));
   g_hosts->restore(3);
 }
 
 TEST_CASE("an unplugged host (no FIN): the survivors blocked in its collective are released and go on") {
   std::string tag;
-  const ProcessResult r = lose_host_mid_job(4, [] { g_hosts->unplug(4); }, &tag);
+  const ProcessResult r = lose_host_mid_job(
+      4, [] { g_hosts->unplug(4); }, &tag);
   // Once, then the change names the host (issue 23, item 10).
   CHECK(count(r.err, "lost connection to h4 (no answer for 10 s)") == 1);
   CHECK(contains(r.err, "trainrun: lost connection to h4 (no answer for 10 s)\n"));
@@ -180,8 +182,9 @@ TEST_CASE("a partition between two hosts: the larger side goes on, the other sid
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK(count(r.err, "network partition") == 1);
-  CHECK(contains(r.err, "trainrun: elastic: network partition: h1 (2 worker(s)) and h2 (1) cannot reach each other; "
-                        "h1 go(es) on (more workers), the workers on h2 stop; generation 1: 2 rank(s) on 1 host(s)"));
+  CHECK(contains(r.err,
+                 "trainrun: elastic: network partition: h1 (2 worker(s)) and h2 (1) cannot reach each other; "
+                 "h1 go(es) on (more workers), the workers on h2 stop; generation 1: 2 rank(s) on 1 host(s)"));
   const std::vector<ElasticStep> steps = elastic_steps(r.out);
   REQUIRE(!steps.empty());
   CHECK(steps.back().size == 2);

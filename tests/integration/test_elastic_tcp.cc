@@ -34,7 +34,8 @@ void kill_during(const std::string& collective, int victim) {
   REQUIRE(pid > 0);
   ::kill(pid, SIGKILL);
   const bool reformed = job.wait_for_output(" size 2 gen 1 ", seconds(60));
-  CHECK_MESSAGE(reformed, "the survivors did not re-form within 60 s of the kill (TRAINRUN_COLLECTIVE_TIMEOUT is 600 s)");
+  CHECK_MESSAGE(reformed,
+                "the survivors did not re-form within 60 s of the kill (TRAINRUN_COLLECTIVE_TIMEOUT is 600 s)");
   if (!reformed) job.signal_group(SIGKILL);
   check_survivors_finished(job.wait(), victim, 3, 300);
   CHECK(nothing_left(tag, seconds(5)));

@@ -81,8 +81,9 @@ TEST_CASE("a stall shutdown fails the pending op on every rank, and the job goes
   CHECK(error_seconds(r.out, 0) <= 2.5);
   CHECK(error_seconds(r.out, 1) >= 0);
   CHECK(error_seconds(r.out, 1) <= 0.1);
-  const std::string why = "stall: an op waited more than 1.5 s (TRAINRUN_STALL_SHUTDOWN), so the engine stopped "
-                          "and failed every pending op";
+  const std::string why =
+      "stall: an op waited more than 1.5 s (TRAINRUN_STALL_SHUTDOWN), so the engine stopped "
+      "and failed every pending op";
   CHECK(count(r.out, why) == 2);
   CHECK(r.out.find("allreduce 'late.tensor': " + why + "; waiting: allreduce 'late.tensor' (missing rank 1)") !=
         std::string::npos);
@@ -99,8 +100,9 @@ TEST_CASE("a rank that shuts down: the others' pending ops fail naming it") {
   CHECK(r.exit_code == 3);  // rank 0's: rank 1 waits until the launcher stops it
   INFO(r.out);
   CHECK(r.out.find("rank 0: error: rank 0 (") != std::string::npos);
-  CHECK(count(r.out, "): allreduce 'grad': the engine was shut down by rank 1 (trainrun::shutdown(), which a program "
-                     "calls on its way out, also after an error of its own)") == 1);
+  CHECK(count(r.out,
+              "): allreduce 'grad': the engine was shut down by rank 1 (trainrun::shutdown(), which a program "
+              "calls on its way out, also after an error of its own)") == 1);
   CHECK(processes_with_env(options.env[0]).empty());
 }
 
@@ -140,7 +142,7 @@ TEST_CASE("the timeline is Chrome-trace JSON with every phase of every tensor") 
   std::remove(path);
   REQUIRE_MESSAGE(trace.is_array(), "not a JSON array");
 
-  std::map<int, std::string> rows;  // pid -> tensor
+  std::map<int, std::string> rows;                         // pid -> tensor
   std::map<std::string, std::vector<std::string>> phases;  // tensor -> "B:NAME", "E:NAME", "i:NAME" in order
   std::map<std::string, std::vector<std::string>> stacks;
   std::map<std::string, std::int64_t> negotiated_at;  // tensor -> ts of its first E:NEGOTIATE_*
@@ -179,18 +181,25 @@ TEST_CASE("the timeline is Chrome-trace JSON with every phase of every tensor") 
     CHECK_MESSAGE(has(tensor, "E:QUEUE"), tensor);
   }
   // The first step of a fused tensor, ready marks aside (ranks report in any order).
-  const std::vector<std::string> fused = {"B:NEGOTIATE_ALLREDUCE", "E:NEGOTIATE_ALLREDUCE", "B:ALLREDUCE",
-                                          "B:QUEUE", "E:QUEUE", "B:MEMCPY_IN_FUSION_BUFFER",
-                                          "E:MEMCPY_IN_FUSION_BUFFER", "B:GLOO_ALLREDUCE", "E:GLOO_ALLREDUCE",
-                                          "B:MEMCPY_OUT_FUSION_BUFFER", "E:MEMCPY_OUT_FUSION_BUFFER",
+  const std::vector<std::string> fused = {"B:NEGOTIATE_ALLREDUCE",
+                                          "E:NEGOTIATE_ALLREDUCE",
+                                          "B:ALLREDUCE",
+                                          "B:QUEUE",
+                                          "E:QUEUE",
+                                          "B:MEMCPY_IN_FUSION_BUFFER",
+                                          "E:MEMCPY_IN_FUSION_BUFFER",
+                                          "B:GLOO_ALLREDUCE",
+                                          "E:GLOO_ALLREDUCE",
+                                          "B:MEMCPY_OUT_FUSION_BUFFER",
+                                          "E:MEMCPY_OUT_FUSION_BUFFER",
                                           "E:ALLREDUCE"};
   // Both small tensors are fused only when they became ready in the same
   // cycle (one E:NEGOTIATE time). A slow machine (sanitizers, load) may see
   // the first step's small.b submitted after a cycle has begun: small.a then
   // runs alone, in place, and that is what its first step must show.
-  const std::vector<std::string> alone = {"B:NEGOTIATE_ALLREDUCE", "E:NEGOTIATE_ALLREDUCE", "B:ALLREDUCE",
-                                          "B:QUEUE", "E:QUEUE", "B:GLOO_ALLREDUCE", "E:GLOO_ALLREDUCE",
-                                          "E:ALLREDUCE"};
+  const std::vector<std::string> alone = {
+      "B:NEGOTIATE_ALLREDUCE", "E:NEGOTIATE_ALLREDUCE", "B:ALLREDUCE", "B:QUEUE", "E:QUEUE",
+      "B:GLOO_ALLREDUCE",      "E:GLOO_ALLREDUCE",      "E:ALLREDUCE"};
   REQUIRE((negotiated_at.count("small.a") && negotiated_at.count("small.b")));
   const bool same_cycle = negotiated_at["small.a"] == negotiated_at["small.b"];
   if (!same_cycle) MESSAGE("small.a and small.b were negotiated in different cycles: small.a ran alone");

@@ -55,19 +55,21 @@ TEST_CASE("allreduce_bench: --help, bad values, and the spellings in use") {
                              "--collective", "--device", "--csv"}) {
     CHECK_MESSAGE(contains(help.out, option), option);
   }
-  check_usage_error({bench, "--factor", "x"},
-                    "allreduce_bench: error: --factor: Value x not in range 2 to 1048576 (see allreduce_bench --help)\n");
+  check_usage_error(
+      {bench, "--factor", "x"},
+      "allreduce_bench: error: --factor: Value x not in range 2 to 1048576 (see allreduce_bench --help)\n");
   check_usage_error({bench, "--min-bytes", "1Q"},
                     "allreduce_bench: error: --min-bytes: '1Q' is not a size in bytes (e.g. 4, 64K, 256M, 1G) "
                     "(see allreduce_bench --help)\n");
-  check_usage_error({bench, "--iters"}, "allreduce_bench: error: --iters: 1 required INT:INT in [1 - 1073741824] "
-                                        "missing (see allreduce_bench --help)\n");
+  check_usage_error({bench, "--iters"},
+                    "allreduce_bench: error: --iters: 1 required INT:INT in [1 - 1073741824] "
+                    "missing (see allreduce_bench --help)\n");
   check_usage_error({bench, "--min-bytes", "1K", "--max-bytes", "4"},
                     "allreduce_bench: error: --min-bytes exceeds --max-bytes\n");
   // What scripts/, tests/bench and the README run (one rank, no launcher).
-  const ProcessResult r = run_process({bench, "--min-bytes", "4", "--max-bytes", "16", "--factor", "4", "--iters",
-                                       "2", "--warmup", "0", "--dtype", "int32", "--op", "max", "--collective",
-                                       "allreduce", "--device", "host", "--csv"});
+  const ProcessResult r = run_process(
+      {bench, "--min-bytes", "4",     "--max-bytes", "16",  "--factor",     "4",         "--iters",  "2",    "--warmup",
+       "0",   "--dtype",     "int32", "--op",        "max", "--collective", "allreduce", "--device", "host", "--csv"});
   CHECK(r.exit_code == 0);
   CHECK(r.out.rfind("bytes,count,type,op,iters,time_us,p50_us,algbw_gbs,busbw_gbs\n4,1,int32,max,2,", 0) == 0);
   CHECK(contains(r.out, "\n16,4,int32,max,2,"));
@@ -104,9 +106,9 @@ TEST_CASE("mnist_train finds its data from another working directory") {
   char dir[] = "/tmp/trainrun-mnist-cwd.XXXXXX";
   REQUIRE(::mkdtemp(dir));
   // One rank, no launcher; stopped once it printed what it loaded.
-  Child job({"/bin/sh", "-c", "cd \"$0\" && exec \"$1\" --epochs 1 --no-progress --checkpoint ckpt.pt", dir,
-             mnist_train()},
-            ProcessOptions{});
+  Child job(
+      {"/bin/sh", "-c", "cd \"$0\" && exec \"$1\" --epochs 1 --no-progress --checkpoint ckpt.pt", dir, mnist_train()},
+      ProcessOptions{});
   CHECK(job.wait_for_output("training digits", std::chrono::seconds(120)));
   job.signal(SIGKILL);
   const ProcessResult r = job.wait();

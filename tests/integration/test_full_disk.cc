@@ -28,9 +28,7 @@ using std::chrono::seconds;
 
 namespace {
 
-bool is_mounted(const std::string& dir) {
-  return contains(read_file("/proc/self/mounts"), " " + dir + " tmpfs ");
-}
+bool is_mounted(const std::string& dir) { return contains(read_file("/proc/self/mounts"), " " + dir + " tmpfs "); }
 
 // A tmpfs of 64 KiB on a fresh directory under /tmp, unmounted and removed
 // with whatever is on it when the test case ends, passed or failed.
@@ -131,8 +129,8 @@ TEST_CASE("--output-filename on a full disk: one line per file, every line on th
     for (int rank : {0, 1}) {
       for (const std::string stream : {"stdout", "stderr"}) {
         const std::string file = dir + "/out/rank.0" + std::to_string(rank) + "/" + stream;
-        CHECK(count(r.err, "trainrun: warning: cannot write " + file + ": " + kFull + "; rank " +
-                               std::to_string(rank) + "'s later " + stream + " goes to the console only\n") == 1);
+        CHECK(count(r.err, "trainrun: warning: cannot write " + file + ": " + kFull + "; rank " + std::to_string(rank) +
+                               "'s later " + stream + " goes to the console only\n") == 1);
         expected_errors.push_back(stream + " " + std::to_string(rank) + " " + file + " " + kFull);
       }
       CHECK(rank_lines(r.out, rank) == numbers(1, 20000));  // the console lost nothing
@@ -155,9 +153,8 @@ TEST_CASE("--output-filename on a full disk with --rank-filter: the line says wh
     TinyTmpfs fs;
     REQUIRE(fs.error() == 0);
     dir = fs.dir();
-    const ProcessResult r = run_trainrun({"-np", "2", "--rank-filter", "0", "--output-filename", dir + "/out",
-                                          "/bin/sh", "-c", "seq 1 20000"},
-                                         &tag);
+    const ProcessResult r = run_trainrun(
+        {"-np", "2", "--rank-filter", "0", "--output-filename", dir + "/out", "/bin/sh", "-c", "seq 1 20000"}, &tag);
     INFO(r.err.substr(0, 4000));
     CHECK(r.exit_code == 0);
     CHECK(count(r.err, "trainrun: warning: cannot write " + dir + "/out/rank.00/stdout: " + kFull +
@@ -179,9 +176,9 @@ TEST_CASE("--timeline on a full disk: rank 0 says so once, the job goes on, the 
     REQUIRE(fs.error() == 0);
     dir = fs.dir();
     const std::string timeline = dir + "/timeline.json";
-    const ProcessResult r = run_trainrun({"-np", "2", "--timeline", timeline, "--report", report.path,
-                                          program_path("ENGINE_PROGRAM"), "steps", "300"},
-                                         &tag);
+    const ProcessResult r = run_trainrun(
+        {"-np", "2", "--timeline", timeline, "--report", report.path, program_path("ENGINE_PROGRAM"), "steps", "300"},
+        &tag);
     INFO(r.out, r.err);
     CHECK(r.exit_code == 0);
     CHECK(count(r.err, "[0] trainrun: warning: cannot write " + timeline + ": " + kFull) == 1);

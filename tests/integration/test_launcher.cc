@@ -26,11 +26,11 @@ TEST_CASE("a 4-rank job computes and exits 0, output tagged by rank") {
 TEST_CASE("every rank gets the environment contract, -x forwards only what is named") {
   ProcessOptions options;
   options.env = {"TRAINRUN_TEST_FORWARD=forwarded-value"};
-  const ProcessResult r = run_trainrun(
-      {"-np", "2", "-x", "TRAINRUN_TEST_FORWARD", "-x", "TRAINRUN_TEST_SET=a b", rank_program(),
-       "env:TRAINRUN_RANK", "env:TRAINRUN_LOCAL_SIZE", "env:HOROVOD_SIZE", "env:WORLD_SIZE", "env:MASTER_ADDR",
-       "env:TRAINRUN_TEST_FORWARD", "env:TRAINRUN_TEST_SET"},
-      nullptr, options);
+  const ProcessResult r =
+      run_trainrun({"-np", "2", "-x", "TRAINRUN_TEST_FORWARD", "-x", "TRAINRUN_TEST_SET=a b", rank_program(),
+                    "env:TRAINRUN_RANK", "env:TRAINRUN_LOCAL_SIZE", "env:HOROVOD_SIZE", "env:WORLD_SIZE",
+                    "env:MASTER_ADDR", "env:TRAINRUN_TEST_FORWARD", "env:TRAINRUN_TEST_SET"},
+                   nullptr, options);
   CHECK(r.exit_code == 0);
   CHECK(contains(r.out, "rank 1: TRAINRUN_RANK=1"));
   CHECK(contains(r.out, "rank 0: TRAINRUN_LOCAL_SIZE=2"));
@@ -45,11 +45,10 @@ TEST_CASE("every rank gets the environment contract, -x forwards only what is na
 }
 
 TEST_CASE("engine flags reach every rank as the library's variables") {
-  const ProcessResult r = run_trainrun({"-np", "2", "--fusion-threshold-mb", "16", "--cycle-time-ms", "0.5",
-                                        "--cache-capacity", "64", "--stall-warning", "5", "--stall-shutdown", "20",
-                                        rank_program(), "env:TRAINRUN_FUSION_THRESHOLD", "env:TRAINRUN_CYCLE_TIME_MS",
-                                        "env:TRAINRUN_CACHE_CAPACITY", "env:TRAINRUN_STALL_WARNING",
-                                        "env:TRAINRUN_STALL_SHUTDOWN"});
+  const ProcessResult r = run_trainrun(
+      {"-np", "2", "--fusion-threshold-mb", "16", "--cycle-time-ms", "0.5", "--cache-capacity", "64", "--stall-warning",
+       "5", "--stall-shutdown", "20", rank_program(), "env:TRAINRUN_FUSION_THRESHOLD", "env:TRAINRUN_CYCLE_TIME_MS",
+       "env:TRAINRUN_CACHE_CAPACITY", "env:TRAINRUN_STALL_WARNING", "env:TRAINRUN_STALL_SHUTDOWN"});
   CHECK(r.exit_code == 0);
   for (const char* rank : {"0", "1"}) {
     const std::string prefix = std::string("rank ") + rank + ": ";
@@ -66,8 +65,7 @@ TEST_CASE("engine flags reach every rank as the library's variables") {
 
 TEST_CASE("rank 3 of 4 exits 7: trainrun exits 7 within 1 s + grace and names it") {
   std::string tag;
-  const ProcessResult r =
-      run_trainrun({"-np", "4", "--grace", "2", rank_program(), "exit:3:7", "sleep:60000"}, &tag);
+  const ProcessResult r = run_trainrun({"-np", "4", "--grace", "2", rank_program(), "exit:3:7", "sleep:60000"}, &tag);
   CHECK(r.exit_code == 7);
   CHECK(r.seconds < 1 + 2 + 1);
   CHECK(contains(r.err, "trainrun: job failed: rank 3 (host "));
@@ -109,8 +107,8 @@ TEST_CASE("children, grandchildren and a setsid escapee are gone when the job en
     CHECK(r.exit_code == 0);
   }
   SUBCASE("after a failure") {
-    const ProcessResult r = run_trainrun(
-        {"-np", "2", "--grace", "1", rank_program(), "spawn-tree", "exit:1:5", "sleep:60000"}, &tag);
+    const ProcessResult r =
+        run_trainrun({"-np", "2", "--grace", "1", rank_program(), "spawn-tree", "exit:1:5", "sleep:60000"}, &tag);
     CHECK(r.exit_code == 5);
   }
   CHECK(nothing_left(tag, seconds(2)));
@@ -120,8 +118,7 @@ TEST_CASE("kill -9 of trainrun: every rank and its children are gone within grac
   ProcessOptions options;
   options.env.push_back(unique_tag());
   const std::string tag = options.env.back();
-  Child job({trainrun_bin(), "-np", "3", "--grace", "1", rank_program(), "spawn-tree", "print:ready",
-             "sleep:60000"},
+  Child job({trainrun_bin(), "-np", "3", "--grace", "1", rank_program(), "spawn-tree", "print:ready", "sleep:60000"},
             options);
   REQUIRE(job.wait_for_output("rank 2: ready", seconds(20)));
   // Each rank, its child, grandchild and escapee (plus trainrun and its agent).
@@ -164,8 +161,7 @@ TEST_CASE("a second Ctrl-C kills at once, without waiting for the grace period")
   ProcessOptions options;
   options.env.push_back(unique_tag());
   const std::string tag = options.env.back();
-  Child job({trainrun_bin(), "-np", "2", "--grace", "30", rank_program(), "ignore-term", "print:ready",
-             "sleep:60000"},
+  Child job({trainrun_bin(), "-np", "2", "--grace", "30", rank_program(), "ignore-term", "print:ready", "sleep:60000"},
             options);
   REQUIRE(job.wait_for_output("rank 1: ready", seconds(20)));
   job.signal(SIGINT);
@@ -201,8 +197,8 @@ TEST_CASE("--timeout: teardown, a message, exit 124") {
 
 TEST_CASE("a rank that never reaches the rendezvous: the start-timeout error names it and its host") {
   std::string tag;
-  const ProcessResult r = run_trainrun(
-      {"-np", "3", "--start-timeout", "2", "--grace", "1", rank_program(), "sleep:2:60000", "init"}, &tag);
+  const ProcessResult r =
+      run_trainrun({"-np", "3", "--start-timeout", "2", "--grace", "1", rank_program(), "sleep:2:60000", "init"}, &tag);
   CHECK(r.exit_code == 125);
   CHECK(contains(r.err, "trainrun: rank 2 (host "));
   CHECK(contains(r.err, ") did not reach the rendezvous within 2 s (--start-timeout)"));
@@ -236,7 +232,8 @@ TEST_CASE("usage errors exit 2 with one line naming the bad token; nothing start
       {{"-np", "0", "p"}, "--np: '0' is not a number of ranks"},
       {{"-np", "2"}, "no program given"},
       {{"--frobnicate", "-np", "2", "p"}, "--frobnicate"},
-      {{"-np", "5", "-H", "localhost:2,127.0.0.1:2", "p"}, "-np 5 exceeds the 4 slot(s) of localhost:2,127.0.0.1:2 (--oversubscribe allows it)"},
+      {{"-np", "5", "-H", "localhost:2,127.0.0.1:2", "p"},
+       "-np 5 exceeds the 4 slot(s) of localhost:2,127.0.0.1:2 (--oversubscribe allows it)"},
       {{"-H", "localhost:x", "p"}, "-H: host 1 'localhost:x': slots must be an integer"},
       {{"-H", "localhost,bad host", "p"}, "-H: host 2 'bad host': host name contains whitespace"},
       {{"-H", "localhost,,x", "p"}, "-H: host 2 '': empty host name"},
@@ -285,8 +282,8 @@ TEST_CASE("hostfile: comments, blank lines, CRLF and both slot spellings") {
 
 TEST_CASE("--dry-run prints the rank map and each command, without the secret, and starts nothing") {
   std::string tag;
-  const ProcessResult r = run_trainrun(
-      {"--dry-run", "-H", "localhost:2,127.0.0.1:2", "-np", "3", rank_program(), "a b", "it's"}, &tag);
+  const ProcessResult r =
+      run_trainrun({"--dry-run", "-H", "localhost:2,127.0.0.1:2", "-np", "3", rank_program(), "a b", "it's"}, &tag);
   CHECK(r.exit_code == 0);
   CHECK(contains(r.out, "rank  host              local  cross  command"));
   CHECK(contains(r.out, "   2  127.0.0.1          0/1    1/2"));
@@ -299,11 +296,30 @@ TEST_CASE("--dry-run prints the rank map and each command, without the secret, a
 TEST_CASE("--help lists every option group; --version and --check-build answer") {
   const ProcessResult help = run_trainrun({"--help"});
   CHECK(help.exit_code == 0);
-  for (const char* option : {"--np", "--local", "--hosts", "--hostfile", "--env", "--backend", "--output-filename",
-                             "--tag-output", "--rank-filter", "--start-timeout", "--timeout", "--grace",
-                             "--verbose", "--dry-run", "--check-build", "--version", "--launcher", "--mpi-args",
-                             "--fusion-threshold-mb", "--cycle-time-ms", "--cache-capacity", "--timeline",
-                             "--stall-warning", "--stall-shutdown"}) {
+  for (const char* option : {"--np",
+                             "--local",
+                             "--hosts",
+                             "--hostfile",
+                             "--env",
+                             "--backend",
+                             "--output-filename",
+                             "--tag-output",
+                             "--rank-filter",
+                             "--start-timeout",
+                             "--timeout",
+                             "--grace",
+                             "--verbose",
+                             "--dry-run",
+                             "--check-build",
+                             "--version",
+                             "--launcher",
+                             "--mpi-args",
+                             "--fusion-threshold-mb",
+                             "--cycle-time-ms",
+                             "--cache-capacity",
+                             "--timeline",
+                             "--stall-warning",
+                             "--stall-shutdown"}) {
     CHECK_MESSAGE(contains(help.out, option), option);
   }
   const ProcessResult version = run_trainrun({"--version"});

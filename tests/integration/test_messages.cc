@@ -33,10 +33,12 @@ TEST_CASE("a rank count that is not a number: one line naming the option and the
       {{"-np", "2.5"}, std::string("trainrun: error: --np: '2.5'") + kNotRanks},
       {{"-n", "two"}, std::string("trainrun: error: -n: 'two'") + kNotRanks},
       {{"--num-proc", "x"}, std::string("trainrun: error: --num-proc: 'x'") + kNotRanks},
-      {{"-np2"}, "trainrun: error: unknown option '-np2'; did you mean -np 2? (a space between the option and "
-                 "its value)\n"},
-      {{"--np4"}, "trainrun: error: unknown option '--np4'; did you mean --np 4? (a space between the option and "
-                  "its value)\n"},
+      {{"-np2"},
+       "trainrun: error: unknown option '-np2'; did you mean -np 2? (a space between the option and "
+       "its value)\n"},
+      {{"--np4"},
+       "trainrun: error: unknown option '--np4'; did you mean --np 4? (a space between the option and "
+       "its value)\n"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = c.args;
@@ -58,7 +60,8 @@ TEST_CASE("a host name that does not resolve, next to this machine: counted amon
   CHECK(r.exit_code == 125);
   CHECK(r.out.empty());
   CHECK(r.err.rfind("trainrun: pre-flight checks failed on 1 of 2 host(s) (nosuchhost.invalid); nothing was "
-                    "started\n", 0) == 0);
+                    "started\n",
+                    0) == 0);
   CHECK(contains(r.err, "  nosuchhost.invalid  connect  cannot resolve the host name nosuchhost.invalid ("));
   CHECK(contains(r.err, "): a typo in -H/--hostfile, or DNS\n"));
 }
@@ -69,8 +72,7 @@ TEST_CASE("a rank that exits 2: the summary and the report say the 2 is the rank
   REQUIRE(fd >= 0);
   ::close(fd);
   std::string tag;
-  const ProcessResult r =
-      run_trainrun({"--report", path, "-np", "2", rank_program(), "init", "exit:1:2"}, &tag);
+  const ProcessResult r = run_trainrun({"--report", path, "-np", "2", rank_program(), "init", "exit:1:2"}, &tag);
   CHECK(r.exit_code == 2);
   const std::regex summary(
       R"(trainrun: job failed: rank 1 \(host [^,]+, pid \d+\) exited with code 2; trainrun exits 2 with it: )"
@@ -97,6 +99,7 @@ TEST_CASE("under --launcher mpirun too: mpirun's 2 is the program's") {
   }
   const ProcessResult r = run_trainrun({"--mpi", "-np", "2", rank_program(), "exit:1:2"});
   CHECK(r.exit_code == 2);
-  CHECK(contains(r.err, "trainrun: job failed: mpirun exited with code 2 (see its report above); trainrun exits 2 "
-                        "with it: the program's code, not a trainrun error\n"));
+  CHECK(contains(r.err,
+                 "trainrun: job failed: mpirun exited with code 2 (see its report above); trainrun exits 2 "
+                 "with it: the program's code, not a trainrun error\n"));
 }

@@ -27,8 +27,9 @@ struct Run {
 };
 
 Run train(int np, std::vector<std::string> extra, const std::string& checkpoint) {
-  std::vector<std::string> args = {"--local", "-np", std::to_string(np), program_path("MNIST_TRAIN"),
-                                   "--data", g_data, "--checkpoint", checkpoint, "--no-progress"};
+  std::vector<std::string> args = {"--local",      "-np",  std::to_string(np), program_path("MNIST_TRAIN"),
+                                   "--data",       g_data, "--checkpoint",     checkpoint,
+                                   "--no-progress"};
   args.insert(args.end(), extra.begin(), extra.end());
   Run run;
   run.result = run_trainrun(args);
@@ -112,7 +113,8 @@ TEST_CASE("--elastic: a rank killed mid-epoch, the survivors finish from the las
     CHECK_MESSAGE(count(r.out, epoch) == 1, epoch);
   }
   std::smatch m;
-  REQUIRE(std::regex_search(r.out, m, std::regex(R"(held-out accuracy ([0-9.]+)% after 3 epoch\(s\); elastic, generation 1)")));
+  REQUIRE(std::regex_search(r.out, m,
+                            std::regex(R"(held-out accuracy ([0-9.]+)% after 3 epoch\(s\); elastic, generation 1)")));
   CHECK(std::stod(m[1]) >= 95.0);
   CHECK(nothing_left(tag));
 }
@@ -120,8 +122,9 @@ TEST_CASE("--elastic: a rank killed mid-epoch, the survivors finish from the las
 int main(int argc, char** argv) {
   const char* data = std::getenv("MNIST_DATA");
   if (!data || ::access(data, R_OK) != 0) {
-    std::printf("test_mnist: skipped: %s is missing (scripts/setup.sh fetches the digits, scripts/build.sh converts them)\n",
-                data ? data : "MNIST_DATA");
+    std::printf(
+        "test_mnist: skipped: %s is missing (scripts/setup.sh fetches the digits, scripts/build.sh converts them)\n",
+        data ? data : "MNIST_DATA");
     return 77;
   }
   g_data = data;

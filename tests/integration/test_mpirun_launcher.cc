@@ -48,9 +48,7 @@ ProcessResult run_plain_mpirun(std::vector<std::string> args, std::vector<std::s
   return run_process(args, options);
 }
 
-bool contains(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
-}
+bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
 
 int count(const std::string& text, const std::string& what) {
   int n = 0;
@@ -84,8 +82,8 @@ TEST_CASE("--mpi --no-tag-output: the MPI backend and MPI's view of the node") {
   const ProcessResult r = run_trainrun({"--mpi", "--no-tag-output", "-np", "3", rank_program(), "topology"});
   CHECK(r.exit_code == 0);
   for (int rank = 0; rank < 3; ++rank) {
-    CHECK(contains(r.out, "rank " + std::to_string(rank) + ": backend=mpi size=3 local=" +
-                              std::to_string(rank) + "/3 cross=0/1\n"));
+    CHECK(contains(r.out, "rank " + std::to_string(rank) + ": backend=mpi size=3 local=" + std::to_string(rank) +
+                              "/3 cross=0/1\n"));
   }
   CHECK_FALSE(contains(r.out, "<stdout>"));
 }
@@ -99,8 +97,7 @@ TEST_CASE("plain mpirun, no trainrun: the library finds Open MPI and uses the mp
 }
 
 TEST_CASE("TRAINRUN_BACKEND overrides detection under plain mpirun") {
-  const ProcessResult r =
-      run_plain_mpirun({"-np", "2", rank_program(), "topology"}, {"TRAINRUN_BACKEND=gloo"});
+  const ProcessResult r = run_plain_mpirun({"-np", "2", rank_program(), "topology"}, {"TRAINRUN_BACKEND=gloo"});
   CHECK(r.exit_code != 0);
   CHECK(contains(r.err, "init: the gloo backend needs a rendezvous"));
 }
@@ -138,8 +135,7 @@ TEST_CASE("a program that leaves shutdown to exit still ends cleanly (MPI finali
 }
 
 TEST_CASE("shutdown() then init() again reuses MPI") {
-  const ProcessResult r =
-      run_trainrun({"--mpi", "-np", "2", rank_program(), "allreduce", "shutdown", "allreduce"});
+  const ProcessResult r = run_trainrun({"--mpi", "-np", "2", rank_program(), "allreduce", "shutdown", "allreduce"});
   CHECK(r.exit_code == 0);
   CHECK(count(r.out, "sum=1") == 4);
   CHECK(r.err.empty());
@@ -150,8 +146,8 @@ TEST_CASE("a failing rank's exit code ends the job, even while its peers wait in
   // Rank 2 exits 7 through exit() (at-exit handlers run) while the others
   // block in a barrier: MPI must not be finalized on that path, or rank 2
   // would wait for its peers forever.
-  const ProcessResult r = run_trainrun(
-      {"--mpi", "-np", "4", rank_program(), "init", "quit:2:7", "init", "sleep:60000"}, &tag);
+  const ProcessResult r =
+      run_trainrun({"--mpi", "-np", "4", rank_program(), "init", "quit:2:7", "init", "sleep:60000"}, &tag);
   CHECK(r.exit_code == 7);
   CHECK(r.seconds < 20);
   CHECK(contains(r.err, "trainrun: job failed: mpirun exited with code 7"));
@@ -160,7 +156,8 @@ TEST_CASE("a failing rank's exit code ends the job, even while its peers wait in
 
 TEST_CASE("a rank killed by a signal: 128+N") {
   std::string tag;
-  const ProcessResult r = run_trainrun({"--mpi", "-np", "2", rank_program(), "init", "raise:1:11", "sleep:60000"}, &tag);
+  const ProcessResult r =
+      run_trainrun({"--mpi", "-np", "2", rank_program(), "init", "raise:1:11", "sleep:60000"}, &tag);
   CHECK(r.exit_code == 139);
   CHECK(contains(r.err, "signal 11"));
   check_nothing_left(tag);
@@ -168,8 +165,7 @@ TEST_CASE("a rank killed by a signal: 128+N") {
 
 TEST_CASE("Ctrl-C stops mpirun and every rank; trainrun exits 130") {
   std::string tag;
-  Child job({trainrun_bin(), "--mpi", "-np", "3", "--grace", "2", rank_program(), "init", "print:ready",
-             "sleep:60000"},
+  Child job({trainrun_bin(), "--mpi", "-np", "3", "--grace", "2", rank_program(), "init", "print:ready", "sleep:60000"},
             tagged(&tag));
   REQUIRE(job.wait_for_output("rank 2: ready", std::chrono::seconds(30)));
   job.signal(SIGINT);
@@ -194,8 +190,7 @@ std::set<std::string> vader_segments() {
 TEST_CASE("kill -9 of trainrun takes mpirun and the ranks with it") {
   const auto segments_before = vader_segments();
   std::string tag;
-  Child job({trainrun_bin(), "--mpi", "-np", "2", rank_program(), "init", "print:ready", "sleep:60000"},
-            tagged(&tag));
+  Child job({trainrun_bin(), "--mpi", "-np", "2", rank_program(), "init", "print:ready", "sleep:60000"}, tagged(&tag));
   REQUIRE(job.wait_for_output("rank 1: ready", std::chrono::seconds(30)));
   job.signal(SIGKILL);
   job.wait();
@@ -210,8 +205,8 @@ TEST_CASE("kill -9 of trainrun takes mpirun and the ranks with it") {
 
 // Two ranks share the host: OMP_NUM_THREADS=1 goes with them, as under torchrun.
 TEST_CASE("--dry-run prints the mpirun command and runs nothing") {
-  const ProcessResult r = run_trainrun({"--mpi", "-np", "2", "--backend", "mpi", "--mpi-args",
-                                        "--mca btl 'self,tcp'", "--dry-run", rank_program(), "a b"});
+  const ProcessResult r = run_trainrun({"--mpi", "-np", "2", "--backend", "mpi", "--mpi-args", "--mca btl 'self,tcp'",
+                                        "--dry-run", rank_program(), "a b"});
   CHECK(r.exit_code == 0);
   const bool yield = std::thread::hardware_concurrency() < 2;
   CHECK(r.out == g_mpirun + " -np 2 -H localhost:2 --bind-to none --map-by slot " +

@@ -135,7 +135,8 @@ TEST_CASE("--timestamp-output: the time, then the tag, on every line") {
   std::string tag;
   const ProcessResult r = run_trainrun({"--timestamp-output"}, &tag);
   CHECK(r.exit_code == 0);
-  const std::regex stamped(R"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} \[[01]\] (partial-\d done|partial-\d| done|noeol-\d|err \d))");
+  const std::regex stamped(
+      R"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} \[[01]\] (partial-\d done|partial-\d| done|noeol-\d|err \d))");
   const std::vector<std::string> all = lines(r.out + r.err);
   CHECK(all.size() >= 6);
   for (const std::string& line : all) CHECK_MESSAGE(std::regex_match(line, stamped), line);

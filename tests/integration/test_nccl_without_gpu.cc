@@ -59,9 +59,8 @@ TEST_CASE("--backend nccl where NCCL cannot run: every rank says why, nothing is
   }
   ProcessOptions options;
   options.env.push_back(unique_tag());
-  const ProcessResult r = run_process({program_path("TRAINRUN_BIN"), "--local", "-np", "2", "--backend", "nccl",
-                                       program_path("CONFORMANCE")},
-                                      options);
+  const ProcessResult r = run_process(
+      {program_path("TRAINRUN_BIN"), "--local", "-np", "2", "--backend", "nccl", program_path("CONFORMANCE")}, options);
   CHECK(r.exit_code == 1);
   const std::string all = r.out + r.err;
   CAPTURE(all);

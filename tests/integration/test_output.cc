@@ -49,8 +49,8 @@ TEST_CASE("8 ranks x 10 MB of lines, progress updates and partial writes through
   options.track_rss = true;
   options.timeout = std::chrono::seconds(240);
   std::string tag;
-  const ProcessResult r = run_trainrun(
-      {"-np", "8", "--output-filename", dir.path + "/out", rank_program(), "spew:10"}, &tag, options);
+  const ProcessResult r =
+      run_trainrun({"-np", "8", "--output-filename", dir.path + "/out", rank_program(), "spew:10"}, &tag, options);
   REQUIRE(r.exit_code == 0);
   // Every console piece (cut at \n and \r) is one line of one rank,
   // prefixed with that rank's tag, and each rank's lines come in order. A

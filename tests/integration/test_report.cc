@@ -56,7 +56,8 @@ TEST_CASE("success: every rank exited 0, with pid, backend, times and resource u
   const TempReport report;
   const std::string& path = report.path;
   std::string tag;
-  const ProcessResult r = run_trainrun({"--report", path, "--local", "-np", "3", rank_program(), "init", "allreduce"}, &tag);
+  const ProcessResult r =
+      run_trainrun({"--report", path, "--local", "-np", "3", rank_program(), "init", "allreduce"}, &tag);
   INFO(r.out, r.err);
   const json j = report_after(r, path, 0, "success");
   REQUIRE(j.is_object());

@@ -42,8 +42,8 @@ std::vector<std::string> allreduce_loop(std::vector<std::string> args, int round
 TEST_CASE("ranks on one host share memory by default; --no-shm and TRAINRUN_SHM=0 turn it off") {
   const auto before = trainrun_shm_entries();
   std::string tag;
-  const ProcessResult on = run_trainrun({"-np", "2", "--verbose", rank_program(), "init", "shm-mapped",
-                                         "allreduce"}, &tag);
+  const ProcessResult on =
+      run_trainrun({"-np", "2", "--verbose", rank_program(), "init", "shm-mapped", "allreduce"}, &tag);
   CHECK(on.exit_code == 0);
   CHECK(contains(on.out, "rank 0: shm mapped: yes"));
   CHECK(contains(on.out, "rank 1: shm mapped: yes"));
@@ -51,8 +51,8 @@ TEST_CASE("ranks on one host share memory by default; --no-shm and TRAINRUN_SHM=
   CHECK(contains(on.err, "trainrun: collectives (gloo): shared memory among the 2 ranks on "));
   CHECK(nothing_left(tag));
 
-  const ProcessResult flag = run_trainrun({"-np", "2", "--no-shm", "--verbose", rank_program(), "init",
-                                           "shm-mapped", "allreduce"});
+  const ProcessResult flag =
+      run_trainrun({"-np", "2", "--no-shm", "--verbose", rank_program(), "init", "shm-mapped", "allreduce"});
   CHECK(flag.exit_code == 0);
   CHECK(contains(flag.out, "rank 0: shm mapped: no"));
   CHECK(contains(flag.out, "rank 1: sum=1"));
@@ -100,7 +100,8 @@ TEST_CASE("a rank killed mid-allreduce: its peers fail at once naming it, exit 1
   CHECK(contains(r.err, "rank 1 (host "));
   CHECK(contains(r.err, "was killed by SIGKILL"));
   for (int rank : {0, 2}) {
-    const std::string prefix = "rank " + std::to_string(rank) + ": allreduce error: rank " + std::to_string(rank) + " (";
+    const std::string prefix =
+        "rank " + std::to_string(rank) + ": allreduce error: rank " + std::to_string(rank) + " (";
     CHECK_MESSAGE(contains(r.out, prefix), r.out);
   }
   CHECK(count(r.out, "connection to rank 1 (") == 2);

@@ -38,8 +38,7 @@ std::vector<std::string> launcher(std::vector<std::string> args, const std::stri
   return hosts().client_argv(args);
 }
 
-ProcessResult run_remote(std::vector<std::string> args, std::string* tag_out = nullptr,
-                         ProcessOptions options = {}) {
+ProcessResult run_remote(std::vector<std::string> args, std::string* tag_out = nullptr, ProcessOptions options = {}) {
   options.env.push_back(unique_tag());
   if (tag_out) *tag_out = options.env.back();
   return run_process(launcher(std::move(args), options.env.back()), options);
@@ -74,7 +73,8 @@ FaultResult fault_mid_job(const std::string& hosts_option, const std::function<v
   ProcessOptions options;
   options.env.push_back(unique_tag());
   *tag = options.env.back();
-  std::vector<std::string> args{"-H", hosts_option, "--grace", "1", rank_program(), "init", "print:ready", "sleep:60000"};
+  std::vector<std::string> args{"-H",           hosts_option, "--grace",     "1",
+                                rank_program(), "init",       "print:ready", "sleep:60000"};
   if (!report.empty()) args.insert(args.begin(), {"--report", report});
   Child job(launcher(args, *tag), options);
   const int last_rank = static_cast<int>(std::count(hosts_option.begin(), hosts_option.end(), ','));
@@ -89,8 +89,7 @@ FaultResult fault_mid_job(const std::string& hosts_option, const std::function<v
 
 // Whether a table in `text` has a row for `host` whose check is `check`
 // and whose result starts with `result`, whatever the column widths.
-bool row_says(const std::string& text, const std::string& host, const std::string& check,
-              const std::string& result) {
+bool row_says(const std::string& text, const std::string& host, const std::string& check, const std::string& result) {
   std::stringstream lines(text);
   std::string line;
   while (std::getline(lines, line)) {
@@ -118,8 +117,8 @@ std::string fingerprint(const std::string& public_key) {
 
 TEST_CASE("conformance: 8 ranks on 4 hosts") {
   std::string tag;
-  const ProcessResult r = run_remote({"-x", "TRAINRUN_COLLECTIVE_TIMEOUT=120", "-H", "h1:2,h2:2,h3:2,h4:2", "-np",
-                                      "8", "--backend", "gloo", program_path("CONFORMANCE")},
+  const ProcessResult r = run_remote({"-x", "TRAINRUN_COLLECTIVE_TIMEOUT=120", "-H", "h1:2,h2:2,h3:2,h4:2", "-np", "8",
+                                      "--backend", "gloo", program_path("CONFORMANCE")},
                                      &tag);
   INFO(r.out, r.err);
   CHECK(r.exit_code == 0);
@@ -129,10 +128,10 @@ TEST_CASE("conformance: 8 ranks on 4 hosts") {
 
 TEST_CASE("conformance: 2 hosts x 2 ranks, allreduce two-level (shared memory in a host, TCP between)") {
   std::string tag;
-  const ProcessResult r = run_remote({"-x", "TRAINRUN_COLLECTIVE_TIMEOUT=120", "-x", "CONFORMANCE_TRANSPORT=shm",
-                                      "-H", "h1:2,h2:2", "-np", "4", "--backend", "gloo", "--verbose",
-                                      program_path("CONFORMANCE")},
-                                     &tag);
+  const ProcessResult r =
+      run_remote({"-x", "TRAINRUN_COLLECTIVE_TIMEOUT=120", "-x", "CONFORMANCE_TRANSPORT=shm", "-H", "h1:2,h2:2", "-np",
+                  "4", "--backend", "gloo", "--verbose", program_path("CONFORMANCE")},
+                 &tag);
   INFO(r.out, r.err);
   CHECK(r.exit_code == 0);
   CHECK(count(r.out, "of 4 (gloo): passed") == 4);
@@ -144,8 +143,8 @@ TEST_CASE("conformance: 16 ranks on 4 hosts") {
   std::string tag;
   ProcessOptions options;
   options.timeout = seconds(600);
-  const ProcessResult r = run_remote({"-x", "TRAINRUN_COLLECTIVE_TIMEOUT=300", "-H", "h1:4,h2:4,h3:4,h4:4",
-                                      "--backend", "gloo", program_path("CONFORMANCE")},
+  const ProcessResult r = run_remote({"-x", "TRAINRUN_COLLECTIVE_TIMEOUT=300", "-H", "h1:4,h2:4,h3:4,h4:4", "--backend",
+                                      "gloo", program_path("CONFORMANCE")},
                                      &tag, options);
   INFO(r.out, r.err);
   CHECK(r.exit_code == 0);
@@ -185,15 +184,16 @@ TEST_CASE("this machine and remote hosts in one job") {
 
 TEST_CASE("every pre-flight failure in one table, all hosts checked at once, nothing started") {
   std::string tag;
-  const ProcessResult r = run_remote({"--ssh-connect-timeout", "2", "-H",
-                                      "h1,refused,blackhole,no-such-host.invalid,nobody@h2,badkey,unknown",
-                                      rank_program(), "print:started"},
-                                     &tag);
+  const ProcessResult r = run_remote(
+      {"--ssh-connect-timeout", "2", "-H", "h1,refused,blackhole,no-such-host.invalid,nobody@h2,badkey,unknown",
+       rank_program(), "print:started"},
+      &tag);
   INFO(r.out, r.err);
   CHECK(r.exit_code == 125);
   CHECK(r.seconds < 2 + 3);  // in parallel: one timeout, not one per host
-  CHECK(contains(r.err, "trainrun: pre-flight checks failed on 6 of 7 host(s) (refused, blackhole, no-such-host.invalid, "
-                         "nobody@h2, badkey, unknown); nothing was started\n"));
+  CHECK(contains(r.err,
+                 "trainrun: pre-flight checks failed on 6 of 7 host(s) (refused, blackhole, no-such-host.invalid, "
+                 "nobody@h2, badkey, unknown); nothing was started\n"));
   CHECK(contains(r.err, "  host "));
   CHECK(row_says(r.err, "refused", "connect", "connection refused"));
   CHECK(row_says(r.err, "blackhole", "connect", "timed out"));
@@ -247,13 +247,13 @@ TEST_CASE("the program, the directory, the remote trainrun and its version are c
   const ProcessResult old = run_remote({"--remote-trainrun", old_agent, "-H", "h1,h2", "/bin/true"});
   INFO(old.out, old.err);
   CHECK(old.exit_code == 125);
-  CHECK(row_says(old.err, "h2", "version", "version mismatch: " + old_agent +
-                                                  " there is trainrun 0.0.0-test, this is trainrun "));
+  CHECK(row_says(old.err, "h2", "version",
+                 "version mismatch: " + old_agent + " there is trainrun 0.0.0-test, this is trainrun "));
 
   // A directory only the launcher has: the ranks could not start in it.
   const std::string cwd = hosts().client_only_dir();
-  const ProcessResult no_dir = run_process(hosts().client_argv(
-      {"/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", cwd, trainrun_bin(), "-H", "h3", "/bin/true"}));
+  const ProcessResult no_dir = run_process(
+      hosts().client_argv({"/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", cwd, trainrun_bin(), "-H", "h3", "/bin/true"}));
   INFO(no_dir.out, no_dir.err);
   CHECK(no_dir.exit_code == 125);
   CHECK(row_says(no_dir.err, "h3", "directory", "no such directory: " + cwd));
@@ -282,8 +282,8 @@ TEST_CASE("--ssh-accept-new adds an unknown host key, never a changed one") {
 
 TEST_CASE("a remote rank exits 7: trainrun exits 7, names it, and nothing is left on any host") {
   std::string tag;
-  const ProcessResult r = run_remote(
-      {"-H", "h1:2,h2:2", "--grace", "2", rank_program(), "spawn-tree", "exit:3:7", "sleep:60000"}, &tag);
+  const ProcessResult r =
+      run_remote({"-H", "h1:2,h2:2", "--grace", "2", rank_program(), "spawn-tree", "exit:3:7", "sleep:60000"}, &tag);
   INFO(r.out, r.err);
   CHECK(r.exit_code == 7);
   CHECK(contains(r.err, "trainrun: job failed: rank 3 (host h2, pid "));
@@ -322,8 +322,8 @@ TEST_CASE("the JSON report of a remote job: its hosts, each rank on its host, th
   CHECK(nothing_left_anywhere(tag));
 
   // A pre-flight failure: nothing started, the table's heading as the cause.
-  const ProcessResult refused = run_remote({"--report", path, "--ssh-connect-timeout", "2", "-H", "h1,refused",
-                                            rank_program(), "print:started"});
+  const ProcessResult refused =
+      run_remote({"--report", path, "--ssh-connect-timeout", "2", "-H", "h1,refused", rank_program(), "print:started"});
   CHECK(refused.exit_code == 125);
   const nlohmann::json k = checked_report(path);
   REQUIRE(k.is_object());
@@ -337,10 +337,10 @@ TEST_CASE("kill -9 of trainrun: nothing is left on any host within grace + 3 s")
   ProcessOptions options;
   options.env.push_back(unique_tag());
   const std::string tag = options.env.back();
-  Child job(launcher({"-H", "h1:2,h2:2,h3:2", "--grace", "1", rank_program(), "spawn-tree", "print:ready",
-                      "sleep:60000"},
-                     tag),
-            options);
+  Child job(
+      launcher({"-H", "h1:2,h2:2,h3:2", "--grace", "1", rank_program(), "spawn-tree", "print:ready", "sleep:60000"},
+               tag),
+      options);
   REQUIRE(job.wait_for_output("rank 5: ready", seconds(30)));
   for (int i = 0; i < 100 && processes_with_env(tag).size() < 6 * 4; ++i) ::usleep(20'000);
   REQUIRE(processes_with_env(tag).size() >= 6 * 4);
@@ -353,8 +353,8 @@ TEST_CASE("Ctrl-C reaches every remote rank; the secret is on no command line an
   ProcessOptions options;
   options.env.push_back(unique_tag());
   const std::string tag = options.env.back();
-  Child job(launcher({"--verbose", "-H", "h1:1,h2:1", rank_program(), "init", "env:TRAINRUN_SECRET",
-                      "print:ready", "sleep:60000"},
+  Child job(launcher({"--verbose", "-H", "h1:1,h2:1", rank_program(), "init", "env:TRAINRUN_SECRET", "print:ready",
+                      "sleep:60000"},
                      tag),
             options);
   REQUIRE(job.wait_for_output("rank 1: ready", seconds(30)));
@@ -380,10 +380,10 @@ TEST_CASE("while a job runs, its secret is in no /proc/*/cmdline, on any host") 
   ProcessOptions options;
   options.env.push_back(unique_tag());
   const std::string tag = options.env.back();
-  Child job(launcher({"-H", "h1:1,h2:1,h3:1", rank_program(), "init", "env:TRAINRUN_SECRET", "print:ready",
-                      "sleep:60000"},
-                     tag),
-            options);
+  Child job(
+      launcher({"-H", "h1:1,h2:1,h3:1", rank_program(), "init", "env:TRAINRUN_SECRET", "print:ready", "sleep:60000"},
+               tag),
+      options);
   for (int rank = 0; rank < 3; ++rank) {
     REQUIRE(job.wait_for_output("rank " + std::to_string(rank) + ": ready", seconds(30)));
   }
@@ -427,14 +427,16 @@ TEST_CASE("program arguments reach remote ranks byte for byte") {
 TEST_CASE("sshd killed mid-job: 'lost connection' within 15 s, exit 125, nothing left; the report says so") {
   std::string tag;
   const TempReport report;
-  const FaultResult f = fault_mid_job("h1:1,h2:1,h3:1", [] { hosts().kill_sshd(3); }, &tag, report.path);
+  const FaultResult f = fault_mid_job(
+      "h1:1,h2:1,h3:1", [] { hosts().kill_sshd(3); }, &tag, report.path);
   const ProcessResult& r = f.result;
   INFO(r.out, r.err);
   CHECK(f.seconds_after_fault < 15);
   CHECK(r.exit_code == 125);
   CHECK(count(r.err, "lost connection to h3") == 1);
-  CHECK(contains(r.err, "trainrun: lost connection to h3: the host closed the SSH connection (its sshd or this "
-                        "session was killed, or the host is going down)\n"));
+  CHECK(contains(r.err,
+                 "trainrun: lost connection to h3: the host closed the SSH connection (its sshd or this "
+                 "session was killed, or the host is going down)\n"));
   CHECK(nothing_left_anywhere(tag));
   if (schema_validator_missing().empty()) {
     const nlohmann::json j = checked_report(report.path);
@@ -460,7 +462,8 @@ TEST_CASE("ranks silent for longer than the silence limit: the hosts are not tak
 
 TEST_CASE("an unplugged host (no FIN): 'lost connection' within 15 s, and its agent ends its ranks") {
   std::string tag;
-  const FaultResult f = fault_mid_job("h1:1,h4:1", [] { hosts().unplug(4); }, &tag);
+  const FaultResult f = fault_mid_job(
+      "h1:1,h4:1", [] { hosts().unplug(4); }, &tag);
   const ProcessResult& r = f.result;
   INFO(r.out, r.err);
   CHECK(f.seconds_after_fault < 15);

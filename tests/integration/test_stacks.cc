@@ -52,7 +52,8 @@ TEST_CASE("--timeout: a deadlocked rank's lock frame in a dump of 2 groups, soon
   REQUIRE(::mkdtemp(dir));
   std::string tag;
   const ProcessResult r = run_trainrun({"-np", "4", "--timeout", "10", "--grace", "1", "--output-filename", dir,
-                                        rank_program(), "init", "deadlock:2", "allreduce"}, &tag);
+                                        rank_program(), "init", "deadlock:2", "allreduce"},
+                                       &tag);
   INFO(r.out, r.err);
   CHECK(r.exit_code == 124);
   CHECK(contains(r.err, "trainrun: --timeout 10 s expired: taking the stack of every rank\n"));
@@ -77,8 +78,7 @@ TEST_CASE("--timeout: a deadlocked rank's lock frame in a dump of 2 groups, soon
 TEST_CASE("SIGQUIT: a dump of the sleeping rank and the ranks waiting for it; the job goes on and exits 0") {
   ProcessOptions options;
   options.env.push_back(unique_tag());
-  Child job({trainrun_bin(), "-np", "4", rank_program(), "init", "print:ready", "sleep:3:8000", "allreduce"},
-            options);
+  Child job({trainrun_bin(), "-np", "4", rank_program(), "init", "print:ready", "sleep:3:8000", "allreduce"}, options);
   for (int rank = 0; rank < 4; ++rank) {
     REQUIRE(job.wait_for_output("rank " + std::to_string(rank) + ": ready", seconds(30)));
   }
@@ -91,7 +91,7 @@ TEST_CASE("SIGQUIT: a dump of the sleeping rank and the ranks waiting for it; th
   CHECK(group_headers(r.err) == std::vector<std::string>{"ranks 0-2", "rank 3"});
   CHECK(contains(group_text(r.err, "rank 3"), "clock_nanosleep"));
   CHECK(contains(group_text(r.err, "ranks 0-2"), "ShmRounds::sleep_on"));  // one host: shared memory
-  CHECK(count(r.out, ": sum=6\n") == 4);  // the job went on after the dump
+  CHECK(count(r.out, ": sum=6\n") == 4);                                   // the job went on after the dump
   CHECK(nothing_left(options.env[0], seconds(5)));
 }
 
@@ -110,8 +110,8 @@ TEST_CASE("Python ranks: the rank in time.sleep stands apart, with the interpret
       "else:\n"
       "    select.select([], [], [], 600)\n";
   std::string tag;
-  const ProcessResult r = run_trainrun({"-np", "3", "--timeout", "15", "--grace", "1", "/usr/bin/python3", "-c", script},
-                                       &tag);
+  const ProcessResult r =
+      run_trainrun({"-np", "3", "--timeout", "15", "--grace", "1", "/usr/bin/python3", "-c", script}, &tag);
   INFO(r.out, r.err);
   CHECK(r.exit_code == 124);
   CHECK(group_headers(r.err) == std::vector<std::string>{"ranks 0,2", "rank 1"});
@@ -124,15 +124,16 @@ TEST_CASE("Python ranks: the rank in time.sleep stands apart, with the interpret
 
 TEST_CASE("a core allreduce whose peer is late says so after --stall-warning, naming it; --stacks-on-stall dumps") {
   std::string tag;
-  const ProcessResult r = run_trainrun({"-np", "2", "--stall-warning", "1", "--stacks-on-stall", rank_program(),
-                                        "init", "sleep:1:5000", "allreduce"}, &tag);
+  const ProcessResult r = run_trainrun(
+      {"-np", "2", "--stall-warning", "1", "--stacks-on-stall", rank_program(), "init", "sleep:1:5000", "allreduce"},
+      &tag);
   INFO(r.out, r.err);
   CHECK(r.exit_code == 0);
   // init's barrier is core call #1; rank 0 waits in #2 for rank 1 on this host.
   CHECK(contains(r.err, "): waiting: allreduce (core call #2) has waited 1 s for rank 1 ("));
   CHECK(contains(r.err, "127.0.0.1); still waiting\n"));
   const int warnings = count(r.err, "[0] trainrun: rank 0 (");  // the view beside a dump repeats them untagged
-  CHECK(warnings >= 2);   // once per interval, while the wait lasts (~5 s)
+  CHECK(warnings >= 2);                                         // once per interval, while the wait lasts (~5 s)
   CHECK(warnings <= 6);
   CHECK(count(r.err, "trainrun: a stall warning (--stacks-on-stall): taking the stack of every rank\n") >= 1);
   CHECK(contains(r.err, "trainrun: engine's view (the last stall line of each rank that printed one):\n"));
@@ -144,15 +145,17 @@ TEST_CASE("a core allreduce whose peer is late says so after --stall-warning, na
 TEST_CASE("the engine's stall shutdown: the late rank's stack, taken while it still sleeps") {
   std::string tag;
   const ProcessResult r = run_trainrun({"-np", "2", "--stall-shutdown", "1.5", "--stall-warning", "0",
-                                        program_path("ENGINE_PROGRAM"), "stall", "1", "6000", "fresh"}, &tag);
+                                        program_path("ENGINE_PROGRAM"), "stall", "1", "6000", "fresh"},
+                                       &tag);
   INFO(r.out, r.err);
   CHECK(r.exit_code == 3);
   CHECK(contains(r.err, "trainrun: rank 0 ("));
   CHECK(contains(r.err, "): stall: an op waited more than 1.5 s (TRAINRUN_STALL_SHUTDOWN), so the engine stopped"));
   CHECK(contains(r.err, "trainrun: the engine's stall shutdown: taking the stack of every rank\n"));
   CHECK(contains(group_text(r.err, "rank 1"), "clock_nanosleep"));
-  CHECK(contains(r.err, "): no stack: not taken: it reported the stall shutdown and is on its way out (its line is "
-                        "below)\n"));  // rank 0, which is not stopped while it exits
+  CHECK(contains(r.err,
+                 "): no stack: not taken: it reported the stall shutdown and is on its way out (its line is "
+                 "below)\n"));  // rank 0, which is not stopped while it exits
   CHECK(group_text(r.err, "rank 0").empty());
   CHECK(count(r.err, "taking the stack of every rank") == 1);
   CHECK(nothing_left(tag, seconds(5)));
@@ -162,13 +165,14 @@ TEST_CASE("a host without eu-stack: one line for its ranks, and the job still en
   ProcessOptions options;
   options.env.push_back("PATH=/nonexistent");  // the agent finds eu-stack through PATH
   std::string tag;
-  const ProcessResult r = run_trainrun({"-np", "2", "--timeout", "3", "--grace", "1", rank_program(), "init",
-                                        "sleep:60000"}, &tag, options);
+  const ProcessResult r = run_trainrun(
+      {"-np", "2", "--timeout", "3", "--grace", "1", rank_program(), "init", "sleep:60000"}, &tag, options);
   INFO(r.out, r.err);
   CHECK(r.exit_code == 124);
   CHECK(contains(r.err, "trainrun: stacks of every rank (--timeout 3 s expired), 1 group:\nranks 0-1 ("));
-  CHECK(contains(r.err, "): no stack: eu-stack is not installed on this host (Debian/Ubuntu: apt-get install "
-                        "elfutils)\n"));
+  CHECK(contains(r.err,
+                 "): no stack: eu-stack is not installed on this host (Debian/Ubuntu: apt-get install "
+                 "elfutils)\n"));
   CHECK(nothing_left(tag, seconds(5)));
 }
 

@@ -26,10 +26,10 @@ TEST_CASE("--timeout on 2 hosts: the deadlocked rank on h2 apart from the others
   const std::string tag = unique_tag();
   ProcessOptions options;
   options.env.push_back(tag);
-  const ProcessResult r = run_process(
-      g_hosts->client_argv({trainrun_bin(), "-x", tag, "-H", "h1:2,h2:2", "--timeout", "10", "--grace", "1",
-                            rank_program(), "init", "deadlock:2", "allreduce"}),
-      options);
+  const ProcessResult r =
+      run_process(g_hosts->client_argv({trainrun_bin(), "-x", tag, "-H", "h1:2,h2:2", "--timeout", "10", "--grace", "1",
+                                        rank_program(), "init", "deadlock:2", "allreduce"}),
+                  options);
   INFO(r.out, r.err);
   CHECK(r.exit_code == 124);
   CHECK(contains(r.err, "trainrun: stacks of every rank (--timeout 10 s expired), 2 groups:\n"));

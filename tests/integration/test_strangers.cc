@@ -44,7 +44,8 @@ std::set<int> listening_ports(pid_t pid) {
       std::istringstream fields(line);
       std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
       fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >> inode;
-      if (state == "0A" && inodes.count(inode)) ports.insert(std::stoi(local.substr(local.rfind(':') + 1), nullptr, 16));
+      if (state == "0A" && inodes.count(inode))
+        ports.insert(std::stoi(local.substr(local.rfind(':') + 1), nullptr, 16));
     }
   }
   return ports;
@@ -137,8 +138,8 @@ TEST_CASE("garbage and silent connections to every mesh port during a slow start
   CHECK(result.exit_code == 0);
   for (int rank : {0, 1, 2}) CHECK(contains(result.out, "rank " + std::to_string(rank) + ": sum=3"));
   for (int rank : {0, 1}) {
-    CHECK(contains(result.err, "trainrun: rank " + std::to_string(rank) +
-                                   ": direct mesh: rejected a connection from 127.0.0.1:"));
+    CHECK(contains(result.err,
+                   "trainrun: rank " + std::to_string(rank) + ": direct mesh: rejected a connection from 127.0.0.1:"));
   }
   CHECK(count(result.err, ": bad authentication") == 2);
   CHECK_FALSE(contains(result.err, "error"));
@@ -171,7 +172,7 @@ TEST_CASE("a job starts while 9000 idle connections flood its rendezvous") {
     if (fd >= 0) flood.push_back(fd);
   }
   CHECK(flood.size() >= 8192);  // at least as many as the server holds
-  gate.open();  // rank 1 now meets a full server
+  gate.open();                  // rank 1 now meets a full server
   const ProcessResult result = job.wait();
   for (int fd : flood) ::close(fd);
   CHECK_MESSAGE(result.exit_code == 0, result.err);

@@ -37,8 +37,9 @@ ProcessResult run_failing(const std::string& np, const std::vector<std::string>&
 TEST_CASE("alltoall with different counts on 2 ranks: the same Mismatch error on the ranks, exit 1") {
   const ProcessResult r = run_failing("2", {"alltoall:0:4", "alltoall:1:8"});
   CHECK(contains(r.out, ": alltoall error: rank "));
-  CHECK(contains(r.out, "): alltoall: the ranks' counts disagree: rank 1 sends 32 bytes to rank 0, which expects 16 "
-                        "bytes from it\n"));
+  CHECK(contains(r.out,
+                 "): alltoall: the ranks' counts disagree: rank 1 sends 32 bytes to rank 0, which expects 16 "
+                 "bytes from it\n"));
   CHECK(!contains(r.out, "alltoall ok"));
 }
 

@@ -85,13 +85,14 @@ TEST_CASE("torchrun's --nnodes and --nproc-per-node that disagree: exit 2, one l
 TEST_CASE("trainrun -np 2 train.py runs it with the Python that has trainrun, with torchrun's variables") {
   if (::access("/usr/bin/python3", X_OK) != 0) return;  // the interpreter trainrun names
   const TempDir dir;
-  dir.write("train.py",
-            "import os\n"
-            "e = os.environ\n"
-            "print('rank', e['RANK'], 'group', e['GROUP_RANK'], e['GROUP_WORLD_SIZE'], 'role', e['ROLE_RANK'],\n"
-            "      e['ROLE_WORLD_SIZE'], 'restart', e['TORCHELASTIC_RESTART_COUNT'], e['TORCHELASTIC_MAX_RESTARTS'],\n"
-            "      'run_id', e['TORCHELASTIC_RUN_ID'] == e['TRAINRUN_JOB_ID'] != '', 'omp', e.get('OMP_NUM_THREADS'))\n",
-            0644);  // not executable, and not on PATH: was "program 'train.py' not found in PATH"
+  dir.write(
+      "train.py",
+      "import os\n"
+      "e = os.environ\n"
+      "print('rank', e['RANK'], 'group', e['GROUP_RANK'], e['GROUP_WORLD_SIZE'], 'role', e['ROLE_RANK'],\n"
+      "      e['ROLE_WORLD_SIZE'], 'restart', e['TORCHELASTIC_RESTART_COUNT'], e['TORCHELASTIC_MAX_RESTARTS'],\n"
+      "      'run_id', e['TORCHELASTIC_RUN_ID'] == e['TRAINRUN_JOB_ID'] != '', 'omp', e.get('OMP_NUM_THREADS'))\n",
+      0644);  // not executable, and not on PATH: was "program 'train.py' not found in PATH"
   const std::string cd = "cd '" + dir.path + "' && exec env -u OMP_NUM_THREADS ";
   std::string tag;
   const ProcessResult r = run_shell(cd + "'" + trainrun_bin() + "' -np 2 train.py", &tag);
@@ -112,8 +113,10 @@ TEST_CASE("trainrun -np 2 train.py runs it with the Python that has trainrun, wi
   CHECK_FALSE(contains(one.err, "OMP_NUM_THREADS"));
 
   // The dry run shows the interpreter in each rank's command.
-  const ProcessResult dry = run_shell(cd + "'" + trainrun_bin() + "' --standalone --nproc-per-node 2 --dry-run "
-                                      "train.py", &tag);
+  const ProcessResult dry = run_shell(cd + "'" + trainrun_bin() +
+                                          "' --standalone --nproc-per-node 2 --dry-run "
+                                          "train.py",
+                                      &tag);
   CHECK(dry.exit_code == 0);
   CHECK(count(dry.out, " /usr/bin/python3 train.py\n") == 2);
 }
@@ -126,14 +129,23 @@ std::string failing_program(const TempDir& dir, int failures) {
   return dir.write("rank.sh",
                    "#!/bin/sh\n"
                    "if [ \"$TRAINRUN_RANK\" = 1 ]; then\n"
-                   "  n=$(cat '" + dir.path + "/runs' 2>/dev/null || echo 0)\n"
-                   "  echo $((n + 1)) > '" + dir.path + "/runs'\n"
-                   "  echo \"run $n restart $TORCHELASTIC_RESTART_COUNT of $TORCHELASTIC_MAX_RESTARTS\"\n"
-                   "  [ \"$n\" -lt " + std::to_string(failures) + " ] && exit 3\n"
-                   "  touch '" + dir.path + "/done'\n"
-                   "  exit 0\n"
-                   "fi\n"
-                   "for i in $(seq 3000); do [ -e '" + dir.path + "/done' ] && exit 0; sleep 0.1; done\n",
+                   "  n=$(cat '" +
+                       dir.path +
+                       "/runs' 2>/dev/null || echo 0)\n"
+                       "  echo $((n + 1)) > '" +
+                       dir.path +
+                       "/runs'\n"
+                       "  echo \"run $n restart $TORCHELASTIC_RESTART_COUNT of $TORCHELASTIC_MAX_RESTARTS\"\n"
+                       "  [ \"$n\" -lt " +
+                       std::to_string(failures) +
+                       " ] && exit 3\n"
+                       "  touch '" +
+                       dir.path +
+                       "/done'\n"
+                       "  exit 0\n"
+                       "fi\n"
+                       "for i in $(seq 3000); do [ -e '" +
+                       dir.path + "/done' ] && exit 0; sleep 0.1; done\n",
                    0755);
 }
 

@@ -37,9 +37,7 @@ inline int count(const std::string& text, const std::string& what) {
   return n;
 }
 
-inline bool contains(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
-}
+inline bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
 
 // True once no process carrying `tag` is alive, polling up to `within`.
 inline bool nothing_left(const std::string& tag, std::chrono::milliseconds within = std::chrono::seconds(1)) {

@@ -45,8 +45,9 @@ TEST_CASE("byte sizes up to 2^47 pass; overflowing or larger ones name the count
         "count 18446744073709551615 of float32 is more than the 128 TiB (2^47 bytes) one collective can address "
         "(a negative count converted to size_t?)");
   // Each rank's block fits, the whole buffer does not; the product wraps to 0.
-  CHECK(refusal([] { checked_bytes(std::size_t{1} << 62, DataType::UInt8, 4); }).rfind(
-            "count 4611686018427387904 of uint8, times 4 ranks, is more than", 0) == 0);
+  CHECK(refusal([] {
+          checked_bytes(std::size_t{1} << 62, DataType::UInt8, 4);
+        }).rfind("count 4611686018427387904 of uint8, times 4 ranks, is more than", 0) == 0);
   CHECK(refusal([] { checked_bytes(kMaxCallBytes / 2 + 1, DataType::UInt8, 2); }) != "");
 }
 
@@ -55,20 +56,29 @@ TEST_CASE("allgatherv's counts are summed without overflow") {
   CHECK(checked_bytes(std::vector<std::size_t>{}, DataType::Int32) == 0);
   const std::size_t half = kMaxCallBytes / 2;
   CHECK(checked_bytes(std::vector<std::size_t>{half, half}, DataType::UInt8) == kMaxCallBytes);
-  CHECK(refusal([&] { checked_bytes(std::vector<std::size_t>{half, half, 1}, DataType::UInt8); }) ==
+  CHECK(refusal([&] {
+          checked_bytes(std::vector<std::size_t>{half, half, 1}, DataType::UInt8);
+        }) ==
         "counts[2] = 1 of uint8 brings the total to more than the 128 TiB (2^47 bytes) one collective can address");
   // Two counts whose sum wraps around to a small number.
-  CHECK(refusal([] { checked_bytes(std::vector<std::size_t>{kMax, 2}, DataType::UInt8); }).rfind("counts[0] = ", 0) == 0);
+  CHECK(refusal([] {
+          checked_bytes(std::vector<std::size_t>{kMax, 2}, DataType::UInt8);
+        }).rfind("counts[0] = ", 0) == 0);
 }
 
 TEST_CASE("a tensor's shape product is checked dimension by dimension") {
   CHECK(checked_elements({}, DataType::Float32, "'s'") == 1);
   CHECK(checked_elements({3, 0, std::int64_t{1} << 62}, DataType::Float32, "'z'") == 0);
   CHECK(checked_elements({1 << 20, 1 << 20}, DataType::Float32, "'w'") == std::size_t{1} << 40);
-  CHECK(refusal([] { checked_elements({std::int64_t{1} << 62}, DataType::Float32, "'t' has shape [4611686018427387904]"); }) ==
-        "'t' has shape [4611686018427387904] of float32: more than the 128 TiB (2^47 bytes) one collective can address");
+  CHECK(
+      refusal([] {
+        checked_elements({std::int64_t{1} << 62}, DataType::Float32, "'t' has shape [4611686018427387904]");
+      }) ==
+      "'t' has shape [4611686018427387904] of float32: more than the 128 TiB (2^47 bytes) one collective can address");
   // 2^32 * 2^32 wraps to 0 in 64 bits.
-  CHECK(refusal([] { checked_elements({std::int64_t{1} << 32, std::int64_t{1} << 32}, DataType::UInt8, "'u'"); }) != "");
+  CHECK(refusal([] {
+          checked_elements({std::int64_t{1} << 32, std::int64_t{1} << 32}, DataType::UInt8, "'u'");
+        }) != "");
 }
 
 TEST_CASE("descriptors that agree say nothing; the first rank that differs is named with how") {
@@ -90,7 +100,8 @@ TEST_CASE("descriptors that agree say nothing; the first rank that differs is na
         "rank 2 called allreduce with count 5, rank 0 with count 4");
   CHECK(differ(describe_call(CoreOp::Broadcast, DataType::Float32, 4, ReduceOp::Sum, 1)) ==
         "rank 2 called broadcast, rank 0 called allreduce");
-  CHECK(differ(describe_call(CoreOp::Barrier, DataType::Float32, 4)) == "rank 2 called barrier, rank 0 called allreduce");
+  CHECK(differ(describe_call(CoreOp::Barrier, DataType::Float32, 4)) ==
+        "rank 2 called barrier, rank 0 called allreduce");
 }
 
 TEST_CASE("only the arguments an op uses count; allgatherv compares every rank's counts") {

@@ -25,7 +25,8 @@ TEST_CASE("restore loads the last commit; before any commit it changes nothing")
   std::int64_t step = 5;
   std::string text = "a";
   state.add_value("step", step);
-  state.add("text", [&] { return text; }, [&](const std::string& bytes) { text = bytes; });
+  state.add(
+      "text", [&] { return text; }, [&](const std::string& bytes) { text = bytes; });
   state.restore();
   CHECK(step == 5);
   CHECK_FALSE(state.has_snapshot());
@@ -82,7 +83,9 @@ TEST_CASE("parts are named once and need both save and load") {
   state.add_value("a", a);
   CHECK_THROWS_WITH_AS(state.add_value("a", a), "elastic state 'a' was added twice", Error);
   CHECK_THROWS_AS(state.add("b", nullptr, [](const std::string&) {}), Error);
-  CHECK_THROWS_AS(state.add("c", [] { return std::string(); }, nullptr), Error);
+  CHECK_THROWS_AS(state.add(
+                      "c", [] { return std::string(); }, nullptr),
+                  Error);
 }
 
 TEST_CASE("run outside an elastic job is init, sync and one call") {
@@ -102,8 +105,8 @@ TEST_CASE("run outside an elastic job is init, sync and one call") {
   CHECK(step == 6);
   CHECK_FALSE(trainrun::elastic::enabled());
   CHECK(trainrun::elastic::generation() == 0);
-  CHECK_THROWS_WITH_AS(trainrun::elastic::run(state, [] { throw Error(Error::Code::Io, "peer gone"); }),
-                       "peer gone", Error);
+  CHECK_THROWS_WITH_AS(trainrun::elastic::run(state, [] { throw Error(Error::Code::Io, "peer gone"); }), "peer gone",
+                       Error);
   trainrun::shutdown();
 }
 

@@ -26,11 +26,17 @@ struct FakeEnv {
 const std::string kSecret(64, 'a');
 
 FakeEnv trainrun_env() {
-  return FakeEnv{{{"TRAINRUN_RANK", "3"}, {"TRAINRUN_SIZE", "8"}, {"TRAINRUN_LOCAL_RANK", "1"},
-                  {"TRAINRUN_LOCAL_SIZE", "2"}, {"TRAINRUN_CROSS_RANK", "1"},
-                  {"TRAINRUN_CROSS_SIZE", "4"}, {"TRAINRUN_HOSTNAME", "h2"},
-                  {"TRAINRUN_RENDEZVOUS_ADDR", "10.0.0.1"}, {"TRAINRUN_RENDEZVOUS_PORT", "4242"},
-                  {"TRAINRUN_JOB_ID", "abc"}, {"TRAINRUN_SECRET", kSecret}}};
+  return FakeEnv{{{"TRAINRUN_RANK", "3"},
+                  {"TRAINRUN_SIZE", "8"},
+                  {"TRAINRUN_LOCAL_RANK", "1"},
+                  {"TRAINRUN_LOCAL_SIZE", "2"},
+                  {"TRAINRUN_CROSS_RANK", "1"},
+                  {"TRAINRUN_CROSS_SIZE", "4"},
+                  {"TRAINRUN_HOSTNAME", "h2"},
+                  {"TRAINRUN_RENDEZVOUS_ADDR", "10.0.0.1"},
+                  {"TRAINRUN_RENDEZVOUS_PORT", "4242"},
+                  {"TRAINRUN_JOB_ID", "abc"},
+                  {"TRAINRUN_SECRET", kSecret}}};
 }
 
 std::string error_of(const FakeEnv& env) {
@@ -65,8 +71,10 @@ TEST_CASE("trainrun's environment wins") {
 }
 
 TEST_CASE("Open MPI's environment when trainrun's is absent") {
-  FakeEnv env{{{"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_SIZE", "8"},
-               {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}}};
+  FakeEnv env{{{"OMPI_COMM_WORLD_RANK", "5"},
+               {"OMPI_COMM_WORLD_SIZE", "8"},
+               {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+               {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}}};
   const World w = world_from_env(env.lookup());
   CHECK(w.source == World::Source::OpenMpi);
   CHECK(w.rank == 5);
@@ -77,8 +85,12 @@ TEST_CASE("Open MPI's environment when trainrun's is absent") {
 }
 
 TEST_CASE("Slurm's environment, with uneven tasks per node") {
-  FakeEnv env{{{"SLURM_PROCID", "6"}, {"SLURM_NTASKS", "7"}, {"SLURM_LOCALID", "2"},
-               {"SLURM_NODEID", "1"}, {"SLURM_TASKS_PER_NODE", "2,3(x1),2"}, {"PMIX_RANK", "6"}}};
+  FakeEnv env{{{"SLURM_PROCID", "6"},
+               {"SLURM_NTASKS", "7"},
+               {"SLURM_LOCALID", "2"},
+               {"SLURM_NODEID", "1"},
+               {"SLURM_TASKS_PER_NODE", "2,3(x1),2"},
+               {"PMIX_RANK", "6"}}};
   const World w = world_from_env(env.lookup());
   CHECK(w.source == World::Source::Slurm);
   CHECK(w.rank == 6);
@@ -93,8 +105,10 @@ TEST_CASE("Slurm's environment, with uneven tasks per node") {
 TEST_CASE("Slurm tasks without PMI are refused in one line, before MPI sees them") {
   const std::string advice = "use 'srun --mpi=pmix' or 'trainrun --launcher srun'";
   FakeEnv env{{{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_TASKS_PER_NODE", "2"}}};
-  CHECK(error_of(env) == "Slurm started task 1 of 2 without PMI (SLURM_MPI_TYPE=unset), so the tasks cannot "
-                         "find each other: " + advice);
+  CHECK(error_of(env) ==
+        "Slurm started task 1 of 2 without PMI (SLURM_MPI_TYPE=unset), so the tasks cannot "
+        "find each other: " +
+            advice);
   env.vars["SLURM_MPI_TYPE"] = "none";
   CHECK(error_of(env).find("(SLURM_MPI_TYPE=none)") != std::string::npos);
   // PMIx (or PMI-2) in the environment, or a plugin other than none: MPI_Init can work.
@@ -135,8 +149,8 @@ TEST_CASE("malformed values are named in the error") {
   env = trainrun_env();
   env.vars["TRAINRUN_RENDEZVOUS_PORT"] = "70000";
   CHECK(error_of(env).find("TRAINRUN_RENDEZVOUS_PORT='70000' is out of range") == 0);
-  FakeEnv slurm{{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_TASKS_PER_NODE", "2(x"},
-                 {"SLURM_MPI_TYPE", "pmix"}}};
+  FakeEnv slurm{
+      {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_TASKS_PER_NODE", "2(x"}, {"SLURM_MPI_TYPE", "pmix"}}};
   CHECK(error_of(slurm).find("SLURM_TASKS_PER_NODE='2(x' is malformed") == 0);
 }
 

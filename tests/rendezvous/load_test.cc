@@ -36,8 +36,8 @@ namespace {
   }
   const HttpServer::Stats stats = server.stats();
   const long rss = trainrun::test::peak_rss_kib(::getpid());
-  const std::uint64_t out[4] = {stats.requests, stats.rejected + stats.unauthorized,
-                                stats.peak_open, static_cast<std::uint64_t>(rss)};
+  const std::uint64_t out[4] = {stats.requests, stats.rejected + stats.unauthorized, stats.peak_open,
+                                static_cast<std::uint64_t>(rss)};
   (void)!::write(report, out, sizeof out);
   server.stop();
   ::_exit(0);
@@ -92,10 +92,10 @@ int main(int argc, char** argv) {
   int status = 0;
   ::waitpid(child, &status, 0);
 
-  std::printf("rendezvous load: %d clients, %d ok, %d failed, %.3f s, %llu requests, "
-              "%llu error answers, %llu peak connections, server peak RSS %.1f MiB\n",
-              clients, ok.load(), failed.load(), seconds, static_cast<unsigned long long>(stats[0]),
-              static_cast<unsigned long long>(stats[1]), static_cast<unsigned long long>(stats[2]),
-              stats[3] / 1024.0);
+  std::printf(
+      "rendezvous load: %d clients, %d ok, %d failed, %.3f s, %llu requests, "
+      "%llu error answers, %llu peak connections, server peak RSS %.1f MiB\n",
+      clients, ok.load(), failed.load(), seconds, static_cast<unsigned long long>(stats[0]),
+      static_cast<unsigned long long>(stats[1]), static_cast<unsigned long long>(stats[2]), stats[3] / 1024.0);
   return (failed == 0 && ok == clients && stats[1] == 0) ? 0 : 1;
 }

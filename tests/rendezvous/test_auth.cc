@@ -55,8 +55,7 @@ TEST_CASE("authenticator rejects tampering, wrong keys, stale and malformed requ
   const std::string mac = sign(secret, request.view());
 
   SUBCASE("wrong secret") {
-    CHECK(auth.check(request.view(), sign(generate_secret(), request.view()), now) ==
-          AuthResult::BadSignature);
+    CHECK(auth.check(request.view(), sign(generate_secret(), request.view()), now) == AuthResult::BadSignature);
   }
   SUBCASE("tampered target") {
     Signed other = request;

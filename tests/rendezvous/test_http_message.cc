@@ -47,8 +47,7 @@ TEST_CASE("malformed and oversized responses are errors") {
   }
   {
     ResponseParser parser;
-    CHECK(parser.feed("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n") ==
-          ResponseParser::State::Error);
+    CHECK(parser.feed("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n") == ResponseParser::State::Error);
   }
   {
     ResponseParser parser(64, 10);

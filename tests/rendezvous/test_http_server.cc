@@ -93,8 +93,7 @@ std::string signed_wire(const Secret& secret, const Request& r) {
 }
 
 struct Fixture {
-  explicit Fixture(HttpServer::Options options = {})
-      : secret(generate_secret()), server(secret, options) {
+  explicit Fixture(HttpServer::Options options = {}) : secret(generate_secret()), server(secret, options) {
     server.start();
   }
   HttpResponse send(const std::string& wire) {
@@ -165,8 +164,7 @@ TEST_CASE("requests without a valid token get 401 and change nothing") {
   SUBCASE("garbage authorization header") {
     const HttpResponse r = f.send(format_request(
         "PUT", "/v1/kv/s/existing", "h",
-        {{"Authorization", "Bearer x"}, {"X-Trainrun-Timestamp", "1"}, {"X-Trainrun-Nonce", "2"}},
-        "evil"));
+        {{"Authorization", "Bearer x"}, {"X-Trainrun-Timestamp", "1"}, {"X-Trainrun-Nonce", "2"}}, "evil"));
     CHECK(r.status == 401);
   }
   CHECK(f.server.table().size() == before);
@@ -217,8 +215,8 @@ TEST_CASE("malformed requests get 400, 405, 431 or 404") {
   Request bad_name;
   bad_name.target = "/v1/kv/s/bad%20name";
   CHECK(f.send(bad_name).status == 400);
-  std::string huge = "GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Pad: " +
-                     std::string(p::kMaxHeaderBytes + 10, 'a') + "\r\n\r\n";
+  std::string huge =
+      "GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Pad: " + std::string(p::kMaxHeaderBytes + 10, 'a') + "\r\n\r\n";
   CHECK(f.send(huge).status == 431);
   Request get_with_body;
   get_with_body.target = "/v1/kv/s/k";
@@ -362,8 +360,7 @@ TEST_CASE("HttpStore: set, long-poll get, range get, add") {
   writer.join();
 
   for (int i = 0; i < 4; ++i) store.set("mesh", "addr." + std::to_string(i), "v" + std::to_string(i));
-  CHECK(store.get_range("mesh", "addr.", 1, 3, milliseconds(100)) ==
-        std::vector<std::string>{"v1", "v2", "v3"});
+  CHECK(store.get_range("mesh", "addr.", 1, 3, milliseconds(100)) == std::vector<std::string>{"v1", "v2", "v3"});
 
   std::vector<std::thread> adders;
   for (int t = 0; t < 8; ++t) {

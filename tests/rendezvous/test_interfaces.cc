@@ -26,8 +26,8 @@ TEST_CASE("parse_cidr: IPv4 and IPv6 networks, bare addresses, and what is refus
   CHECK(host->contains("192.168.1.7"));
   CHECK_FALSE(host->contains("192.168.1.8"));
   CHECK(parse_cidr("0.0.0.0/0")->contains("8.8.8.8"));
-  for (const char* bad : {"", "10.1.0.0/", "10.1.0.0/33", "10.1.0.0/-1", "10.1.0.0/16x", "fd00::/129", "eth0",
-                          "10.1.0/16"}) {
+  for (const char* bad :
+       {"", "10.1.0.0/", "10.1.0.0/33", "10.1.0.0/-1", "10.1.0.0/16x", "fd00::/129", "eth0", "10.1.0/16"}) {
     CAPTURE(bad);
     CHECK_FALSE(parse_cidr(bad));
   }

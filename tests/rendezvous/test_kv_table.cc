@@ -32,7 +32,8 @@ TEST_CASE("get_or_wait answers at once when every key exists") {
   table.set("s/a", "1");
   table.set("s/b", "2");
   bool called = false;
-  auto values = table.get_or_wait({"s/a", "s/b"}, [&](KvTable::Values) { called = true; }, nullptr);
+  auto values = table.get_or_wait(
+      {"s/a", "s/b"}, [&](KvTable::Values) { called = true; }, nullptr);
   REQUIRE(values.has_value());
   CHECK(*values == KvTable::Values{"1", "2"});
   CHECK_FALSE(called);
@@ -44,7 +45,13 @@ TEST_CASE("a waiter fires once, when its last key arrives, with values in reques
   KvTable::Values got;
   int calls = 0;
   KvTable::WaitId id = 0;
-  auto now = table.get_or_wait({"s/c", "s/a", "s/b"}, [&](KvTable::Values v) { got = std::move(v); ++calls; }, &id);
+  auto now = table.get_or_wait(
+      {"s/c", "s/a", "s/b"},
+      [&](KvTable::Values v) {
+        got = std::move(v);
+        ++calls;
+      },
+      &id);
   CHECK_FALSE(now.has_value());
   table.set("s/a", "A");
   table.set("s/b", "B");
@@ -61,7 +68,13 @@ TEST_CASE("a waiter fires once, when its last key arrives, with values in reques
 TEST_CASE("add wakes waiters too") {
   KvTable table;
   int calls = 0;
-  table.get_or_wait({"s/n"}, [&](KvTable::Values v) { CHECK(v.front() == "3"); ++calls; }, nullptr);
+  table.get_or_wait(
+      {"s/n"},
+      [&](KvTable::Values v) {
+        CHECK(v.front() == "3");
+        ++calls;
+      },
+      nullptr);
   table.add("s/n", 3);
   CHECK(calls == 1);
 }
@@ -70,7 +83,8 @@ TEST_CASE("cancel removes a waiter so it never fires") {
   KvTable table;
   int calls = 0;
   KvTable::WaitId id = 0;
-  table.get_or_wait({"s/x"}, [&](KvTable::Values) { ++calls; }, &id);
+  table.get_or_wait(
+      {"s/x"}, [&](KvTable::Values) { ++calls; }, &id);
   CHECK(table.waiter_count() == 1);
   CHECK(table.cancel(id));
   table.set("s/x", "1");
@@ -85,7 +99,13 @@ TEST_CASE("many waiters on many keys: all fire, index stays small") {
   for (int i = 0; i < kRanks; ++i) keys.push_back("mesh/addr." + std::to_string(i));
   int fired = 0;
   for (int i = 0; i < kRanks; ++i) {
-    table.get_or_wait(keys, [&](KvTable::Values v) { CHECK(v.size() == kRanks); ++fired; }, nullptr);
+    table.get_or_wait(
+        keys,
+        [&](KvTable::Values v) {
+          CHECK(v.size() == kRanks);
+          ++fired;
+        },
+        nullptr);
   }
   for (int i = kRanks - 1; i >= 0; --i) table.set(keys[i], std::to_string(i));
   CHECK(fired == kRanks);

@@ -49,8 +49,8 @@ TEST_CASE("the agent's step: one task on one node, raw stdout, no MPI") {
   REQUIRE(d.mode);
   CHECK(d.mode->agent_command("n2") ==
         std::vector<std::string>{"/usr/bin/srun", "--nodes=1", "--ntasks=1", "--nodelist=n2", "--overlap",
-                                 "--unbuffered", "--mpi=none", "--kill-on-bad-exit=0",
-                                 "--job-name=trainrun-agent", "--quiet", "/opt/trainrun", "agent"});
+                                 "--unbuffered", "--mpi=none", "--kill-on-bad-exit=0", "--job-name=trainrun-agent",
+                                 "--quiet", "/opt/trainrun", "agent"});
 }
 
 TEST_CASE("hosts, --local, another launcher or no allocation: the old way") {
@@ -73,21 +73,27 @@ TEST_CASE("clashes are usage errors that say what to do") {
     std::map<std::string, std::string> vars;
     const char* error;
   } cases[] = {
-      {{"--launcher", "srun", "-np", "2"}, {},
+      {{"--launcher", "srun", "-np", "2"},
+       {},
        "--launcher srun needs a Slurm allocation, and SLURM_JOB_ID is not set: run trainrun inside salloc "
        "or an sbatch script (e.g. salloc -n 4 trainrun ./train)"},
-      {{"--launcher", "srun", "-H", "a:2"}, kAllocation,
+      {{"--launcher", "srun", "-H", "a:2"},
+       kAllocation,
        "--launcher srun takes its hosts from the Slurm allocation; it cannot be combined with -H, "
        "--hostfile or --local"},
-      {{"-np", "5"}, kAllocation,
+      {{"-np", "5"},
+       kAllocation,
        "-np 5 exceeds the 4 task slot(s) of Slurm job 12 (n1:2,n2:2): ask salloc/sbatch for more tasks "
        "(-n 5) (--launcher local runs every rank on this machine instead)"},
-      {{"--launcher", "srun", "-np", "5"}, kAllocation,
+      {{"--launcher", "srun", "-np", "5"},
+       kAllocation,
        "-np 5 exceeds the 4 task slot(s) of Slurm job 12 (n1:2,n2:2): ask salloc/sbatch for more tasks (-n 5)"},
-      {{"--launcher", "srun", "--backend", "mpi"}, kAllocation,
+      {{"--launcher", "srun", "--backend", "mpi"},
+       kAllocation,
        "--backend mpi needs ranks that MPI starts itself: under Slurm run 'srun --mpi=pmix ./train' or "
        "'trainrun --launcher mpirun'; trainrun's srun agents give gloo (or nccl)"},
-      {{}, {{"SLURM_JOB_ID", "12"}, {"SLURM_JOB_NODELIST", "n[1-"}, {"SLURM_TASKS_PER_NODE", "1"}},
+      {{},
+       {{"SLURM_JOB_ID", "12"}, {"SLURM_JOB_NODELIST", "n[1-"}, {"SLURM_TASKS_PER_NODE", "1"}},
        "SLURM_JOB_NODELIST='n[1-': 'n[1-' has a '[' without ']' (--launcher local runs every rank on this "
        "machine instead)"},
   };

@@ -38,7 +38,8 @@ struct Small : torch::nn::Module {
 // Equal on every rank exactly when the parameters are bit-identical.
 bool identical_everywhere(torch::nn::Module& m, const std::string& tag) {
   std::int64_t sum = 0;
-  for (const auto& p : m.parameters()) sum += p.detach().view(torch::kInt32).to(torch::kLong).mul(131).sum().item<std::int64_t>();
+  for (const auto& p : m.parameters())
+    sum += p.detach().view(torch::kInt32).to(torch::kLong).mul(131).sum().item<std::int64_t>();
   const auto t = torch::tensor(sum);
   const auto high = tt::allreduce(t, "check.max." + tag, trainrun::ReduceOp::Max);
   const auto low = tt::allreduce(t, "check.min." + tag, trainrun::ReduceOp::Min);
@@ -76,7 +77,8 @@ TEST_CASE("parameters are bit-identical on every rank after every step, for ever
       opt.zero_grad();
       loss_of(m, batch(step)).backward();
       opt.step();
-      CHECK_MESSAGE(identical_everywhere(m, "step"), "step " << step << " compression " << static_cast<int>(compression));
+      CHECK_MESSAGE(identical_everywhere(m, "step"),
+                    "step " << step << " compression " << static_cast<int>(compression));
     }
     CHECK(opt.steps() == 20);
   }
@@ -92,7 +94,8 @@ TEST_CASE("gradients are the average over ranks; fp16 on the wire stays close") 
   }
   torch::optim::SGD s1(exact.parameters(), 0.1), s2(compressed.parameters(), 0.1);
   tt::DistributedOptimizer o1(s1, exact.named_parameters());
-  tt::DistributedOptimizer o2(s2, compressed.named_parameters(), {trainrun::ReduceOp::Average, tt::Compression::Float16, 1});
+  tt::DistributedOptimizer o2(s2, compressed.named_parameters(),
+                              {trainrun::ReduceOp::Average, tt::Compression::Float16, 1});
   const auto b = batch(0);
   loss_of(exact, b).backward();
   o1.synchronize();
@@ -102,7 +105,8 @@ TEST_CASE("gradients are the average over ranks; fp16 on the wire stays close") 
   Small reference;
   {
     torch::NoGradGuard g;
-    for (std::size_t i = 0; i < reference.parameters().size(); ++i) reference.parameters()[i].copy_(exact.parameters()[i]);
+    for (std::size_t i = 0; i < reference.parameters().size(); ++i)
+      reference.parameters()[i].copy_(exact.parameters()[i]);
   }
   const auto mine = torch::autograd::grad({loss_of(reference, b)}, {reference.a->weight})[0];
   const auto average = tt::allreduce(mine, "reference.grad", trainrun::ReduceOp::Average);
@@ -122,7 +126,8 @@ TEST_CASE("backward_passes_per_step=2 equals one step on a doubled batch") {
   }
   torch::optim::SGD s1(one.parameters(), 0.5), s2(two.parameters(), 0.5);
   tt::DistributedOptimizer doubled(s1, one.named_parameters());
-  tt::DistributedOptimizer accumulated(s2, two.named_parameters(), {trainrun::ReduceOp::Average, tt::Compression::None, 2});
+  tt::DistributedOptimizer accumulated(s2, two.named_parameters(),
+                                       {trainrun::ReduceOp::Average, tt::Compression::None, 2});
   const auto b = batch(5, 16);
   doubled.zero_grad();
   loss_of(one, b).backward();
@@ -165,7 +170,8 @@ TEST_CASE("broadcast_optimizer_state copies momentum and step counts from the ro
   }
   CHECK(states == 4);  // a.weight, a.bias, b.weight, b.bias; `unused` never had a gradient
   const auto t = torch::tensor(sum);
-  CHECK(tt::allreduce(t, "state.max", trainrun::ReduceOp::Max).equal(tt::allreduce(t, "state.min", trainrun::ReduceOp::Min)));
+  CHECK(tt::allreduce(t, "state.max", trainrun::ReduceOp::Max)
+            .equal(tt::allreduce(t, "state.min", trainrun::ReduceOp::Min)));
   // And training goes on identically from there.
   tt::DistributedOptimizer opt(adam, m.named_parameters());
   opt.zero_grad();
@@ -188,7 +194,8 @@ std::int64_t momentum_bits(torch::optim::SGD& sgd, Small& m) {
 
 std::int64_t parameter_bits(Small& m) {
   std::int64_t sum = 0;
-  for (const auto& p : m.parameters()) sum += p.detach().view(torch::kInt32).to(torch::kLong).mul(131).sum().item<std::int64_t>();
+  for (const auto& p : m.parameters())
+    sum += p.detach().view(torch::kInt32).to(torch::kLong).mul(131).sum().item<std::int64_t>();
   return sum;
 }
 
@@ -249,8 +256,9 @@ TEST_CASE("misuse is an error, not a hang or a wrong result") {
   Small m;
   tt::broadcast_parameters(m.named_parameters(), 0);
   torch::optim::SGD sgd(m.parameters(), 0.1);
-  CHECK_THROWS_AS(tt::DistributedOptimizer(sgd, m.named_parameters(), {trainrun::ReduceOp::Average, tt::Compression::None, 0}),
-                  trainrun::Error);
+  CHECK_THROWS_AS(
+      tt::DistributedOptimizer(sgd, m.named_parameters(), {trainrun::ReduceOp::Average, tt::Compression::None, 0}),
+      trainrun::Error);
   tt::DistributedOptimizer opt(sgd, m.named_parameters());
   opt.zero_grad();
   loss_of(m, batch(1)).backward();

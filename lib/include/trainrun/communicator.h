@@ -52,8 +52,8 @@ class Communicator {
   // recv holds size() * count elements, rank r's block at r * count.
   void allgather(const void* send, void* recv, std::size_t count, DataType type);
   // recv holds sum(counts) elements, rank r's block after those of ranks < r.
-  void allgatherv(const void* send, std::size_t count, void* recv,
-                  const std::vector<std::size_t>& counts, DataType type);
+  void allgatherv(const void* send, std::size_t count, void* recv, const std::vector<std::size_t>& counts,
+                  DataType type);
   void broadcast(void* buf, std::size_t count, DataType type, int root);
   // send and recv hold size() * count elements; block r goes to / comes from rank r.
   void alltoall(const void* send, void* recv, std::size_t count, DataType type);

@@ -53,7 +53,8 @@ class State {
   void add_value(std::string name, T& value) {
     static_assert(std::is_trivially_copyable_v<T>, "add_value takes trivially copyable values; use add()");
     const std::string label = name;  // for the load's error; `name` is moved below
-    add(std::move(name), [&value] { return std::string(reinterpret_cast<const char*>(&value), sizeof(T)); },
+    add(
+        std::move(name), [&value] { return std::string(reinterpret_cast<const char*>(&value), sizeof(T)); },
         [&value, label](const std::string& bytes) {
           check_size(label, bytes.size(), sizeof(T));
           std::memcpy(&value, bytes.data(), sizeof(T));

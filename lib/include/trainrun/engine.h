@@ -75,9 +75,8 @@ struct Output {
 Handle allreduce_async(const std::string& name, const Tensor& tensor, ReduceOp op = ReduceOp::Sum,
                        double prescale = 1.0, double postscale = 1.0);
 // One handle for several tensors, negotiated and run together.
-Handle grouped_allreduce_async(const std::vector<std::string>& names,
-                               const std::vector<Tensor>& tensors, ReduceOp op = ReduceOp::Sum,
-                               double prescale = 1.0, double postscale = 1.0);
+Handle grouped_allreduce_async(const std::vector<std::string>& names, const std::vector<Tensor>& tensors,
+                               ReduceOp op = ReduceOp::Sum, double prescale = 1.0, double postscale = 1.0);
 // Concatenates every rank's tensor along the first dimension, which may
 // differ between ranks; the other dimensions must agree.
 Handle allgather_async(const std::string& name, const Tensor& tensor);
@@ -86,12 +85,10 @@ Handle broadcast_async(const std::string& name, const Tensor& tensor, int root);
 // Rows [sum(splits[0..r)), +splits[r]) of the first dimension go to rank r;
 // the result is what every rank sent here, rank by rank. Empty splits: an
 // even split (the first dimension must divide by size()).
-Handle alltoall_async(const std::string& name, const Tensor& tensor,
-                      const std::vector<std::int64_t>& splits = {});
+Handle alltoall_async(const std::string& name, const Tensor& tensor, const std::vector<std::int64_t>& splits = {});
 // Reduces the tensor across ranks and gives rank r its share of the first
 // dimension: rows/size rows, one more on the first rows%size ranks.
-Handle reducescatter_async(const std::string& name, const Tensor& tensor,
-                           ReduceOp op = ReduceOp::Sum);
+Handle reducescatter_async(const std::string& name, const Tensor& tensor, ReduceOp op = ReduceOp::Sum);
 
 // True once the operation completed (successfully or not).
 bool poll(Handle handle);
@@ -114,11 +111,11 @@ int join();
 // ops run beside the job's. Ranks and roots are the communicator's own.
 // Handles are unique in the process; poll and synchronize them with the
 // communicator that made them.
-Handle allreduce_async(Communicator& comm, const std::string& name, const Tensor& tensor,
-                       ReduceOp op = ReduceOp::Sum, double prescale = 1.0, double postscale = 1.0);
+Handle allreduce_async(Communicator& comm, const std::string& name, const Tensor& tensor, ReduceOp op = ReduceOp::Sum,
+                       double prescale = 1.0, double postscale = 1.0);
 Handle grouped_allreduce_async(Communicator& comm, const std::vector<std::string>& names,
-                               const std::vector<Tensor>& tensors, ReduceOp op = ReduceOp::Sum,
-                               double prescale = 1.0, double postscale = 1.0);
+                               const std::vector<Tensor>& tensors, ReduceOp op = ReduceOp::Sum, double prescale = 1.0,
+                               double postscale = 1.0);
 Handle allgather_async(Communicator& comm, const std::string& name, const Tensor& tensor);
 Handle broadcast_async(Communicator& comm, const std::string& name, const Tensor& tensor, int root);
 Handle alltoall_async(Communicator& comm, const std::string& name, const Tensor& tensor,

@@ -57,9 +57,7 @@ inline std::uint16_t float_to_float16(float f) {
   return static_cast<std::uint16_t>(sign | (u >> 13));
 }
 
-inline float bfloat16_to_float(std::uint16_t b) {
-  return detail::bits_float(static_cast<std::uint32_t>(b) << 16);
-}
+inline float bfloat16_to_float(std::uint16_t b) { return detail::bits_float(static_cast<std::uint32_t>(b) << 16); }
 
 inline std::uint16_t float_to_bfloat16(float f) {
   const std::uint32_t u = detail::float_bits(f);

@@ -14,8 +14,7 @@ namespace trainrun {
 
 class DistributedSampler {
  public:
-  DistributedSampler(std::size_t dataset_size, int rank, int size, bool shuffle = true,
-                     std::uint64_t seed = 0);
+  DistributedSampler(std::size_t dataset_size, int rank, int size, bool shuffle = true, std::uint64_t seed = 0);
   void set_epoch(std::uint64_t epoch) { epoch_ = epoch; }
   std::vector<std::size_t> indices() const;
   std::size_t size() const;  // indices per rank

@@ -89,8 +89,7 @@ void broadcast_parameters(const NamedTensors& named_parameters, int root);
 void broadcast_optimizer_state(::torch::optim::Optimizer& optimizer, int root);
 // A reduced copy of `tensor` (metrics: loss, accuracy counts). `name` must be
 // the same on every rank and not in flight.
-::torch::Tensor allreduce(const ::torch::Tensor& tensor, const std::string& name,
-                          ReduceOp op = ReduceOp::Average);
+::torch::Tensor allreduce(const ::torch::Tensor& tensor, const std::string& name, ReduceOp op = ReduceOp::Average);
 
 // Elastic training (<trainrun/elastic.h>): the module's parameters and
 // buffers, or the optimizer's state (momentum, step counts, learning rates),

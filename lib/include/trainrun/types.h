@@ -40,11 +40,10 @@ constexpr bool is_floating(DataType type) {
 const char* to_string(DataType type);
 const char* to_string(ReduceOp op);
 
-inline constexpr DataType kAllDataTypes[] = {DataType::UInt8,   DataType::Int8,
-                                             DataType::Int32,   DataType::Int64,
-                                             DataType::Float16, DataType::BFloat16,
+inline constexpr DataType kAllDataTypes[] = {DataType::UInt8,   DataType::Int8,    DataType::Int32,
+                                             DataType::Int64,   DataType::Float16, DataType::BFloat16,
                                              DataType::Float32, DataType::Float64};
-inline constexpr ReduceOp kAllReduceOps[] = {ReduceOp::Sum, ReduceOp::Average, ReduceOp::Min,
-                                             ReduceOp::Max, ReduceOp::Product};
+inline constexpr ReduceOp kAllReduceOps[] = {ReduceOp::Sum, ReduceOp::Average, ReduceOp::Min, ReduceOp::Max,
+                                             ReduceOp::Product};
 
 }  // namespace trainrun

@@ -41,8 +41,8 @@ TEST_CASE("the device: TRAINRUN_CUDA_DEVICE, else the one CUDA_VISIBLE_DEVICES l
     int visible, expected;
   };
   const Row rows[] = {
-      {0, -1, false, 8, 0}, {5, -1, false, 8, 5}, {3, 1, false, 8, 1}, {3, 0, true, 1, 0},
-      {3, -1, true, 1, 0},  // a scheduler bound this rank to its GPU
+      {0, -1, false, 8, 0}, {5, -1, false, 8, 5}, {3, 1, false, 8, 1},
+      {3, 0, true, 1, 0},   {3, -1, true, 1, 0},  // a scheduler bound this rank to its GPU
       {1, -1, true, 4, 1},  // CUDA_VISIBLE_DEVICES=4,5,6,7: the local rank indexes the visible ones
   };
   for (const Row& r : rows) {

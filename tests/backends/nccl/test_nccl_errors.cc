@@ -98,8 +98,7 @@ TEST_CASE("CUDA driver results: the codes that mean something to a user") {
   }
   const Error e = cuda_error(CUDA_ERROR_ILLEGAL_ADDRESS, "cuMemcpy", "CUDA_ERROR_ILLEGAL_ADDRESS",
                              "an illegal memory access was encountered");
-  CHECK(std::string(e.what()) ==
-        "cuMemcpy: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered)");
+  CHECK(std::string(e.what()) == "cuMemcpy: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered)");
 }
 
 TEST_CASE("every CUDA driver result value translates, named by number when the driver is absent") {

@@ -43,7 +43,8 @@ TEST_CASE("a job description round-trips, with arguments of any bytes") {
   job.cwd = "/work/dir with space";
   job.grace_ms = 1500;
   job.stdin_rank = 0;
-  job.ranks.push_back({0, {"./train", "a b", "$(rm -rf /);", "caf\xc3\xa9", std::string("nul\0in", 6)},
+  job.ranks.push_back({0,
+                       {"./train", "a b", "$(rm -rf /);", "caf\xc3\xa9", std::string("nul\0in", 6)},
                        {"TRAINRUN_RANK=0", "TRAINRUN_SECRET=abc"}});
   job.ranks.push_back({5, {"./train"}, {}});
   const auto decoded = decode_job(encode_job(job));

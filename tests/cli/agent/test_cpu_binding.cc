@@ -45,7 +45,8 @@ TEST_CASE("each local rank gets its own core, socket or NUMA node, in CPU order"
   CHECK(choose_binding(t, "numa", 0)->unit == "NUMA node 0");
   CHECK_FALSE(choose_binding(t, "none", 0));
   CHECK_FALSE(choose_binding(CpuTopology{}, "core", 0));
-  CHECK(binding_line("3", "h1", choose_binding(t, "core", 3), t) == "trainrun: rank 3 on h1 bound to core 3 (cpus 3,7)\n");
+  CHECK(binding_line("3", "h1", choose_binding(t, "core", 3), t) ==
+        "trainrun: rank 3 on h1 bound to core 3 (cpus 3,7)\n");
   CHECK(binding_line("0", "h1", std::nullopt, t) == "trainrun: rank 0 on h1 not bound (cpus 0-7)\n");
 }
 

@@ -14,11 +14,11 @@ TEST_CASE("a worker whose heartbeat stops for the timeout is hung, once; one tha
   d.beat(0, "1", t0);
   d.beat(1, "1", t0);
   for (int s = 1; s <= 20; ++s) d.beat(0, std::to_string(s + 1), t0 + seconds(s));  // 0 keeps beating
-  d.beat(1, "1", t0 + seconds(9));                                                      // 1 does not
+  d.beat(1, "1", t0 + seconds(9));                                                  // 1 does not
   CHECK(d.hung(t0 + milliseconds(9999)).empty());
   CHECK(d.hung(t0 + seconds(10)) == std::vector<int>{1});
-  CHECK(d.hung(t0 + seconds(20)).empty());  // reported once
-  d.beat(1, "2", t0 + seconds(21));        // it came back: judged afresh
+  CHECK(d.hung(t0 + seconds(20)).empty());                 // reported once
+  d.beat(1, "2", t0 + seconds(21));                        // it came back: judged afresh
   CHECK(d.hung(t0 + seconds(30)) == std::vector<int>{0});  // 0 stopped at 20
   CHECK(d.hung(t0 + seconds(31)) == std::vector<int>{1});
 }

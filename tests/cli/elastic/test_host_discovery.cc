@@ -80,8 +80,9 @@ std::string named(const std::string& path) { return "--host-discovery-script " +
 
 TEST_CASE("a good script's hosts, in hostfile format, with its stderr kept") {
   TempDir dir;
-  const std::string path = dir.script("good", "echo 'h1:2'\necho 'h2 slots=4  # the big one'\necho '# none here'\n"
-                                              "echo 'h3'\necho 'warming up' >&2\n");
+  const std::string path = dir.script("good",
+                                      "echo 'h1:2'\necho 'h2 slots=4  # the big one'\necho '# none here'\n"
+                                      "echo 'h3'\necho 'warming up' >&2\n");
   const DiscoveryRun run = run_discovery_script(path, std::chrono::seconds(10));
   REQUIRE(run.ok);
   CHECK(run.error.empty());
@@ -98,7 +99,8 @@ TEST_CASE("a good script's hosts, in hostfile format, with its stderr kept") {
 TEST_CASE("the script gets SIGPIPE back although the launcher ignores it") {
   TempDir dir;
   const std::string path = dir.script("pipe", "yes h1 | head -n 2\n");
-  struct sigaction ignore {}, previous {};
+  struct sigaction ignore {
+  }, previous{};
   ignore.sa_handler = SIG_IGN;
   ::sigaction(SIGPIPE, &ignore, &previous);  // as BlockedJobSignals does
   const DiscoveryRun run = run_discovery_script(path, std::chrono::seconds(10));
@@ -200,8 +202,8 @@ TEST_CASE("destroying a HostDiscovery kills a running script promptly") {
   TempDir dir;
   const std::string pid_file = dir.file("sleep.pid");
   const std::string ready = dir.file("ready");
-  const std::string path = dir.script(
-      "slow", "if [ -e " + ready + " ]; then sleep 30 & echo $! > " + pid_file + "; wait; fi\necho h1\n");
+  const std::string path =
+      dir.script("slow", "if [ -e " + ready + " ]; then sleep 30 & echo $! > " + pid_file + "; wait; fi\necho h1\n");
   auto discovery = std::make_unique<HostDiscovery>(path, milliseconds(10));
   REQUIRE(discovery->first().ok);
   discovery->start();

@@ -38,10 +38,10 @@ TEST_CASE("an assignment survives encoding; malformed text is refused") {
   CHECK(back->size() == 2);
   CHECK(back->find(4)->host == "h2");
   CHECK(back->find(4)->cross_rank == 1);
-  for (const char* bad : {"", "generation 1\n", "generation x\n0 0 0 1 0 1 h\n", "generation 1\n0 1 0 1 0 1 h\n",
-                          "generation 1\n0 0 0 1 0 1 h", "generation 1\n0 0 1 1 0 1 h\n",
-                          "generation 1\n0 0 0 1 0 1 h\n0 1 0 1 0 1 h\n", "generation 1\n0 0 0 1 0 1 \n",
-                          "generation 1\n-1 0 0 1 0 1 h\n"}) {
+  for (const char* bad :
+       {"", "generation 1\n", "generation x\n0 0 0 1 0 1 h\n", "generation 1\n0 1 0 1 0 1 h\n",
+        "generation 1\n0 0 0 1 0 1 h", "generation 1\n0 0 1 1 0 1 h\n", "generation 1\n0 0 0 1 0 1 h\n0 1 0 1 0 1 h\n",
+        "generation 1\n0 0 0 1 0 1 \n", "generation 1\n-1 0 0 1 0 1 h\n"}) {
     CHECK_MESSAGE(!ep::decode_assignment(bad), bad);
   }
   CHECK(ep::assignment_key(3) == "gen.3");

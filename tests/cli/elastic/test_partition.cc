@@ -28,9 +28,8 @@ TEST_CASE("the larger side of a partition goes on, whichever side reported it") 
 }
 
 TEST_CASE("a tie goes to the side holding rank 0; hosts still connected stay together") {
-  const auto decision =
-      resolve_partition(job({{"h1", 1}, {"h2", 1}, {"h3", 1}, {"h4", 1}}),
-                        {{"h1", "h3"}, {"h1", "h4"}, {"h2", "h3"}, {"h2", "h4"}}, 2);
+  const auto decision = resolve_partition(job({{"h1", 1}, {"h2", 1}, {"h3", 1}, {"h4", 1}}),
+                                          {{"h1", "h3"}, {"h1", "h4"}, {"h2", "h3"}, {"h2", "h4"}}, 2);
   REQUIRE(decision);
   CHECK(decision->keep.hosts == std::vector<std::string>{"h1", "h2"});
   CHECK(decision->drop[0].hosts == std::vector<std::string>{"h3", "h4"});

@@ -75,7 +75,8 @@ TEST_CASE("timeout: 124; start timeout and lost hosts: 125, naming ranks and hos
   CHECK(st.start_timeout({}, 30) == Action::None);
   CHECK(st.start_timeout({1, 3}, 30) == Action::Teardown);
   CHECK(st.exit_code() == kExitLaunch);
-  CHECK(st.summary() == "trainrun: ranks 1, 3 (hosts h1, h2) did not reach the rendezvous within 30 s (--start-timeout)");
+  CHECK(st.summary() ==
+        "trainrun: ranks 1, 3 (hosts h1, h2) did not reach the rendezvous within 30 s (--start-timeout)");
   JobState lost = four();
   CHECK(lost.running_on("h2") == 2);
   lost.abandon("h2");

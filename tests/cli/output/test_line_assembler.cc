@@ -36,8 +36,8 @@ TEST_CASE("\\r ends a progress update, \\r\\n is one line end even across chunks
   a.feed("10%\r20%\r", t, sink.emit());
   a.feed("\ndone\r", t, sink.emit());
   a.feed("\n", t, sink.emit());
-  CHECK(sink.pieces == std::vector<std::pair<std::string, bool>>{
-                           {"10%\r", false}, {"20%\r\n", false}, {"done\r\n", false}});
+  CHECK(sink.pieces ==
+        std::vector<std::pair<std::string, bool>>{{"10%\r", false}, {"20%\r\n", false}, {"done\r\n", false}});
   LineAssembler b;
   Sink other;
   b.feed("x\r", t, other.emit());

@@ -93,8 +93,10 @@ TEST_CASE("hostfile: errors name the file, line and token") {
 TEST_CASE("fuzz regressions: an embedded NUL never hides the rest of an IPv6 address") {
   // tests/fuzz/fuzz_host_list found "[fe79::1\0\0\0\x0e" "0]" accepted as host
   // "fe79::1\0\0\0\x0e" "0": inet_pton stopped reading at the NUL.
-  for (const std::string text : {std::string("[fe79::1\0\0\0\x0e" "0]", 14), std::string("fe79::1\0x", 9),
-                                 std::string("[::1\0]:2", 8)}) {
+  for (const std::string text : {std::string("[fe79::1\0\0\0\x0e"
+                                             "0]",
+                                             14),
+                                 std::string("fe79::1\0x", 9), std::string("[::1\0]:2", 8)}) {
     CAPTURE(text);
     CHECK_FALSE(parse_host_option(text).ok());
     CHECK_FALSE(parse_hostfile(text, "f").ok());
@@ -109,20 +111,21 @@ TEST_CASE("-H: every token is checked before SSH code sees it") {
   const std::string long_name(1 << 20, 'a');
   const std::string label64(64, 'b');
   const Case cases[] = {
-      {"h:2:3", "-H: host 1 'h:2:3': not a host name or an IPv6 address (one ':' comes before the slots; an IPv6 "
-                "address with slots is written [addr]:slots)"},
-      {"a:b:c:1", "-H: host 1 'a:b:c:1': not a host name or an IPv6 address (one ':' comes before the slots; an "
-                  "IPv6 address with slots is written [addr]:slots)"},
+      {"h:2:3",
+       "-H: host 1 'h:2:3': not a host name or an IPv6 address (one ':' comes before the slots; an IPv6 "
+       "address with slots is written [addr]:slots)"},
+      {"a:b:c:1",
+       "-H: host 1 'a:b:c:1': not a host name or an IPv6 address (one ':' comes before the slots; an "
+       "IPv6 address with slots is written [addr]:slots)"},
       {"fe80::1%eth0:4", "-H: host 1 'fe80::1%eth0:4': not an IPv6 address; did you mean '[fe80::1%eth0]:4'?"},
       {"=x", "-H: host 1 '=x': host name may contain only letters, digits, '-', '.' and '_', not '='"},
       {"x]:2", "-H: host 1 'x]:2': host name may contain only letters, digits, '-', '.' and '_', not ']'"},
-      {"h\xc3\xa9", "-H: host 1 'h\\xc3\\xa9': host name may contain only letters, digits, '-', '.' and '_', not "
-                    "'\\xc3'"},
+      {"h\xc3\xa9",
+       "-H: host 1 'h\\xc3\\xa9': host name may contain only letters, digits, '-', '.' and '_', not "
+       "'\\xc3'"},
       {"h1,a\nb", "-H: host 2 'a\\nb': host name contains whitespace or a control character"},
-      {long_name, "-H: host 1 '" + std::string(80, 'a') +
-                      "... (1048576 bytes)': host name longer than 253 characters"},
-      {label64 + ".example", "-H: host 1 '" + label64 +
-                                 ".example': host name has a label longer than 63 characters"},
+      {long_name, "-H: host 1 '" + std::string(80, 'a') + "... (1048576 bytes)': host name longer than 253 characters"},
+      {label64 + ".example", "-H: host 1 '" + label64 + ".example': host name has a label longer than 63 characters"},
       {"a..b", "-H: host 1 'a..b': host name has an empty label (a leading dot or two dots in a row)"},
       {".a", "-H: host 1 '.a': host name has an empty label (a leading dot or two dots in a row)"},
       {"[h1]:2", "-H: host 1 '[h1]:2': 'h1' in [ ] is not an IPv6 address"},
@@ -142,10 +145,10 @@ TEST_CASE("-H: every token is checked before SSH code sees it") {
 
 TEST_CASE("-H: names and addresses that are fine") {
   const std::string label63(63, 'x');
-  for (const std::string& text : {std::string("node-01.cluster_a.example.org"), std::string("host."),
-                                 label63 + "." + label63, std::string("192.168.0.1:2"), std::string("::1"),
-                                 std::string("2001:db8::1"), std::string("[2001:db8::1]:4"),
-                                 std::string("fe80::1%eth0"), std::string("first.last@h"), std::string("_svc@h")}) {
+  for (const std::string& text :
+       {std::string("node-01.cluster_a.example.org"), std::string("host."), label63 + "." + label63,
+        std::string("192.168.0.1:2"), std::string("::1"), std::string("2001:db8::1"), std::string("[2001:db8::1]:4"),
+        std::string("fe80::1%eth0"), std::string("first.last@h"), std::string("_svc@h")}) {
     CAPTURE(text);
     CHECK(parse_host_option(text).error == "");
   }
@@ -169,8 +172,9 @@ TEST_CASE("hostfile: Open MPI's keys, a BOM, and limits") {
       {"h1 slots=2 count=3\n", "f:1: 'h1 slots=2 count=3': count given twice"},
       {"h1 max_slots=2 max-slots=3\n", "f:1: 'h1 max_slots=2 max-slots=3': max-slots given twice"},
       {"h1 slots\n", "f:1: 'slots': expected slots=N or max_slots=N"},
-      {"\xEF\xBB\xBF\xEF\xBB\xBFh1\n", "f:1: '\\xef\\xbb\\xbfh1': host name may contain only letters, digits, "
-                                       "'-', '.' and '_', not '\\xef'"},
+      {"\xEF\xBB\xBF\xEF\xBB\xBFh1\n",
+       "f:1: '\\xef\\xbb\\xbfh1': host name may contain only letters, digits, "
+       "'-', '.' and '_', not '\\xef'"},
       {"h1\n" + std::string(4097, '#') + "\n", "f:2: line longer than 4096 bytes (the limit for a hostfile)"},
       {"h\x01x slots=1\n", "f:1: 'h\\x01x': host name contains whitespace or a control character"},
   };

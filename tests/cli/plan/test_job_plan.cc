@@ -8,8 +8,7 @@ using namespace trainrun::cli;
 
 namespace {
 
-PlanResult plan(Options o, std::map<std::string, std::string> env = {},
-                std::map<std::string, std::string> files = {}) {
+PlanResult plan(Options o, std::map<std::string, std::string> env = {}, std::map<std::string, std::string> files = {}) {
   auto getenv = [env](const char* name) -> const char* {
     static std::string value;
     auto it = env.find(name);
@@ -132,13 +131,15 @@ TEST_CASE("-x refuses what trainrun sets for every rank, and what an option give
                            "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}) {
     CAPTURE(name);
     o.env_forward = {std::string(name) + "=7"};
-    CHECK(plan(o).error == std::string("-x ") + name + ": trainrun sets this variable for every rank; it cannot be forwarded");
+    CHECK(plan(o).error ==
+          std::string("-x ") + name + ": trainrun sets this variable for every rank; it cannot be forwarded");
     o.env_forward = {name};
     CHECK(plan(o, {{name, "7"}}).error.find("it cannot be forwarded") != std::string::npos);
   }
   o.env_forward = {"TRAINRUN_START_TIMEOUT=60"};
-  CHECK(plan(o).error == "-x TRAINRUN_START_TIMEOUT: trainrun sets this variable for every rank from "
-                         "--start-timeout; it cannot be forwarded (use --start-timeout)");
+  CHECK(plan(o).error ==
+        "-x TRAINRUN_START_TIMEOUT: trainrun sets this variable for every rank from "
+        "--start-timeout; it cannot be forwarded (use --start-timeout)");
   o.launcher = "mpirun";  // mpirun's ranks get it only through -x
   CHECK(plan(o).error == "");
   o = with(1);
@@ -146,8 +147,9 @@ TEST_CASE("-x refuses what trainrun sets for every rank, and what an option give
                    "TRAINRUN_CYCLE_TIME_MS=2"};
   CHECK(plan(o).error == "");
   o.backend = "mpi";
-  CHECK(plan(o).error == "-x TRAINRUN_BACKEND: trainrun sets this variable for every rank from --backend; it cannot "
-                         "be forwarded (use --backend)");
+  CHECK(plan(o).error ==
+        "-x TRAINRUN_BACKEND: trainrun sets this variable for every rank from --backend; it cannot "
+        "be forwarded (use --backend)");
   o.backend.clear();
   o.cycle_time_ms = 1;
   CHECK(plan(o).error.find("-x TRAINRUN_CYCLE_TIME_MS: trainrun sets this variable for every rank from "

@@ -87,8 +87,8 @@ TEST_CASE("--launcher mpirun, its --mpi alias and its options") {
   CHECK(plain.options.tag_output);
   CHECK_FALSE(plain.options.dry_run);
   CHECK(parse({"--launcher", "mpirun", "-np", "2", "p"}).options.launcher == "mpirun");
-  const ParseResult mpi = parse({"--mpi", "-np", "2", "--mpi-args", "--mca btl 'tcp,self'",
-                                 "--no-tag-output", "--dry-run", "p", "--mpi"});
+  const ParseResult mpi =
+      parse({"--mpi", "-np", "2", "--mpi-args", "--mca btl 'tcp,self'", "--no-tag-output", "--dry-run", "p", "--mpi"});
   REQUIRE(mpi.exit_code == -1);
   CHECK(mpi.options.launcher == "mpirun");
   CHECK(mpi.options.mpi_args == "--mca btl 'tcp,self'");
@@ -99,8 +99,8 @@ TEST_CASE("--launcher mpirun, its --mpi alias and its options") {
 }
 
 TEST_CASE("every float option refuses nan and inf, naming the option and the value") {
-  for (const char* option : {"--timeout", "--grace", "--fusion-threshold-mb", "--cycle-time-ms", "--stall-warning",
-                             "--stall-shutdown"}) {
+  for (const char* option :
+       {"--timeout", "--grace", "--fusion-threshold-mb", "--cycle-time-ms", "--stall-warning", "--stall-shutdown"}) {
     for (const char* value : {"nan", "NaN", "inf", "-inf", "1e999"}) {
       CAPTURE(option);
       CAPTURE(value);
@@ -117,8 +117,8 @@ TEST_CASE("an empty -H or --hostfile is a usage error, not 'no hosts given'") {
 
 TEST_CASE("elastic flags: Horovod's and torchrun's names, elastic mode only when asked") {
   CHECK_FALSE(parse({"-np", "2", "p"}).options.elastic());
-  const ParseResult r = parse({"-np", "4", "--min-np", "2", "--max-np", "8", "--reset-limit", "3",
-                               "--elastic-timeout", "30", "--blacklist-cooldown", "5.5", "p"});
+  const ParseResult r = parse({"-np", "4", "--min-np", "2", "--max-np", "8", "--reset-limit", "3", "--elastic-timeout",
+                               "30", "--blacklist-cooldown", "5.5", "p"});
   REQUIRE(r.exit_code == -1);
   CHECK(r.options.elastic());
   CHECK(r.options.min_np == 2);

@@ -11,8 +11,8 @@
 using namespace trainrun::cli::report;
 
 TEST_CASE("eu-stack's failures become one line: ptrace refused with the fix, a vanished process") {
-  CHECK(capture_failure_note("eu-stack: dwfl_linux_proc_attach pid 42: Operation not permitted\n", 1).find(
-            "ptrace was refused (Operation not permitted): ") == 0);
+  CHECK(capture_failure_note("eu-stack: dwfl_linux_proc_attach pid 42: Operation not permitted\n", 1)
+            .find("ptrace was refused (Operation not permitted): ") == 0);
   CHECK(capture_failure_note("eu-stack: dwfl_linux_proc_report pid 42: No such process\n", 1) ==
         "it exited before its stack was taken");
   CHECK(capture_failure_note("", 127) == "eu-stack could not be executed");

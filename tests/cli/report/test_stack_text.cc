@@ -8,21 +8,42 @@ namespace {
 
 // eu-stack -m output of a process with a main thread and two alike workers.
 std::string sleeping(int pid, const std::string& base) {
-  return "PID " + std::to_string(pid) + " - process rank_program\n"
-         "TID " + std::to_string(pid) + ":\n"
-         "#0  0x" + base + "1503 clock_nanosleep@GLIBC_2.2.5 - /usr/lib/x86_64-linux-gnu/libc.so.6\n"
-         "#1  0x" + base + "5e53 __nanosleep - /usr/lib/x86_64-linux-gnu/libc.so.6\n"
-         "#2  0x" + base + "64af - /work/build/tests/rank_program\n"
-         "#3  0x" + base + "624a main - /work/build/tests/rank_program\n"
-         "TID " + std::to_string(pid + 1) + ":\n"
-         "#0  0x" + base + "2000 poll - /usr/lib/x86_64-linux-gnu/libc.so.6\n"
-         "TID " + std::to_string(pid + 2) + ":\n"
-         "#0  0x" + base + "2004 poll - /usr/lib/x86_64-linux-gnu/libc.so.6\n";
+  return "PID " + std::to_string(pid) +
+         " - process rank_program\n"
+         "TID " +
+         std::to_string(pid) +
+         ":\n"
+         "#0  0x" +
+         base +
+         "1503 clock_nanosleep@GLIBC_2.2.5 - /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+         "#1  0x" +
+         base +
+         "5e53 __nanosleep - /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+         "#2  0x" +
+         base +
+         "64af - /work/build/tests/rank_program\n"
+         "#3  0x" +
+         base +
+         "624a main - /work/build/tests/rank_program\n"
+         "TID " +
+         std::to_string(pid + 1) +
+         ":\n"
+         "#0  0x" +
+         base +
+         "2000 poll - /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+         "TID " +
+         std::to_string(pid + 2) +
+         ":\n"
+         "#0  0x" +
+         base + "2004 poll - /usr/lib/x86_64-linux-gnu/libc.so.6\n";
 }
 
 std::string locked(int pid) {
-  return "PID " + std::to_string(pid) + " - process rank_program\n"
-         "TID " + std::to_string(pid) + ":\n"
+  return "PID " + std::to_string(pid) +
+         " - process rank_program\n"
+         "TID " +
+         std::to_string(pid) +
+         ":\n"
          "#0  0x00007f0000001111 __lll_lock_wait - /usr/lib/x86_64-linux-gnu/libc.so.6\n"
          "#1  0x00007f0000002222 pthread_mutex_lock@@GLIBC_2.2.5 - /usr/lib/x86_64-linux-gnu/libc.so.6\n";
 }
@@ -44,8 +65,9 @@ TEST_CASE("stacks of different processes at different addresses normalize to the
   const std::string a = normalize_stacks(sleeping(100, "00007f00000"));
   const std::string b = normalize_stacks(sleeping(2000, "00007faaaaa"));
   CHECK(a == b);
-  CHECK(a == "  thread 1:\n    clock_nanosleep\n    __nanosleep\n    ?? (rank_program)\n    main\n"
-             "  threads 2-3 (2 alike):\n    poll\n");
+  CHECK(a ==
+        "  thread 1:\n    clock_nanosleep\n    __nanosleep\n    ?? (rank_program)\n    main\n"
+        "  threads 2-3 (2 alike):\n    poll\n");
   CHECK(normalize_stacks("") == "  (no stack)\n");
 }
 

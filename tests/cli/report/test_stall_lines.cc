@@ -39,8 +39,9 @@ TEST_CASE("a dump groups the answers, notes missing ones, and stall warnings tri
   options.stall_warning_s = 10;
   StackDumps dumps(options, {"h1", "h1", "h2"});
   const auto t0 = Clock::now();
-  const std::string warning = "trainrun: rank 1 (h1): waiting: allreduce (core call #2) has waited 10 s for rank 2 "
-                              "(h2, 10.0.0.2); still waiting\n";
+  const std::string warning =
+      "trainrun: rank 1 (h1): waiting: allreduce (core call #2) has waited 10 s for rank 2 "
+      "(h2, 10.0.0.2); still waiting\n";
   const auto request = dumps.stderr_bytes(1, warning, t0);
   REQUIRE(request);
   CHECK(request->reason == "a stall warning (--stacks-on-stall)");
@@ -56,7 +57,8 @@ TEST_CASE("a dump groups the answers, notes missing ones, and stall warnings tri
   dumps.host_done("h2", "eu-stack is not installed on this host (Debian/Ubuntu: apt-get install elfutils)");
   REQUIRE(dumps.due(t0 + std::chrono::seconds(1)));
   const std::string text = dumps.finish(t0 + std::chrono::seconds(2));
-  CHECK(text.find("trainrun: stacks of every rank (SIGQUIT), 2 groups:\nranks 0-1 (h1):\n  thread 1:\n    poll\n") == 0);
+  CHECK(text.find("trainrun: stacks of every rank (SIGQUIT), 2 groups:\nranks 0-1 (h1):\n  thread 1:\n    poll\n") ==
+        0);
   CHECK(text.find("rank 2 (h2): no stack: eu-stack is not installed on this host (Debian/Ubuntu: apt-get install "
                   "elfutils)\n") != std::string::npos);
   CHECK(text.find("  (2 s ago) trainrun: rank 1 (h1): waiting: allreduce (core call #2)") != std::string::npos);
@@ -82,9 +84,10 @@ TEST_CASE("an agent that never answers is named after the answer limit") {
 TEST_CASE("the stall shutdown leaves alone the ranks that reported it, and names them") {
   StackDumps dumps({}, {"h1", "h1", "h2"});
   const auto t0 = Clock::now();
-  const std::string shutdown = "trainrun: rank 0 (h1): stall: the engine waited more than 2 s "
-                               "(TRAINRUN_STALL_SHUTDOWN) for the other ranks' engines, so it aborted the backend "
-                               "and failed every pending op\n";
+  const std::string shutdown =
+      "trainrun: rank 0 (h1): stall: the engine waited more than 2 s "
+      "(TRAINRUN_STALL_SHUTDOWN) for the other ranks' engines, so it aborted the backend "
+      "and failed every pending op\n";
   const auto request = dumps.stderr_bytes(0, shutdown, t0);
   REQUIRE(request);
   CHECK(request->reason == "the engine's stall shutdown");
@@ -101,7 +104,8 @@ TEST_CASE("the stall shutdown leaves alone the ranks that reported it, and names
   CHECK(text.find("ranks 1-2 (h1, h2):\n  thread 1:\n    nanosleep\n") != std::string::npos);
   CHECK(text.find("  (0 s ago) " + shutdown.substr(0, shutdown.size() - 1)) != std::string::npos);  // its line
   // A later shutdown line of another rank: both are left alone next time.
-  const std::string second = "trainrun: rank 2 (h2): stall: an op waited more than 2 s (TRAINRUN_STALL_SHUTDOWN), "
-                             "so the engine stopped and failed every pending op\n";
+  const std::string second =
+      "trainrun: rank 2 (h2): stall: an op waited more than 2 s (TRAINRUN_STALL_SHUTDOWN), "
+      "so the engine stopped and failed every pending op\n";
   CHECK(dumps.stderr_bytes(2, second, t0)->skip == std::vector<int>{0, 2});
 }

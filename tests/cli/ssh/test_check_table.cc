@@ -28,9 +28,9 @@ TEST_CASE("the pre-flight report counts failed hosts and lists only failed check
 }
 
 TEST_CASE("the reachability matrix: ok, FAIL and not tried, then each failure's error") {
-  const std::string matrix = format_reach_matrix(
-      {"h1", "h2"}, {"rendezvous", "h1", "h2"},
-      {{"", "-", ""}, {"timed out", "Connection refused (ECONNREFUSED)", "-"}});
+  const std::string matrix =
+      format_reach_matrix({"h1", "h2"}, {"rendezvous", "h1", "h2"},
+                          {{"", "-", ""}, {"timed out", "Connection refused (ECONNREFUSED)", "-"}});
   CHECK(matrix ==
         "  from  rendezvous  h1    h2\n"
         "  h1    ok          -     ok\n"

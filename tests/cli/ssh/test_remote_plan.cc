@@ -76,8 +76,22 @@ TEST_CASE("a network or interface this machine lacks, or an unreadable -i, is a 
 }
 
 TEST_CASE("the multi-host options parse, and --network excludes --network-interface") {
-  const char* args[] = {"trainrun", "-p", "2222", "-i", "/k", "--ssh-connect-timeout", "3", "--ssh-accept-new",
-                        "--remote-trainrun", "/opt/trainrun", "--network", "10.1.0.0/16", "-H", "a,b", "./p", "-p",
+  const char* args[] = {"trainrun",
+                        "-p",
+                        "2222",
+                        "-i",
+                        "/k",
+                        "--ssh-connect-timeout",
+                        "3",
+                        "--ssh-accept-new",
+                        "--remote-trainrun",
+                        "/opt/trainrun",
+                        "--network",
+                        "10.1.0.0/16",
+                        "-H",
+                        "a,b",
+                        "./p",
+                        "-p",
                         "1"};
   const ParseResult r = parse_options(static_cast<int>(std::size(args)), args);
   REQUIRE(r.exit_code == -1);
