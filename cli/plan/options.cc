@@ -49,22 +49,27 @@ namespace {
 void add_remote_options(CLI::App& app, RemoteOptions& r) {
   const char* group = "Multi-host";
   app.add_option("-p,--ssh-port", r.ssh_port, "SSH port of every host (default: ~/.ssh/config, else 22)")
-      ->check(CLI::Range(1, 65535))->group(group);
+      ->check(CLI::Range(1, 65535))
+      ->group(group);
   app.add_option("-i,--ssh-identity-file", r.ssh_identity_file,
-                 "Private key to try first (then ssh-agent and ~/.ssh keys)")->group(group);
+                 "Private key to try first (then ssh-agent and ~/.ssh keys)")
+      ->group(group);
   app.add_option("--ssh-connect-timeout", r.ssh_connect_timeout_s,
                  "Seconds to connect to and log in to each host (default 10)")
-      ->check(CLI::Range(1, 3600))->group(group);
+      ->check(CLI::Range(1, 3600))
+      ->group(group);
   app.add_flag("--ssh-accept-new", r.ssh_accept_new,
-               "Add unknown host keys to known_hosts (a changed key is always refused)")->group(group);
+               "Add unknown host keys to known_hosts (a changed key is always refused)")
+      ->group(group);
   app.add_option("--remote-trainrun", r.remote_trainrun,
-                 "trainrun on the other hosts (default: this binary's absolute path)")->group(group);
-  auto* network = app.add_option("--network", r.network,
-                                 "Network the job uses, e.g. 10.1.0.0/16 (default: the route to the hosts)")
-                      ->group(group);
-  app.add_option("--network-interface", r.network_interface,
-                 "Interface the job uses, the same name on every host")
-      ->excludes(network)->group(group);
+                 "trainrun on the other hosts (default: this binary's absolute path)")
+      ->group(group);
+  auto* network =
+      app.add_option("--network", r.network, "Network the job uses, e.g. 10.1.0.0/16 (default: the route to the hosts)")
+          ->group(group);
+  app.add_option("--network-interface", r.network_interface, "Interface the job uses, the same name on every host")
+      ->excludes(network)
+      ->group(group);
 }
 
 // Where ranks go and which CPUs they may use (cli/plan/rank_plan.h, cli/agent/cpu_binding.h).
@@ -72,28 +77,35 @@ void add_placement_options(CLI::App& app, Options& o) {
   const char* placement = "Placement (also mpirun's names)";
   app.add_option("--map-by", o.map_by,
                  "slot: fill each host's slots in turn (default); node: one rank per host in turn")
-      ->check(CLI::IsMember({"slot", "node"}))->group(placement);
+      ->check(CLI::IsMember({"slot", "node"}))
+      ->group(placement);
   app.add_option("--bind-to", o.bind_to,
                  "Pin each rank, by local rank, to its own core, socket or NUMA node of its host (default none)")
-      ->check(CLI::IsMember({"none", "core", "socket", "numa"}))->group(placement);
+      ->check(CLI::IsMember({"none", "core", "socket", "numa"}))
+      ->group(placement);
   app.add_flag("--report-bindings", o.report_bindings,
-               "Print one line per rank: its host and the cores and CPUs it may run on")->group(placement);
+               "Print one line per rank: its host and the cores and CPUs it may run on")
+      ->group(placement);
 }
 
 void add_elastic_options(CLI::App& app, Options& o) {
   const char* elastic = "Elastic (survive failures, grow with new hosts)";
   app.add_option("--min-np", o.min_np, "Fewest ranks the job may go on with (default -np); enables elastic mode")
-      ->check(rank_count())->group(elastic);
+      ->check(rank_count())
+      ->group(elastic);
   app.add_option("--max-np", o.max_np, "Most ranks the job may grow to (default -np); enables elastic mode")
-      ->check(rank_count())->group(elastic);
+      ->check(rank_count())
+      ->group(elastic);
   app.add_option("--host-discovery-script", o.discovery_script,
                  "Program printing the usable hosts as 'host:slots' lines, run every second "
                  "(instead of -H); enables elastic mode")
-      ->type_name("PATH")->group(elastic);
+      ->type_name("PATH")
+      ->group(elastic);
   app.add_option("--reset-limit,--max-restarts", o.reset_limit,
                  "Elastic job: membership changes after which it gives up (default: no limit). Other jobs "
                  "(torchrun's --max-restarts): restart every rank after a failure, at most N times (default 0)")
-      ->check(CLI::Range(0, 1 << 20))->group(elastic);
+      ->check(CLI::Range(0, 1 << 20))
+      ->group(elastic);
   add_float(app, "--elastic-timeout", o.elastic_timeout_s,
             "Seconds to wait for --min-np slots before giving up (default 600)", 0.001, 1e9)
       ->group(elastic);
@@ -113,11 +125,12 @@ void add_engine_options(CLI::App& app, Options& o) {
   add_float(app, "--fusion-threshold-mb", o.fusion_threshold_mb,
             "Fuse small allreduces into buffers up to this many MiB; 0: no fusion (default 64)", 0.0, 1e6)
       ->group(engine);
-  add_float(app, "--cycle-time-ms", o.cycle_time_ms, "Engine negotiation cycle while ops keep coming (default 1)",
-            0.01, 60000.0)
+  add_float(app, "--cycle-time-ms", o.cycle_time_ms, "Engine negotiation cycle while ops keep coming (default 1)", 0.01,
+            60000.0)
       ->group(engine);
   app.add_option("--cache-capacity", o.cache_capacity, "Engine response cache entries; 0: off (default 1024)")
-      ->check(CLI::Range(0, 1 << 20))->group(engine);
+      ->check(CLI::Range(0, 1 << 20))
+      ->group(engine);
   app.add_option("--timeline", o.timeline, "Write a Chrome-trace timeline of engine ops to FILE (rank 0)")
       ->group(engine);
   add_float(app, "--stall-warning", o.stall_warning_s,
@@ -127,12 +140,28 @@ void add_engine_options(CLI::App& app, Options& o) {
             "Fail stalled ops on every rank after S seconds; 0: never (default)", 0.0, 1e9)
       ->group(engine);
   add_float(app, "--straggler-warning", o.straggler_warning_pct,
-            "Warn when one rank submits last in more than PCT% of a window's engine cycles; 0: never (default)",
-            0.0, 100.0)
-      ->type_name("PCT")->group(engine);
+            "Warn when one rank submits last in more than PCT% of a window's engine cycles; 0: never (default)", 0.0,
+            100.0)
+      ->type_name("PCT")
+      ->group(engine);
   app.add_flag("--stacks-on-stall", o.stacks_on_stall,
                "Print every rank's stack at each stall warning too (always: SIGQUIT, --timeout, stall shutdown)")
       ->group(engine);
+}
+
+void add_output_options(CLI::App& app, Options& o) {
+  const char* output = "Output";
+  app.add_option("--output-filename", o.output_dir,
+                 "Also write each rank's output to DIR/rank.NN/stdout and stderr (a file that "
+                 "cannot be written is named once on stderr; the console keeps every line)")
+      ->group(output);
+  app.add_flag("--tag-output,!--no-tag-output", o.tag_output, "Prefix each line with [rank] (on by default)")
+      ->group(output);
+  app.add_flag("--timestamp-output", o.timestamp_output,
+               "Prefix each console line with the local time it arrived (before the [rank] tag)")
+      ->group(output);
+  app.add_option("--rank-filter", o.rank_filter, "Only these ranks' output reaches the console, e.g. 0 or 0,2-3")
+      ->group(output);
 }
 
 void build(CLI::App& app, Options& o) {
@@ -143,19 +172,20 @@ void build(CLI::App& app, Options& o) {
 
   const char* job = "Job";
   app.add_option("--np", o.np, "Number of ranks (also -np); default: every slot of -H/--hostfile")
-      ->check(rank_count())->group(job);
+      ->check(rank_count())
+      ->group(job);
   app.add_flag("--local", o.local, "Run every rank on this machine (the default without -H)")->group(job);
-  app.add_option("-H,--hosts", o.hosts, "Hosts and slots: host[:slots],user@host[:slots],[ipv6]:slots")
+  app.add_option("-H,--hosts", o.hosts, "Hosts and slots: host[:slots],user@host[:slots],[ipv6]:slots")->group(job);
+  app.add_option("--hostfile", o.hostfile, "File of hosts, one per line: 'host slots=N' or 'host:N'")->group(job);
+  app.add_option("-x,--env", o.env_forward, "Forward NAME (or set NAME=VALUE) for every rank; repeatable")
+      ->allow_extra_args(false)
       ->group(job);
-  app.add_option("--hostfile", o.hostfile, "File of hosts, one per line: 'host slots=N' or 'host:N'")
-      ->group(job);
-  app.add_option("-x,--env", o.env_forward,
-                 "Forward NAME (or set NAME=VALUE) for every rank; repeatable")
-      ->allow_extra_args(false)->group(job);
   app.add_option("--backend", o.backend, "Collective backend for the ranks: gloo, mpi or nccl")
-      ->check(CLI::IsMember({"gloo", "mpi", "nccl"}))->group(job);
-  app.add_flag_callback("--no-shm", [&o] { o.shm = false; },
-                        "Ranks on one host talk over TCP instead of shared memory (sets TRAINRUN_SHM=0)")
+      ->check(CLI::IsMember({"gloo", "mpi", "nccl"}))
+      ->group(job);
+  app.add_flag_callback(
+         "--no-shm", [&o] { o.shm = false; },
+         "Ranks on one host talk over TCP instead of shared memory (sets TRAINRUN_SHM=0)")
       ->group(job);
   app.add_flag("--check-calls", o.check_calls,
                "Check before each core call that every rank makes the same one (op, dtype, count, reduce op, "
@@ -165,23 +195,16 @@ void build(CLI::App& app, Options& o) {
 
   add_placement_options(app, o);
 
-  const char* output = "Output";
-  app.add_option("--output-filename", o.output_dir,
-                 "Also write each rank's output to DIR/rank.NN/stdout and stderr (a file that "
-                 "cannot be written is named once on stderr; the console keeps every line)")->group(output);
-  app.add_flag("--tag-output,!--no-tag-output", o.tag_output,
-               "Prefix each line with [rank] (on by default)")->group(output);
-  app.add_flag("--timestamp-output", o.timestamp_output,
-               "Prefix each console line with the local time it arrived (before the [rank] tag)")->group(output);
-  app.add_option("--rank-filter", o.rank_filter,
-                 "Only these ranks' output reaches the console, e.g. 0 or 0,2-3")->group(output);
+  add_output_options(app, o);
 
   const char* launchers = "Launch through Open MPI or Slurm";
   app.add_option("--launcher", o.launcher,
                  "How ranks start: local (local/SSH agents), mpirun, or srun (agents as Slurm steps; "
                  "the default inside an allocation without -H/--hostfile/--local)")
-      ->check(CLI::IsMember({"local", "mpirun", "srun"}))->group(launchers);
-  app.add_flag_callback("--mpi", [&o] { o.launcher = "mpirun"; }, "Same as --launcher mpirun")
+      ->check(CLI::IsMember({"local", "mpirun", "srun"}))
+      ->group(launchers);
+  app.add_flag_callback(
+         "--mpi", [&o] { o.launcher = "mpirun"; }, "Same as --launcher mpirun")
       ->group(launchers);
   app.add_option("--mpi-args", o.mpi_args, "Extra mpirun arguments, one string split like a shell would")
       ->group(launchers);
@@ -189,7 +212,8 @@ void build(CLI::App& app, Options& o) {
   const char* control = "Supervision";
   app.add_option("--start-timeout", o.start_timeout_s,
                  "Seconds every rank may take to reach the rendezvous (default 30)")
-      ->check(CLI::Range(1, 86400))->group(control);
+      ->check(CLI::Range(1, 86400))
+      ->group(control);
   add_float(app, "--timeout", o.timeout_s, "Stop the job after this many seconds (exit 124)", 0.001, 1e9)
       ->group(control);
   add_float(app, "--grace", o.grace_s, "Seconds between SIGTERM and SIGKILL on teardown (default 5)", 0.0, 3600.0)
@@ -205,11 +229,10 @@ void build(CLI::App& app, Options& o) {
   app.add_option("--report", o.report,
                  "Write a JSON job report to FILE on every outcome (also TRAINRUN_REPORT; man trainrun); "
                  "output that cannot be written never changes the exit status")
-      ->type_name("FILE")->group(info);
-  app.add_flag("--dry-run", o.dry_run, "Print the rank map and each rank's command, start nothing")
+      ->type_name("FILE")
       ->group(info);
-  app.add_flag("--check-build", o.check_build, "Print the built backends and their versions")
-      ->group(info);
+  app.add_flag("--dry-run", o.dry_run, "Print the rank map and each rank's command, start nothing")->group(info);
+  app.add_flag("--check-build", o.check_build, "Print the built backends and their versions")->group(info);
 
   add_compat_options(app, o);  // last in --help
 }
@@ -267,7 +290,8 @@ ParseResult finish(const CLI::App& app, ParseResult result) {
   std::vector<std::string> command = app.remaining();
   if (!command.empty() && command.front() == "--") command.erase(command.begin());
   else if (!command.empty() && command.front().size() > 1 && command.front()[0] == '-') {
-    std::cerr << "trainrun: error: unknown option " << quoted(command.front()) << " (trainrun --help lists every option)\n";
+    std::cerr << "trainrun: error: unknown option " << quoted(command.front())
+              << " (trainrun --help lists every option)\n";
     result.exit_code = 2;
     return result;
   }
