@@ -32,3 +32,28 @@ def test_a_name_stays_taken_until_its_handle_is_synchronized(op):
     assert hvd.synchronize(handle).sum().item() == 2 * (hvd.size() if op == 'allreduce' else 1)
     # Synchronized: the name is free again.
     assert hvd.synchronize(submit(t, name='held')).numel() > 0
+
+
+def _restart():
+    hvd.shutdown()
+    hvd.init()
+
+
+def test_a_dead_engine_names_its_cause_and_shutdown_then_init_revives_it(monkeypatch):
+    # Each rank waits on an op no peer submits: the stall shutdown stops the
+    # engine. Horovod's test file goes on in the same job after such a test.
+    monkeypatch.setenv('TRAINRUN_STALL_WARNING', '1')
+    monkeypatch.setenv('TRAINRUN_STALL_SHUTDOWN', '2')
+    _restart()
+    try:
+        with pytest.raises(TimeoutError, match=f"'allreduce.only_on_{hvd.rank()}'"):
+            hvd.allreduce(torch.ones(2), name=f'only_on_{hvd.rank()}')
+        hvd.init()  # on the dead engine: the next op says why it is dead
+        with pytest.raises(TimeoutError, match=r'stall: an op waited more than 2 s \(TRAINRUN_STALL_SHUTDOWN\)'):
+            hvd.allreduce(torch.ones(2), name='on_a_dead_engine')
+        _restart()
+        assert hvd.allreduce(torch.ones(2), name='revived', op=hvd.Sum).tolist() == [hvd.size()] * 2
+        assert hvd.allreduce(torch.ones(2), op=hvd.Sum).tolist() == [hvd.size()] * 2  # unnamed ops agree too
+    finally:
+        monkeypatch.undo()
+        _restart()
