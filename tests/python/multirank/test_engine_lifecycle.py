@@ -57,3 +57,19 @@ def test_a_dead_engine_names_its_cause_and_shutdown_then_init_revives_it(monkeyp
     finally:
         monkeypatch.undo()
         _restart()
+
+
+@pytest.mark.parametrize('op', ['allgather', 'broadcast'])
+def test_unnamed_ops_fail_on_every_rank_while_each_rank_in_turn_has_joined(op):
+    # The rank that joins makes one unnamed op fewer than its peers, so from
+    # the second round on (np >= 3) the ranks' counted names differ: the op
+    # must fail at once, not wait for a name no peer will submit.
+    t = torch.ones(3)
+    for joiner in range(hvd.size()):
+        if hvd.rank() != joiner:
+            root = (joiner + 1) % hvd.size()
+            with pytest.raises(RuntimeError, match=f'rank {joiner}.* has joined'):
+                hvd.allgather(t) if op == 'allgather' else hvd.broadcast(t, root)
+        assert hvd.join() in range(hvd.size())
+    # After the last join, every rank agrees again.
+    assert hvd.allgather(t, name='after_joins').numel() == 3 * hvd.size()
