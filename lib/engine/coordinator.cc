@@ -28,11 +28,22 @@ void Coordinator::report(int rank, std::vector<Request> requests, Clock::time_po
   }
 }
 
+// Every rank that has not joined reported it; or a rank that joined without
+// it cannot take part: that rank will not report it before the join ends, so
+// it fails now on the ranks that did. (Waiting would hang: ranks count their
+// unnamed ops differently once one of them stops making them to join.)
 bool Coordinator::complete(const Entry& entry) const {
+  const Request* reference = nullptr;
+  bool live_missing = false, joined_missing = false;
   for (int r = 0; r < size_; ++r) {
-    if (!entry.by_rank[r] && !joined_[r]) return false;
+    if (entry.by_rank[r]) {
+      if (!reference) reference = &*entry.by_rank[r];
+    } else {
+      (joined_[r] ? joined_missing : live_missing) = true;
+    }
   }
-  return true;
+  if (!live_missing) return true;
+  return joined_missing && reference->op != OpType::Join && !joined_rank_can_take_part(*reference, 0);
 }
 
 Response Coordinator::respond(const Entry& entry) const {
@@ -53,7 +64,7 @@ Response Coordinator::respond(const Entry& entry) const {
     return response;
   }
   for (int r = 0; r < size_; ++r) {
-    if (entry.by_rank[r]) continue;  // so r has joined
+    if (entry.by_rank[r] || !joined_[r]) continue;
     const bool root_left = ref.op == OpType::Broadcast && ref.root == r;
     if (!joined_rank_can_take_part(ref, r)) {
       response.error = op_label(ref) + " '" + ref.name + "': rank " + std::to_string(r) +

@@ -88,6 +88,7 @@ Handle Engine::submit(Work work) {
   }
   in_flight_.insert(names.begin(), names.end());
   work.op = std::make_shared<Operation>();
+  work.op->names = names;
   work.submitted = Clock::now();
   const Handle handle{next_handle_.fetch_add(1, std::memory_order_relaxed)};
   handles_.emplace(handle.id, work.op);
@@ -127,8 +128,16 @@ std::shared_ptr<Operation> Engine::await(Handle handle) {
     lock.lock();
     done_.wait(lock, [&] { return op->done; });
   }
+  release_names(*op);
   if (op->error) throw *op->error;
   return op;
+}
+
+// A name is freed when its caller has the op back, done: until then the
+// caller cannot know that it is, so a second submit of the name fails
+// however quickly the first one completed (as the error message says).
+void Engine::release_names(const Operation& op) {
+  for (const std::string& name : op.names) in_flight_.erase(name);
 }
 
 Output Engine::wait(Handle handle) { return std::move(await(handle)->output); }
@@ -421,7 +430,6 @@ void Engine::finish(const std::vector<const Response*>& done) {
       if (it == pending_.end()) continue;  // this rank joined: nothing to complete
       if (!response->error.empty()) it->second.op->error = Error(response->error_code, response->error);
       complete(*it->second.op);
-      for (const std::string& name : reserved_names(it->second.request)) in_flight_.erase(name);
     }
   }
   for (const Response* response : done) pending_.erase(response->request.name);

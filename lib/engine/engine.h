@@ -90,6 +90,7 @@ class Engine {
   // Completes the ops of these responses (the error, if any, is theirs).
   void finish(const std::vector<const Response*>& done);
   void complete(Operation& op);  // under mutex_
+  void release_names(const Operation& op);  // under mutex_
   void stop(const Error& reason);
   void watch();
   void trace_report(int from, const Request& r, Clock::time_point now);

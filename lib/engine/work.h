@@ -24,6 +24,9 @@ struct Operation {
   std::optional<Error> error;
   Output output;
   int last_joined = -1;  // join()
+  // The names it holds on this rank (engine.cc: reserved_names); they stay
+  // taken until its handle is synchronized, not merely until it completes.
+  std::vector<std::string> names;
 };
 
 struct Work {

@@ -21,7 +21,8 @@
 //   (each waits for the next cycle, at most TRAINRUN_CYCLE_TIME_MS); they
 //   never interleave with engine traffic.
 // - A name may be in flight only once per rank; submitting it again before
-//   its handle completed throws Error(InvalidArgument). Names starting with
+//   its handle was synchronized (even if the op already completed) throws
+//   Error(InvalidArgument). Names starting with
 //   '#' are reserved.
 // - The tensor's memory must stay valid and untouched until the handle
 //   completes. Only host memory (device kCpu) is supported today.
