@@ -89,7 +89,7 @@ class Engine {
   Work* local_work(const std::string& name);
   // Completes the ops of these responses (the error, if any, is theirs).
   void finish(const std::vector<const Response*>& done);
-  void complete(Operation& op);  // under mutex_
+  void complete(Operation& op);             // under mutex_
   void release_names(const Operation& op);  // under mutex_
   void stop(const Error& reason);
   void watch();
