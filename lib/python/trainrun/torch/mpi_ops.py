@@ -10,7 +10,6 @@ same order agree; pass name= when the order differs between ranks.
 import atexit
 import itertools
 import os
-import sys
 
 import torch
 
