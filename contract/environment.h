@@ -80,6 +80,9 @@ inline constexpr const char* kEnvCycleTimeMs = "TRAINRUN_CYCLE_TIME_MS";
 inline constexpr const char* kEnvCacheCapacity = "TRAINRUN_CACHE_CAPACITY";
 // Chrome-trace JSON file rank 0 writes (--timeline FILE). Default: none.
 inline constexpr const char* kEnvTimeline = "TRAINRUN_TIMELINE";
+// 1: a CYCLE_START mark in the timeline at every negotiation cycle
+// (--timeline-mark-cycles). Default 0.
+inline constexpr const char* kEnvTimelineMarkCycles = "TRAINRUN_TIMELINE_MARK_CYCLES";
 // Seconds, decimal, before a waiting op is reported on stderr; 0 = never
 // (--stall-warning). Default 60.
 inline constexpr const char* kEnvStallWarning = "TRAINRUN_STALL_WARNING";

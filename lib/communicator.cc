@@ -14,7 +14,10 @@
 #include "lib/communicator_access.h"
 #include "lib/engine/engine.h"
 #include "lib/fork_guard.h"
+#include "lib/rendezvous_client.h"
 #include "lib/subset_world.h"
+#include "contract/job_records.h"
+#include "contract/kv_keys.h"
 #include "contract/world.h"
 #include "trainrun/error.h"
 
@@ -48,6 +51,12 @@ detail::Request core_request(const char* op, DataType type, std::vector<std::int
 
 std::int64_t as_dim(std::size_t n) { return static_cast<std::int64_t>(n); }
 
+// A timeline file rank 0 could not write reaches the launcher's report
+// through its store.
+void report_timeline_failure(const detail::World& world, const std::string& path, const std::string& error) {
+  detail::publish_job_key(world, protocol::kKeyTimelineError, detail::encode_timeline_error({path, error}));
+}
+
 }  // namespace
 
 // Communicator::Impl: what a Communicator is made of (its world, its
@@ -56,10 +65,18 @@ std::int64_t as_dim(std::size_t n) { return static_cast<std::int64_t>(n); }
 // engine(), which is thread-safe.
 struct Communicator::Impl {
   Impl(std::unique_ptr<detail::World> world, std::unique_ptr<detail::Backend> backend)
-      : world_(std::move(world)), backend_(std::move(backend)) {}
+      : world_(std::move(world)), backend_(std::move(backend)),
+        timeline_([world = world_.get()](const std::string& path, const std::string& error) {
+          report_timeline_failure(*world, path, error);
+        }) {}
   ~Impl() { engine_.reset(); }
 
   detail::Engine& engine();
+  // The timeline at run time (trainrun::start_timeline): rank 0 of the job
+  // writes it, whether or not the engine runs yet; once called, the
+  // environment's TRAINRUN_TIMELINE no longer applies to this communicator.
+  void start_timeline(const std::string& path, bool mark_cycles);
+  void stop_timeline();
   template <typename Check, typename Negotiated, typename Run>
   void call(detail::CoreOp op, Check&& check, Negotiated&& request, Run&& run);
   // The engine while it runs, else null.
@@ -72,6 +89,8 @@ struct Communicator::Impl {
   std::uint64_t subsets_made_ = 0;  // names each process set made from this one
   std::mutex engine_mutex_;
   std::atomic<bool> engine_made_{false};    // engine_ set (it stays until the communicator goes)
+  detail::Timeline timeline_;               // the engine records into it: declared before engine_
+  bool timeline_set_ = false;               // start/stop_timeline called (under engine_mutex_)
   std::unique_ptr<detail::Engine> engine_;  // declared last: stops before the backend goes
 };
 
@@ -99,17 +118,37 @@ std::unique_ptr<Communicator> CommunicatorAccess::make(std::unique_ptr<World> wo
 Backend& CommunicatorAccess::backend(Communicator& comm) { return *comm.impl_->backend_; }
 Engine& CommunicatorAccess::engine(Communicator& comm) { return comm.impl_->engine(); }
 
+void CommunicatorAccess::start_timeline(Communicator& comm, const std::string& path, bool mark_cycles) {
+  comm.impl_->start_timeline(path, mark_cycles);
+}
+
+void CommunicatorAccess::stop_timeline(Communicator& comm) { comm.impl_->stop_timeline(); }
+
 }  // namespace detail
 
 detail::Engine& Communicator::Impl::engine() {
   std::lock_guard lock(engine_mutex_);
   if (!engine_) {
     detail::EngineOptions options = detail::engine_options_from_env(&std::getenv);
-    if (!world_->members.empty()) options.timeline_path.clear();  // the job's engine writes it
-    engine_ = std::make_unique<detail::Engine>(*world_, *backend_, std::move(options));
+    // A process set's engine leaves the timeline to the job's.
+    if (!world_->members.empty() || timeline_set_) options.timeline_path.clear();
+    engine_ = std::make_unique<detail::Engine>(*world_, *backend_, std::move(options), timeline_);
     engine_made_.store(true, std::memory_order_release);
   }
   return *engine_;
+}
+
+void Communicator::Impl::start_timeline(const std::string& path, bool mark_cycles) {
+  if (path.empty()) invalid("the timeline path is empty");
+  std::lock_guard lock(engine_mutex_);
+  timeline_set_ = true;
+  if (world_->rank == 0 && world_->members.empty()) timeline_.start(path, mark_cycles);
+}
+
+void Communicator::Impl::stop_timeline() {
+  std::lock_guard lock(engine_mutex_);
+  timeline_set_ = true;
+  timeline_.stop();
 }
 
 // No lock until an engine exists: the core calls of a program that never

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "trainrun/communicator.h"
 
@@ -23,6 +24,10 @@ class CommunicatorAccess {
   static Backend& backend(Communicator& comm);
   // The coordination engine, started on first use (thread-safe).
   static Engine& engine(Communicator& comm);
+  // The job's timeline at run time, without starting the engine
+  // (trainrun/engine.h: start_timeline, stop_timeline).
+  static void start_timeline(Communicator& comm, const std::string& path, bool mark_cycles);
+  static void stop_timeline(Communicator& comm);
 };
 
 }  // namespace trainrun::detail

@@ -110,6 +110,60 @@ std::vector<Coordinator::Pending> Coordinator::pending() const {
   return result;
 }
 
+namespace {
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string text = ranks.size() == 1 ? "rank " : "ranks ";
+  for (std::size_t i = 0; i < ranks.size(); ++i) text += (i ? "," : "") + std::to_string(ranks[i]);
+  return text;
+}
+
+}  // namespace
+
+std::vector<Response> Coordinator::fail_out_of_step(const std::string& waited) {
+  std::vector<int> in_barrier;
+  bool others = false;
+  for (const auto& [name, entry] : table_) {
+    for (int r = 0; r < size_; ++r) {
+      if (!entry.by_rank[r]) continue;
+      if (entry.by_rank[r]->op == OpType::Barrier) in_barrier.push_back(r);
+      else others = true;
+    }
+  }
+  std::sort(in_barrier.begin(), in_barrier.end());
+  in_barrier.erase(std::unique(in_barrier.begin(), in_barrier.end()), in_barrier.end());
+  std::vector<std::pair<std::uint64_t, Response>> failed;
+  for (auto it = table_.begin(); it != table_.end();) {
+    const Pending p = [&] {
+      Pending one{it->first, OpType::Allreduce, it->second.since, {}};
+      for (int r = 0; r < size_; ++r) {
+        if (it->second.by_rank[r]) one.op = it->second.by_rank[r]->op;
+        else if (!joined_[r]) one.missing.push_back(r);
+      }
+      return one;
+    }();
+    if (others && p.op == OpType::Barrier) {
+      ++it;
+      continue;
+    }
+    Response response = respond(it->second);
+    response.error = op_label(response.request) + " '" + p.name + "': the ranks are out of step: every rank waited " +
+                     waited + " for ops that cannot complete, and " + rank_list(p.missing) +
+                     (p.missing.size() == 1 ? " has" : " have") + " not submitted this one" +
+                     (in_barrier.empty() || p.op == OpType::Barrier
+                          ? ""
+                          : " (" + rank_list(in_barrier) + " wait" + (in_barrier.size() == 1 ? "s" : "") +
+                                " in barrier(): did an error on some ranks skip ops the others made?)");
+    response.error_code = Error::Code::Mismatch;
+    failed.emplace_back(it->second.order, std::move(response));
+    it = table_.erase(it);
+  }
+  std::sort(failed.begin(), failed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<Response> out;
+  for (auto& [order, response] : failed) out.push_back(std::move(response));
+  return out;
+}
+
 void Coordinator::clear() {
   table_.clear();
   std::fill(joined_.begin(), joined_.end(), false);

@@ -52,6 +52,14 @@ class Coordinator {
     std::vector<int> missing;  // ranks that have neither reported nor joined
   };
   std::vector<Pending> pending() const;
+  // The ranks are out of step: every rank waits and none of the pending ops
+  // can complete (say an exception on some ranks sent them on to a barrier
+  // that the others, waiting for an op those ranks never submitted, have
+  // not reached). Fails every pending op, naming the ranks it lacks, but
+  // barriers, so that the ranks whose ops fail here can still reach them
+  // and the ranks come back in step; only barriers pending: those fail.
+  // `waited` says for how long ("60 s (TRAINRUN_STALL_WARNING)").
+  std::vector<Response> fail_out_of_step(const std::string& waited);
   bool empty() const { return table_.empty(); }
   void clear();
 

@@ -3,6 +3,7 @@
 // Min) answers every question a cycle needs, because Min over bytes is an
 // AND over "yes = 1" and an OR over "yes = 0":
 //   flags  reports?  shutdown?  stall shutdown?   (0 = some rank says yes)
+//          out of step? (rank 0's decision)
 //          joined?  a caller waiting?             (1 = every rank says yes)
 //   slots  one byte per response-cache slot: 2 = this rank has a request
 //          that hits the slot (or has joined), 1 = not yet, 0 = stale (a
@@ -20,7 +21,7 @@ namespace trainrun::detail {
 class CycleStatus {
  public:
   CycleStatus(std::size_t slots, bool joined) : bytes_(kFlags + slots, joined ? kReady : kWaiting) {
-    bytes_[kReports] = bytes_[kShutdown] = bytes_[kStallShutdown] = 1;
+    bytes_[kReports] = bytes_[kShutdown] = bytes_[kStallShutdown] = bytes_[kOutOfStep] = 1;
     bytes_[kJoined] = joined ? 1 : 0;
     bytes_[kWaiter] = 0;
   }
@@ -28,6 +29,7 @@ class CycleStatus {
   void set_reports() { bytes_[kReports] = 0; }
   void set_shutdown() { bytes_[kShutdown] = 0; }
   void set_stall_shutdown() { bytes_[kStallShutdown] = 0; }
+  void set_out_of_step() { bytes_[kOutOfStep] = 0; }
   void set_waiter() { bytes_[kWaiter] = 1; }
   void mark_ready(std::size_t slot) { bytes_[kFlags + slot] = kReady; }
   void mark_stale(std::size_t slot) { bytes_[kFlags + slot] = kStale; }
@@ -39,6 +41,7 @@ class CycleStatus {
   bool any_reports() const { return bytes_[kReports] == 0; }
   bool any_shutdown() const { return bytes_[kShutdown] == 0; }
   bool stall_shutdown() const { return bytes_[kStallShutdown] == 0; }
+  bool out_of_step() const { return bytes_[kOutOfStep] == 0; }
   bool all_joined() const { return bytes_[kJoined] == 1; }
   bool all_waiting() const { return bytes_[kWaiter] == 1; }
   std::size_t slots() const { return bytes_.size() - kFlags; }
@@ -46,7 +49,7 @@ class CycleStatus {
   bool stale(std::size_t slot) const { return bytes_[kFlags + slot] == kStale; }
 
  private:
-  enum : std::size_t { kReports, kShutdown, kStallShutdown, kJoined, kWaiter, kFlags };
+  enum : std::size_t { kReports, kShutdown, kStallShutdown, kOutOfStep, kJoined, kWaiter, kFlags };
   static constexpr std::uint8_t kStale = 0, kWaiting = 1, kReady = 2;
   std::vector<std::uint8_t> bytes_;
 };

@@ -39,22 +39,17 @@ std::vector<std::string> reserved_names(const Request& r) {
   return names;
 }
 
-// A failed write reaches the launcher's report through its store.
-std::unique_ptr<Timeline> open_timeline(const World& world, const std::string& path) {
-  return std::make_unique<Timeline>(path, [world, path](const std::string& error) {
-    publish_job_key(world, protocol::kKeyTimelineError, encode_timeline_error({path, error}));
-  });
-}
-
 }  // namespace
 
-Engine::Engine(const World& world, Backend& backend, EngineOptions options)
+Engine::Engine(const World& world, Backend& backend, EngineOptions options, Timeline& timeline)
     : rank_(world.rank), size_(world.size), hostname_(world.hostname), elastic_(world.elastic), backend_(backend),
       options_(std::move(options)), coordinator_(size_), cache_(options_.cache_capacity),
       stall_(options_.stall_warning, options_.stall_shutdown),
-      stragglers_(world, backend, options_.straggler_warning_pct, options_.straggler_window),
-      timeline_(rank_ == 0 && !options_.timeline_path.empty() ? open_timeline(world, options_.timeline_path) : nullptr),
-      executor_(backend, rank_, size_, options_.fusion_threshold, timeline_.get()) {
+      stragglers_(world, backend, options_.straggler_warning_pct, options_.straggler_window), timeline_(timeline),
+      executor_(backend, rank_, size_, options_.fusion_threshold, timeline) {
+  if (rank_ == 0 && !options_.timeline_path.empty()) {
+    timeline_.start(options_.timeline_path, options_.timeline_mark_cycles);
+  }
   thread_ = std::thread([this] { loop(); });
   watchdog_ = std::thread([this] { watch(); });
 }
@@ -208,10 +203,12 @@ bool Engine::cycle() {
     waiting = waiters_ > 0;
   }
   const auto now = Clock::now();
+  if (timeline_.marking_cycles()) timeline_.mark_cycle(now);
   std::vector<std::string> to_report;
   CycleStatus status = prepare(now, to_report);
   if (stop_requested) status.set_shutdown();
   if (waiting) status.set_waiter();
+  if (rank_ == 0 && stuck_since_ && stall_.out_of_step_due(now - *stuck_since_)) status.set_out_of_step();
   if (rank_ == 0 && !coordinator_.empty() && stall_.shutdown_due(coordinator_.pending(), now)) {
     status.set_stall_shutdown();
     // Said before any rank can act on it: the launcher takes every rank's
@@ -242,6 +239,13 @@ bool Engine::cycle() {
     negotiate(to_report, now, responses);
   } else {
     retry_.insert(retry_.end(), to_report.begin(), to_report.end());
+  }
+  if (status.out_of_step() && responses.empty()) fail_out_of_step(responses);
+  if (rank_ == 0) {
+    // Every rank waits, on ops that cannot complete: out of step once this lasts (fail_out_of_step).
+    const bool stuck = status.all_waiting() && responses.empty() && !coordinator_.empty();
+    if (!stuck) stuck_since_.reset();
+    else if (!stuck_since_) stuck_since_ = now;
   }
   // Puts may have evicted or replaced slots that requests wait on.
   for (auto& [name, work] : pending_) {
@@ -361,7 +365,7 @@ void Engine::negotiate(const std::vector<std::string>& to_report, Clock::time_po
   for (int r = 0; r < size_; ++r) {
     auto requests = decode_requests(std::string_view(all).substr(offset, counts[r]), r);
     offset += counts[r];
-    if (timeline_) {
+    if (timeline_.active()) {
       for (const Request& request : requests) trace_report(r, request, now);
     }
     coordinator_.report(r, std::move(requests), now);
@@ -372,6 +376,19 @@ void Engine::negotiate(const std::vector<std::string>& to_report, Clock::time_po
   }
 }
 
+void Engine::fail_out_of_step(std::vector<Response>& responses) {
+  bool barrier_failed = false;
+  for (Response& response : coordinator_.fail_out_of_step(stall_.out_of_step_wait())) {
+    barrier_failed = barrier_failed || response.request.op == OpType::Barrier;
+    responses.push_back(std::move(response));
+  }
+  if (barrier_failed) {
+    // Every rank fails the same barriers; they number the next ones from 0 alike.
+    std::lock_guard lock(mutex_);
+    next_barrier_ = 0;
+  }
+}
+
 Work* Engine::local_work(const std::string& name) {
   const auto it = pending_.find(name);
   return it == pending_.end() ? nullptr : &it->second;
@@ -379,9 +396,12 @@ Work* Engine::local_work(const std::string& name) {
 
 void Engine::execute(const std::vector<Response>& responses) {
   if (responses.empty()) return;
-  if (timeline_) {
+  if (timeline_.active()) {
     const auto now = Clock::now();
     for (const Response& response : responses) trace_ready(response, now);
+  } else {
+    // A timeline stopped while these negotiated: a later one starts their spans afresh.
+    for (const Response& response : responses) negotiating_.erase(response.request.name);
   }
   const std::vector<Batch> batches = plan_batches(responses, options_.fusion_threshold);
   // A group's members may land in several batches: it completes with its last.
@@ -395,8 +415,8 @@ void Engine::execute(const std::vector<Response>& responses) {
     const Response& first = responses[batch.items[0].response];
     std::vector<const Response*> done;
     if (!first.error.empty()) {
-      if (timeline_) {
-        for (const std::string& name : tensor_names(first.request)) timeline_->end(name, "QUEUE");
+      if (timeline_.active()) {
+        for (const std::string& name : tensor_names(first.request)) timeline_.end(name, "QUEUE");
       }
       done.push_back(&first);
     } else {
@@ -416,10 +436,10 @@ void Engine::execute(const std::vector<Response>& responses) {
 }
 
 void Engine::finish(const std::vector<const Response*>& done) {
-  if (timeline_) {
+  if (timeline_.active()) {
     for (const Response* response : done) {
       for (const std::string& name : tensor_names(response->request)) {
-        timeline_->end(name, upper_case(to_string(response->request.op)));
+        timeline_.end(name, upper_case(to_string(response->request.op)));
       }
     }
   }
@@ -489,9 +509,9 @@ void Engine::watch() {
 
 void Engine::trace_report(int from, const Request& r, Clock::time_point now) {
   if (negotiating_.insert(r.name).second) {
-    timeline_->begin(r.name, "NEGOTIATE_" + upper_case(to_string(r.op)), {}, now - std::chrono::milliseconds(r.age_ms));
+    timeline_.begin(r.name, "NEGOTIATE_" + upper_case(to_string(r.op)), {}, now - std::chrono::milliseconds(r.age_ms));
   }
-  timeline_->mark(r.name, "rank " + std::to_string(from) + " ready", now);
+  timeline_.mark(r.name, "rank " + std::to_string(from) + " ready", now);
 }
 
 void Engine::trace_ready(const Response& response, Clock::time_point now) {
@@ -500,17 +520,17 @@ void Engine::trace_ready(const Response& response, Clock::time_point now) {
   if (!negotiating_.erase(r.name)) {
     // A cache hit: negotiation took from this rank's submission until now.
     const Work* work = local_work(r.name);
-    timeline_->begin(r.name, "NEGOTIATE_" + op, {}, work ? work->submitted : now);
+    timeline_.begin(r.name, "NEGOTIATE_" + op, {}, work ? work->submitted : now);
   }
-  timeline_->end(r.name, "NEGOTIATE_" + op, now);
+  timeline_.end(r.name, "NEGOTIATE_" + op, now);
   const Work* work = local_work(r.name);
   const Request& mine = work ? work->request : r;
   for (std::size_t i = 0; i < std::max<std::size_t>(1, mine.members.size()); ++i) {
     const bool member = !mine.members.empty();
     const std::string& name = member ? mine.members[i].name : mine.name;
     const auto& shape = member ? mine.members[i].shape : mine.shape;
-    timeline_->begin(name, op, {{"dtype", to_string(r.type)}, {"shape", shape_text(shape)}}, now);
-    timeline_->begin(name, "QUEUE", {}, now);
+    timeline_.begin(name, op, {{"dtype", to_string(r.type)}, {"shape", shape_text(shape)}}, now);
+    timeline_.begin(name, "QUEUE", {}, now);
   }
 }
 

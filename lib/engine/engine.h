@@ -48,8 +48,11 @@ namespace trainrun::detail {
 
 class Engine {
  public:
-  // Throws Error when the options are unusable (e.g. the timeline file).
-  Engine(const World& world, Backend& backend, EngineOptions options);
+  // Records into `timeline` whenever it is active (its owner, the
+  // Communicator, starts and stops it); rank 0 starts it on
+  // options.timeline_path. Throws Error when the options are unusable
+  // (e.g. the timeline file).
+  Engine(const World& world, Backend& backend, EngineOptions options, Timeline& timeline);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -85,6 +88,9 @@ class Engine {
   std::vector<Response> take_cached(const CycleStatus& status, std::vector<std::string>& to_report);
   void classify(const std::string& name, std::vector<std::string>& to_report, std::vector<std::size_t>& stale);
   void negotiate(const std::vector<std::string>& to_report, Clock::time_point now, std::vector<Response>& responses);
+  // Rank 0 found every rank stuck for the stall warning time: the
+  // coordinator's pending ops fail on every rank (Coordinator::fail_out_of_step).
+  void fail_out_of_step(std::vector<Response>& responses);
   void execute(const std::vector<Response>& responses);
   Work* local_work(const std::string& name);
   // Completes the ops of these responses (the error, if any, is theirs).
@@ -135,8 +141,9 @@ class Engine {
   ResponseCache cache_;
   StallInspector stall_;
   StragglerMonitor stragglers_;
-  std::unique_ptr<Timeline> timeline_;  // rank 0, when asked for
-  std::set<std::string> negotiating_;   // names with an open NEGOTIATE span
+  std::optional<Clock::time_point> stuck_since_;  // rank 0: every rank waits, nothing can complete
+  Timeline& timeline_;                            // outlives the engine
+  std::set<std::string> negotiating_;             // names with an open NEGOTIATE span
   Executor executor_;
   std::thread thread_;
   std::thread watchdog_;

@@ -29,22 +29,28 @@ using detail::Work;
 
 [[noreturn]] void invalid(const std::string& message) { throw Error(Error::Code::InvalidArgument, message); }
 
-// Runs `fn` on the engine of `comm`, or of the default communicator when
-// `comm` is null; errors name the rank (as the job numbers it) and host.
+// Runs `fn` on `comm`, or on the default communicator when `comm` is null;
+// errors name the rank (as the job numbers it) and host.
 template <typename Fn>
-auto call(Communicator* comm, const char* what, Fn&& fn) {
+auto on_communicator(Communicator* comm, const char* what, Fn&& fn) {
   try {
     detail::check_not_forked();
     if (!comm) {
       if (!is_initialized()) invalid("call trainrun::init() before using the engine");
       comm = &init();
     }
-    return fn(detail::CommunicatorAccess::engine(*comm));
+    return fn(*comm);
   } catch (const Error& e) {
     const std::string where =
         comm ? "rank " + std::to_string(comm->job_rank(comm->rank())) + " (" + comm->hostname() + "): " : "";
     throw Error(e.code(), where + what + e.what());
   }
+}
+
+// The same on the engine of that communicator (started here if need be).
+template <typename Fn>
+auto call(Communicator* comm, const char* what, Fn&& fn) {
+  return on_communicator(comm, what, [&](Communicator& c) { return fn(detail::CommunicatorAccess::engine(c)); });
 }
 
 void check_name(const std::string& name) {
@@ -247,5 +253,16 @@ Output synchronize(Handle handle) { return synchronize(*default_communicator("")
 void barrier() { barrier(*default_communicator("barrier: ")); }
 
 int join() { return join(*default_communicator("join: ")); }
+
+void start_timeline(const std::string& path, bool mark_cycles) {
+  on_communicator(nullptr, "start_timeline: ", [&](Communicator& comm) {
+    detail::CommunicatorAccess::start_timeline(comm, path, mark_cycles);
+  });
+}
+
+void stop_timeline() {
+  on_communicator(nullptr,
+                  "stop_timeline: ", [](Communicator& comm) { detail::CommunicatorAccess::stop_timeline(comm); });
+}
 
 }  // namespace trainrun

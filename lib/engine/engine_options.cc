@@ -13,6 +13,7 @@ EngineOptions engine_options_from_env(const EnvLookup& own) {
   if (auto v = env_number(env, p::kEnvCycleTimeMs, 0.01, 60'000)) o.cycle_time = decltype(o.cycle_time)(*v);
   if (auto v = env_int(env, p::kEnvCacheCapacity, 0, 1 << 20)) o.cache_capacity = *v;
   if (const char* path = env(p::kEnvTimeline)) o.timeline_path = path;
+  if (auto v = env_int(env, p::kEnvTimelineMarkCycles, 0, 1)) o.timeline_mark_cycles = *v == 1;
   if (auto v = env_number(env, p::kEnvStallWarning, 0, 30 * 86400)) o.stall_warning = decltype(o.stall_warning)(*v);
   if (auto v = env_number(env, p::kEnvStallShutdown, 0, 30 * 86400)) o.stall_shutdown = decltype(o.stall_shutdown)(*v);
   if (auto v = env_number(env, p::kEnvStragglerWarning, 0, 100)) o.straggler_warning_pct = *v;

@@ -17,6 +17,7 @@ struct EngineOptions {
   std::chrono::duration<double, std::milli> cycle_time{1.0};
   std::size_t cache_capacity = 1024;                  // 0: no response cache
   std::string timeline_path;                          // empty: no timeline
+  bool timeline_mark_cycles = false;                  // CYCLE_START marks in it
   std::chrono::duration<double> stall_warning{60.0};  // 0: off
   std::chrono::duration<double> stall_shutdown{0.0};  // 0: off
   double straggler_warning_pct = 0;                   // 0: off (statistics are kept anyway)

@@ -25,7 +25,7 @@ std::vector<std::int64_t> with_rows(std::int64_t rows, const std::vector<std::in
 
 }  // namespace
 
-Executor::Executor(Backend& backend, int rank, int size, std::size_t fusion_threshold, Timeline* timeline)
+Executor::Executor(Backend& backend, int rank, int size, std::size_t fusion_threshold, Timeline& timeline)
     : backend_(backend), rank_(rank), size_(size), fusion_threshold_(fusion_threshold), timeline_(timeline),
       backend_name_(upper_case(backend.name())) {}
 
@@ -59,12 +59,12 @@ void Executor::run(const Batch& batch, const std::vector<Response>& responses, c
   for (const FusionItem& item : batch.items) {
     const Request& ri = responses[item.response].request;
     names.push_back(ri.members.empty() ? ri.name : ri.members[item.member].name);
-    if (timeline_) timeline_->end(names.back(), "QUEUE");
+    if (timeline_.active()) timeline_.end(names.back(), "QUEUE");
   }
   Work* work = works[0];
   const std::string span = label(r.op);
-  const bool traced = timeline_ && r.op != OpType::Allreduce && r.op != OpType::Join;
-  if (traced) timeline_->begin(names[0], span);
+  const bool traced = timeline_.active() && r.op != OpType::Allreduce && r.op != OpType::Join;
+  if (traced) timeline_.begin(names[0], span);
   switch (r.op) {
     case OpType::Allreduce:
       if (batch.fused) allreduce_fused(batch, r, works, names);
@@ -80,7 +80,7 @@ void Executor::run(const Batch& batch, const std::vector<Response>& responses, c
     case OpType::Core: work->core(); break;
     case OpType::Join: break;  // completes in the engine
   }
-  if (traced) timeline_->end(names[0], span);
+  if (traced) timeline_.end(names[0], span);
 }
 
 void Executor::allreduce_fused(const Batch& batch, const Request& r, const std::vector<Work*>& works,
@@ -89,9 +89,9 @@ void Executor::allreduce_fused(const Batch& batch, const Request& r, const std::
   const std::size_t element = size_of(r.type);
   auto each = [&](const char* phase, auto&& fn) {
     for (std::size_t i = 0; i < batch.items.size(); ++i) {
-      if (timeline_) timeline_->begin(names[i], phase);
+      if (timeline_.active()) timeline_.begin(names[i], phase);
       fn(batch.items[i], works[i]);
-      if (timeline_) timeline_->end(names[i], phase);
+      if (timeline_.active()) timeline_.end(names[i], phase);
     }
   };
   each("MEMCPY_IN_FUSION_BUFFER", [&](const FusionItem& item, Work* w) {
@@ -102,11 +102,11 @@ void Executor::allreduce_fused(const Batch& batch, const Request& r, const std::
   });
   const std::string span = label(OpType::Allreduce);
   for (const auto& name : names) {
-    if (timeline_) timeline_->begin(name, span);
+    if (timeline_.active()) timeline_.begin(name, span);
   }
   backend_.allreduce(buffer, buffer, batch.bytes / element, r.type, r.reduce_op);
   for (const auto& name : names) {
-    if (timeline_) timeline_->end(name, span);
+    if (timeline_.active()) timeline_.end(name, span);
   }
   each("MEMCPY_OUT_FUSION_BUFFER", [&](const FusionItem& item, Work* w) {
     if (!w) return;
@@ -122,9 +122,9 @@ void Executor::allreduce_alone(const FusionItem& item, const Request& r, Work* w
   if (!work) fill_identity(data, count, r.type, r.reduce_op);
   else scale_in_place(data, count, r.type, r.prescale);
   const std::string span = label(OpType::Allreduce);
-  if (timeline_) timeline_->begin(name, span);
+  if (timeline_.active()) timeline_.begin(name, span);
   backend_.allreduce(data, data, count, r.type, r.reduce_op);
-  if (timeline_) timeline_->end(name, span);
+  if (timeline_.active()) timeline_.end(name, span);
   if (work) scale_in_place(data, count, r.type, r.postscale);
 }
 

@@ -20,8 +20,8 @@ namespace trainrun::detail {
 
 class Executor {
  public:
-  // `timeline` may be null.
-  Executor(Backend& backend, int rank, int size, std::size_t fusion_threshold, Timeline* timeline);
+  // Records into `timeline` while it is active.
+  Executor(Backend& backend, int rank, int size, std::size_t fusion_threshold, Timeline& timeline);
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
@@ -46,7 +46,7 @@ class Executor {
   const int rank_;
   const int size_;
   const std::size_t fusion_threshold_;
-  Timeline* timeline_;
+  Timeline& timeline_;
   const std::string backend_name_;
   void* buffer_ = nullptr;  // the fusion buffer, mapped on first use
   std::size_t capacity_ = 0;

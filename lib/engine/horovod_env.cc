@@ -8,7 +8,7 @@
 namespace trainrun::detail {
 namespace {
 
-// Same units on both sides: bytes, milliseconds, entries, a path, seconds.
+// Same units on both sides: bytes, milliseconds, entries, a path, 0/1, seconds.
 struct Alias {
   const char* ours;
   const char* horovods;
@@ -18,6 +18,7 @@ constexpr Alias kAliases[] = {
     {protocol::kEnvCycleTimeMs, "HOROVOD_CYCLE_TIME"},
     {protocol::kEnvCacheCapacity, "HOROVOD_CACHE_CAPACITY"},
     {protocol::kEnvTimeline, "HOROVOD_TIMELINE"},
+    {protocol::kEnvTimelineMarkCycles, "HOROVOD_TIMELINE_MARK_CYCLES"},
     {protocol::kEnvStallWarning, "HOROVOD_STALL_CHECK_TIME_SECONDS"},
     {protocol::kEnvStallShutdown, "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS"},
 };

@@ -88,6 +88,10 @@ std::string StallInspector::blocked_shutdown_message() const {
          ") for the other ranks' engines, so it aborted the backend and failed every pending op";
 }
 
+std::string StallInspector::out_of_step_wait() const {
+  return seconds_text(warning_) + " (" + protocol::kEnvStallWarning + ")";
+}
+
 std::optional<StallInspector::Clock::duration> StallInspector::renegotiate_after() const {
   Seconds after{0};
   for (Seconds s : {warning_, shutdown_}) {

@@ -38,6 +38,12 @@ class StallInspector {
   std::optional<std::string> blocked_warning(Clock::duration waited, Clock::time_point now, std::uint64_t answered);
   bool blocked_shutdown_due(Clock::duration waited) const;
   std::string blocked_shutdown_message() const;
+  // Every rank has waited this long, none of the pending ops can complete
+  // and nothing completed: the ranks are out of step (Coordinator::
+  // fail_out_of_step). After the warning time; never when warnings are off.
+  bool out_of_step_due(Clock::duration stuck) const { return warning_.count() > 0 && stuck >= warning_; }
+  // "60 s (TRAINRUN_STALL_WARNING)": how long that is, for the error.
+  std::string out_of_step_wait() const;
   // How long a request may wait on a cache hit before it is negotiated in
   // full, so that the coordinator sees which ranks are missing; nullopt
   // when neither check is on.

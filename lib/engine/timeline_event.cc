@@ -36,8 +36,8 @@ std::string json_escape(std::string_view text) {
 std::string to_json(const TimelineEvent& event) {
   std::string out = "{\"name\":\"" + json_escape(event.name) + "\",\"ph\":\"" + static_cast<char>(event.phase) +
                     "\",\"ts\":" + std::to_string(event.ts_us) + ",\"pid\":" + std::to_string(event.pid) + ",\"tid\":0";
-  // Instant marks are scoped to their row, not drawn across the whole trace.
-  if (event.phase == TimelineEvent::Phase::Instant) out += ",\"s\":\"p\"";
+  // Instant marks are scoped to their row unless they mark the whole trace.
+  if (event.phase == TimelineEvent::Phase::Instant) out += std::string(",\"s\":\"") + event.scope + "\"";
   if (!event.args.empty()) {
     out += ",\"args\":{";
     for (std::size_t i = 0; i < event.args.size(); ++i) {

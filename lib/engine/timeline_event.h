@@ -1,7 +1,8 @@
 // TimelineEvent: one Chrome-trace event (the JSON array format that
 // chrome://tracing and Perfetto load) and its JSON text. Each tensor is a
 // trace "process" (pid) named by a metadata event, so its phases line up on
-// one row: B/E pairs for spans, "i" for instant marks. Pure value type.
+// one row: B/E pairs for spans, "i" for instant marks (on the row, or across
+// the trace, as CYCLE_START). Pure value type.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,7 @@ struct TimelineEvent {
   std::int64_t ts_us = 0;
   int pid = 0;
   std::vector<std::pair<std::string, std::string>> args;  // string values
+  char scope = 'p';                                       // Instant: 'p' on its row, 'g' across the whole trace
 };
 
 // Trace names are upper case: "ALLREDUCE", "GLOO_ALLREDUCE".

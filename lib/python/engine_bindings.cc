@@ -153,6 +153,11 @@ void bind_engine(py::module_& m) {
   m.def(
       "join", [](int set) { return join(ProcessSetTable::instance().communicator(set, "Join")); }, Release(),
       py::arg("process_set") = 0);
+  m.def(
+      "start_timeline", [](const std::string& path, bool mark_cycles) { start_timeline(path, mark_cycles); }, Release(),
+      py::arg("path"), py::arg("mark_cycles") = false);
+  m.def(
+      "stop_timeline", [] { stop_timeline(); }, Release());
 }
 
 }  // namespace trainrun::python

@@ -150,7 +150,8 @@ TEST_CASE("the timeline is Chrome-trace JSON with every phase of every tensor") 
     REQUIRE(e.contains("ph"));
     const std::string ph = e["ph"];
     if (ph == "M") {
-      if (e["name"] == "process_name") rows[e["pid"].get<int>()] = e["args"]["name"];
+      // pid 0's is the file's header (start_time_since_epoch_in_micros), no tensor's.
+      if (e["name"] == "process_name" && e["args"].contains("name")) rows[e["pid"].get<int>()] = e["args"]["name"];
       continue;
     }
     const std::string tensor = rows.at(e["pid"].get<int>()), name = e["name"];

@@ -104,6 +104,23 @@ def test_uninitialized_world_raises():
         hvd.init()
 
 
+def test_timeline_needs_init_and_is_written_in_a_world_of_one(tmp_path):
+    hvd.shutdown()
+    try:
+        with pytest.raises(ValueError, match='init'):
+            hvd.start_timeline(tmp_path / 'early.json')
+        with pytest.raises(ValueError, match='init'):
+            hvd.stop_timeline()
+    finally:
+        hvd.init()
+    path = tmp_path / 'one.json'
+    hvd.start_timeline(path)
+    hvd.allreduce(torch.ones(2), name='one.rank')
+    hvd.stop_timeline()
+    assert 'allreduce.one.rank' in path.read_text()
+    assert not (tmp_path / 'early.json').exists()
+
+
 def test_build_queries():
     assert hvd.gloo_built() and hvd.gloo_enabled() == (hvd.mpi_ops._core.backend_name() == 'gloo')
     # Horovod's nccl_built() is NCCL's version number (2.28.9: 22809), 0 without NCCL.

@@ -29,6 +29,7 @@
 // - Every function here is thread-safe.
 // Settings come from the environment (man 3 trainrun): TRAINRUN_FUSION_THRESHOLD,
 // TRAINRUN_CYCLE_TIME_MS, TRAINRUN_CACHE_CAPACITY, TRAINRUN_TIMELINE,
+// TRAINRUN_TIMELINE_MARK_CYCLES,
 // TRAINRUN_STALL_WARNING, TRAINRUN_STALL_SHUTDOWN.
 #pragma once
 
@@ -105,6 +106,19 @@ void barrier();
 // fails on every rank while a rank has joined, naming that rank.
 // Blocks until every rank joined; returns the rank that joined last.
 int join();
+
+// The timeline at run time (Horovod's hvd.start_timeline): from now on
+// rank 0 writes what the engine does to `path` as Chrome-trace JSON
+// (chrome://tracing, Perfetto), as TRAINRUN_TIMELINE does from the start. A
+// timeline being written (TRAINRUN_TIMELINE's or an earlier call's) is
+// closed first, complete; the same path again changes only mark_cycles.
+// mark_cycles adds a CYCLE_START mark at every negotiation cycle. Not a
+// collective: it does not start the engine, and on other ranks it does
+// nothing. Throws Error(Io) naming the path when it cannot be written.
+void start_timeline(const std::string& path, bool mark_cycles = false);
+// Closes the timeline file (a complete JSON array) before it returns;
+// nothing when none is written. TRAINRUN_TIMELINE then no longer applies.
+void stop_timeline();
 
 // The same on another communicator than the default one, e.g. a process
 // set's (Communicator::subset): each communicator has its own engine,

@@ -66,6 +66,8 @@ from trainrun.torch.mpi_ops import (  # noqa: F401
     reducescatter_async,
     shutdown,
     size,
+    start_timeline,
+    stop_timeline,
     synchronize,
 )
 from trainrun.torch.optimizer import DistributedOptimizer  # noqa: F401

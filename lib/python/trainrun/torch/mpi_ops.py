@@ -100,6 +100,25 @@ def _forget_set_names(process_set_id):
 _sets._on_register.append(_forget_set_names)
 
 
+def start_timeline(file_path, mark_cycles=False):
+    """Rank 0 writes the engine's timeline (Chrome-trace JSON) to file_path
+    from now on, closing the one it was writing, if any, complete; the same
+    path again changes only mark_cycles. mark_cycles: a CYCLE_START mark at
+    every negotiation cycle. Other ranks' calls do nothing. As Horovod's, but
+    HOROVOD_TIMELINE=DYNAMIC is not needed. Raises ValueError before init()."""
+    if not is_initialized():
+        raise ValueError('trainrun is not initialized; call hvd.init() first')
+    _core.start_timeline(os.fspath(file_path), bool(mark_cycles))
+
+
+def stop_timeline():
+    """Closes the timeline file (a complete JSON array) before returning;
+    nothing when none is written. Raises ValueError before init()."""
+    if not is_initialized():
+        raise ValueError('trainrun is not initialized; call hvd.init() first')
+    _core.stop_timeline()
+
+
 def is_homogeneous():
     return size() == local_size() * cross_size()
 
