@@ -117,3 +117,37 @@ TEST_CASE("a rank reporting a name twice is an engine bug") {
   c.report(0, {req("a")}, Clock::now());
   CHECK_THROWS_AS(c.report(0, {req("a")}, Clock::now()), Error);
 }
+
+TEST_CASE("out of step: every pending op fails naming the ranks it lacks, but the barrier some rank waits in") {
+  Coordinator c(3);
+  const auto now = Clock::now();
+  c.report(0, {req("#barrier.0", OpType::Barrier)}, now);
+  c.report(1, {req("grad.1")}, now);
+  c.report(2, {req("grad.1"), req("grad.2", OpType::Reducescatter)}, now);
+  const std::vector<Response> failed = c.fail_out_of_step("1 s (TRAINRUN_STALL_WARNING)");
+  REQUIRE(names(failed) == std::vector<std::string>{"grad.1", "grad.2"});  // first-report order
+  for (const Response& r : failed) CHECK(r.error_code == Error::Code::Mismatch);
+  CHECK(failed[0].error ==
+        "allreduce 'grad.1': the ranks are out of step: every rank waited 1 s (TRAINRUN_STALL_WARNING) for ops that "
+        "cannot complete, and rank 0 has not submitted this one (rank 0 waits in barrier(): did an error on some "
+        "ranks skip ops the others made?)");
+  CHECK(failed[1].error.find("and ranks 0,1 have not submitted this one") != std::string::npos);
+  // The barrier stays: ranks 1 and 2, their ops failed, reach it next.
+  REQUIRE(c.pending().size() == 1);
+  c.report(1, {req("#barrier.0", OpType::Barrier)}, now);
+  c.report(2, {req("#barrier.0", OpType::Barrier)}, now);
+  CHECK(names(c.take_ready()) == std::vector<std::string>{"#barrier.0"});
+}
+
+TEST_CASE("out of step with only barriers pending (numbered differently): those fail too") {
+  Coordinator c(2);
+  const auto now = Clock::now();
+  c.report(0, {req("#barrier.1", OpType::Barrier)}, now);
+  c.report(1, {req("#barrier.0", OpType::Barrier)}, now);
+  const std::vector<Response> failed = c.fail_out_of_step("60 s (TRAINRUN_STALL_WARNING)");
+  CHECK(names(failed) == std::vector<std::string>{"#barrier.1", "#barrier.0"});
+  CHECK(failed[0].error ==
+        "barrier '#barrier.1': the ranks are out of step: every rank waited 60 s "
+        "(TRAINRUN_STALL_WARNING) for ops that cannot complete, and rank 1 has not submitted this one");
+  CHECK(c.empty());
+}

@@ -22,6 +22,16 @@
 //                             (the launcher stops it first), exits 5 while
 //                             the others allreduce again and print "done"
 //                             or "error: MESSAGE", exit 3.
+//   timeline FIRST SECOND     trainrun::start_timeline(FIRST), one step,
+//                             start_timeline(SECOND, mark_cycles), one step,
+//                             stop_timeline(), one more step; exit 0.
+//   outofstep SKIPPING_RANK   every rank but SKIPPING_RANK allreduces
+//                             "skipped.op", which SKIPPING_RANK never
+//                             submits: it goes on to an engine barrier (as
+//                             after an exception on some ranks only). Each
+//                             prints "error after S s: MESSAGE" or "done",
+//                             then all meet in the barrier and print
+//                             "barrier passed"; exit 0.
 #include <trainrun/trainrun.h>
 
 #include <chrono>
@@ -110,6 +120,34 @@ int leave(int rank, int leaving_rank) {
 
 }  // namespace
 
+int timeline(const std::string& first, const std::string& second) {
+  trainrun::start_timeline(first);
+  steps(1);
+  trainrun::start_timeline(second, true);
+  steps(1);
+  trainrun::stop_timeline();
+  return steps(1);
+}
+
+int out_of_step(int rank, int skipping_rank) {
+  std::vector<float> data(4, 1.0f);
+  if (rank != skipping_rank) {
+    const auto start = Clock::now();
+    try {
+      trainrun::synchronize(trainrun::allreduce_async("skipped.op", {data.data(), DataType::Float32, {4}}));
+      std::printf("rank %d: done\n", rank);
+    } catch (const trainrun::Error& e) {
+      std::printf("rank %d: error after %.2f s: %s\n", rank,
+                  std::chrono::duration<double>(Clock::now() - start).count(), e.what());
+    }
+    std::fflush(stdout);
+  }
+  trainrun::barrier();
+  std::printf("rank %d: barrier passed\n", rank);
+  std::fflush(stdout);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   try {
@@ -121,10 +159,12 @@ int main(int argc, char** argv) {
     else if (mode == "train" && argc == 5) {
       status = train(comm.rank(), std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]));
     } else if (mode == "leave" && argc == 3) status = leave(comm.rank(), std::atoi(argv[2]));
+    else if (mode == "timeline" && argc == 4) status = timeline(argv[2], argv[3]);
+    else if (mode == "outofstep" && argc == 3) status = out_of_step(comm.rank(), std::atoi(argv[2]));
     else
       std::fprintf(stderr,
                    "engine_program: usage: stall LATE_RANK DELAY_MS [fresh|cold] | steps N | "
-                   "train N SLOW_RANK MS | leave LEAVING_RANK\n");
+                   "train N SLOW_RANK MS | leave LEAVING_RANK | timeline FIRST SECOND | outofstep SKIPPING_RANK\n");
     trainrun::shutdown();
     return status;
   } catch (const trainrun::Error& e) {

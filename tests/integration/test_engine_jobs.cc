@@ -220,6 +220,85 @@ TEST_CASE("the timeline is Chrome-trace JSON with every phase of every tensor") 
   CHECK(processes_with_env(options.env[0]).empty());
 }
 
+namespace {
+
+// A timeline file: its tensors' "B" span names in order, whether it has
+// CYCLE_START marks, and whether every span it begins ends in it.
+struct TimelineFile {
+  std::map<std::string, std::vector<std::string>> begun;
+  bool cycles = false;
+  bool balanced = true;
+};
+
+TimelineFile read_timeline(const std::string& path) {
+  std::ifstream in(path);
+  const nlohmann::json trace = nlohmann::json::parse(in, nullptr, false);
+  TimelineFile file;
+  REQUIRE_MESSAGE(trace.is_array(), path << " is not a complete JSON array");
+  std::map<int, std::string> rows;
+  std::map<int, int> depth;
+  for (const auto& e : trace) {
+    const std::string ph = e["ph"];
+    if (ph == "M" && e["args"].contains("name")) rows[e["pid"].get<int>()] = e["args"]["name"];
+    if (ph == "i" && e["name"] == "CYCLE_START") file.cycles = true;
+    if (ph == "B") file.begun[rows[e["pid"].get<int>()]].push_back(e["name"]);
+    if (ph == "B" || ph == "E")
+      file.balanced = file.balanced && (depth[e["pid"].get<int>()] += ph == "B" ? 1 : -1) >= 0;
+  }
+  for (const auto& [pid, open] : depth) file.balanced = file.balanced && open == 0;
+  return file;
+}
+
+}  // namespace
+
+TEST_CASE("start_timeline switches files at run time, stop_timeline closes the last; each is complete") {
+  char dir[] = "/tmp/trainrun-timeline-XXXXXX";
+  REQUIRE(::mkdtemp(dir));
+  const std::string first = std::string(dir) + "/first.json", second = std::string(dir) + "/second.json";
+  ProcessOptions options;
+  options.env = {unique_tag()};
+  const ProcessResult r = run_process(job(2, {"timeline", first, second}), options);
+  CHECK(r.exit_code == 0);
+  const TimelineFile one = read_timeline(first), two = read_timeline(second);
+  std::remove(first.c_str());
+  std::remove(second.c_str());
+  ::rmdir(dir);
+  // One step in each file: the third step ran after stop_timeline().
+  for (const TimelineFile* file : {&one, &two}) {
+    CHECK(file->balanced);
+    CHECK(std::count(file->begun.at("big").begin(), file->begun.at("big").end(), "ALLREDUCE") == 1);
+    CHECK(std::count(file->begun.at("params").begin(), file->begun.at("params").end(), "BROADCAST") == 1);
+  }
+  CHECK_FALSE(one.cycles);
+  CHECK(two.cycles);  // start_timeline(SECOND, mark_cycles = true)
+  CHECK(processes_with_env(options.env[0]).empty());
+}
+
+TEST_CASE("ranks out of step: the op one rank never submits fails after the stall warning time, then all meet") {
+  // Rank 0 skips "skipped.op" and waits in a barrier, as after an exception
+  // on that rank only; this used to hang for good.
+  ProcessOptions options;
+  options.env = {unique_tag(), "TRAINRUN_STALL_WARNING=1"};
+  options.timeout = std::chrono::seconds(120);
+  const ProcessResult r = run_process(job(3, {"outofstep", "0"}), options);
+  INFO(r.out);
+  INFO(r.err);
+  CHECK_FALSE(r.timed_out);
+  CHECK(r.exit_code == 0);
+  const std::string why =
+      "): allreduce 'skipped.op': the ranks are out of step: every rank waited 1 s (TRAINRUN_STALL_WARNING) for ops "
+      "that cannot complete, and rank 0 has not submitted this one (rank 0 waits in barrier(): did an error on some "
+      "ranks skip ops the others made?)";
+  CHECK(count(r.out, why) == 2);
+  for (int rank : {1, 2}) {
+    CHECK(error_seconds(r.out, rank) >= 0.95);
+    CHECK(error_seconds(r.out, rank) <= 30);
+  }
+  CHECK(count(r.out, "barrier passed") == 3);
+  CHECK(r.err.find("stall: ") != std::string::npos);  // rank 0 warned first, naming the op
+  CHECK(processes_with_env(options.env[0]).empty());
+}
+
 TEST_CASE("unusable engine settings fail with the variable and value, and nothing hangs") {
   for (const char* setting : {"TRAINRUN_CYCLE_TIME_MS=fast", "TRAINRUN_TIMELINE=/nonexistent/dir/t.json"}) {
     ProcessOptions options;
