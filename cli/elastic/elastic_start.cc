@@ -1,5 +1,7 @@
 #include "cli/elastic/elastic_start.h"
 
+#include <algorithm>
+#include <chrono>
 #include <iostream>
 #include <thread>
 
@@ -29,14 +31,14 @@ int total_slots(const std::vector<HostSlots>& hosts) {
 // The hosts of -H, --hostfile or this machine (--local: room for --max-np).
 std::optional<std::vector<HostSlots>> given_hosts(const Options& o, std::string* error) {
   if (!o.hosts.empty()) {
-    HostListResult parsed = parse_host_option(o.hosts);
+    HostListResult parsed = parse_host_option(o.hosts, std::max(1, o.slots_per_host));
     if (!parsed.ok()) return *error = parsed.error, std::nullopt;
     return parsed.hosts;
   }
   if (!o.hostfile.empty()) {
     const std::optional<std::string> text = read_text_file(o.hostfile, error);
     if (!text) return std::nullopt;
-    HostListResult parsed = parse_hostfile(*text, o.hostfile);
+    HostListResult parsed = parse_hostfile(*text, o.hostfile, std::max(1, o.slots_per_host));
     if (!parsed.ok()) return *error = parsed.error, std::nullopt;
     return parsed.hosts;
   }
@@ -105,7 +107,8 @@ std::optional<ElasticStart> prepare_elastic(Options& options, std::string* error
   ElasticStart start;
   std::optional<Failure> failure = check_flags(options);
   if (!failure && !options.discovery_script.empty()) {
-    start.discovery = std::make_unique<HostDiscovery>(options.discovery_script, kDiscoveryInterval);
+    start.discovery = std::make_unique<HostDiscovery>(options.discovery_script, kDiscoveryInterval,
+                                                      std::chrono::seconds(10), std::max(1, options.slots_per_host));
     failure = discover(*start.discovery, options, start.hosts);
     if (!failure) options.hosts = host_option_text(start.hosts);
   } else if (!failure) {

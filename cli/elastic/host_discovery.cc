@@ -130,14 +130,14 @@ std::string seconds_text(milliseconds ms) {
 }
 
 // The verdict on a finished run: its exit status, then its output.
-std::string judge(DiscoveryRun& run, int status, const Capture& out, const std::string& err_text) {
+std::string judge(DiscoveryRun& run, int status, const Capture& out, const std::string& err_text, int default_slots) {
   if (WIFSIGNALED(status)) return "was killed by " + signal_name(WTERMSIG(status));
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     const std::string line = first_line(err_text);
     return "exited with code " + std::to_string(shell_status(status)) + (line.empty() ? "" : ": " + line);
   }
   if (out.text.size() >= out.cap) return "printed more than " + std::to_string(out.cap >> 20) + " MiB";
-  HostListResult parsed = parse_hostfile(out.text, kOrigin);
+  HostListResult parsed = parse_hostfile(out.text, kOrigin, default_slots);
   if (parsed.ok()) {
     run.hosts = std::move(parsed.hosts);
     return "";
@@ -152,7 +152,7 @@ DiscoveryRun run_discovery_script(const std::string& path, milliseconds timeout)
   return run_discovery_script(path, timeout, -1);
 }
 
-DiscoveryRun run_discovery_script(const std::string& path, milliseconds timeout, int stop_fd) {
+DiscoveryRun run_discovery_script(const std::string& path, milliseconds timeout, int stop_fd, int default_slots) {
   DiscoveryRun run;
   const std::string name = "--host-discovery-script " + printable(path, 1024) + " ";
   SpawnRequest request;
@@ -189,7 +189,7 @@ DiscoveryRun run_discovery_script(const std::string& path, milliseconds timeout,
     run.error = name + "did not finish within " + seconds_text(timeout);
   } else if (end == End::Stopped) {
     run.error = name + "was stopped";
-  } else if (std::string why = judge(run, status, out_capture, run.stderr_text); !why.empty()) {
+  } else if (std::string why = judge(run, status, out_capture, run.stderr_text, default_slots); !why.empty()) {
     run.error = name + why;
   }
   run.ok = run.error.empty();
@@ -206,8 +206,8 @@ bool same_hosts(const std::vector<HostSlots>& a, const std::vector<HostSlots>& b
 
 }  // namespace
 
-HostDiscovery::HostDiscovery(std::string path, milliseconds interval, milliseconds timeout)
-    : path_(std::move(path)), interval_(interval), timeout_(timeout) {
+HostDiscovery::HostDiscovery(std::string path, milliseconds interval, milliseconds timeout, int default_slots)
+    : path_(std::move(path)), interval_(interval), timeout_(timeout), default_slots_(default_slots) {
   // One eventfd both wakes the thread from its interval sleep and cuts a
   // running script short (run_discovery_script polls it too).
   stop_fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
@@ -222,7 +222,7 @@ HostDiscovery::~HostDiscovery() {
 }
 
 DiscoveryRun HostDiscovery::first() {
-  DiscoveryRun run = run_discovery_script(path_, timeout_, stop_fd_.get());
+  DiscoveryRun run = run_discovery_script(path_, timeout_, stop_fd_.get(), default_slots_);
   if (run.ok) record(run);
   return run;
 }
@@ -237,7 +237,7 @@ void HostDiscovery::poll_loop() {
   while (true) {
     pollfd stop = {stop_fd_.get(), POLLIN, 0};
     if (!stop_fd_ || ::poll(&stop, 1, static_cast<int>(interval_.count())) > 0) return;
-    const DiscoveryRun run = run_discovery_script(path_, timeout_, stop_fd_.get());
+    const DiscoveryRun run = run_discovery_script(path_, timeout_, stop_fd_.get(), default_slots_);
     if (::poll(&stop, 1, 0) > 0) return;  // stopped mid-run: that run's failure is no news
     record(run);
   }

@@ -44,14 +44,16 @@ inline constexpr std::size_t kMaxDiscoveryStderr = 64u << 10;
 DiscoveryRun run_discovery_script(const std::string& path, std::chrono::milliseconds timeout);
 // The same, also ended (killed, error "... was stopped") as soon as `stop_fd`
 // becomes readable: how HostDiscovery's destructor cuts a running script short.
-DiscoveryRun run_discovery_script(const std::string& path, std::chrono::milliseconds timeout, int stop_fd);
+// `default_slots`: a listed host without any (horovodrun's --slots-per-host).
+DiscoveryRun run_discovery_script(const std::string& path, std::chrono::milliseconds timeout, int stop_fd,
+                                  int default_slots = 1);
 
 // Polls the script every `interval` in a background thread (the first run
 // is synchronous, in first()). All members are thread-safe.
 class HostDiscovery {
  public:
   HostDiscovery(std::string path, std::chrono::milliseconds interval,
-                std::chrono::milliseconds timeout = std::chrono::seconds(10));
+                std::chrono::milliseconds timeout = std::chrono::seconds(10), int default_slots = 1);
   ~HostDiscovery();  // stops the thread (a running script is killed) and joins it
   HostDiscovery(const HostDiscovery&) = delete;
   HostDiscovery& operator=(const HostDiscovery&) = delete;
@@ -72,6 +74,7 @@ class HostDiscovery {
 
   const std::string path_;
   const std::chrono::milliseconds interval_, timeout_;
+  const int default_slots_;
   UniqueFd stop_fd_;  // an eventfd, readable once the destructor runs
   std::thread thread_;
 

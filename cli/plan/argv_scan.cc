@@ -81,8 +81,19 @@ ArgvScan scan_options(const std::vector<std::string>& args, const OptionNames& n
         token.substr(dashes ? 2 : 1, eq == std::string::npos ? std::string::npos : eq - (dashes ? 2 : 1));
     const auto long_name = names.long_names.find(name);
     if (long_name != names.long_names.end() && (dashes || name.size() > 1)) {
-      if (!dashes) token.insert(0, "-");                      // mpirun's -np, -hostfile, -host, ...
-      if (long_name->second && eq == std::string::npos) ++i;  // its value
+      if (!dashes) token.insert(0, "-");  // mpirun's -np, -hostfile, -host, ...
+      const int values = long_name->second;
+      if (values > 1 && eq == std::string::npos && i + values < scan.args.size()) {
+        // "--blacklist-cooldown-range 60 300 ./train": CLI11 would take the
+        // program's words as more values; it gets "--name=60,300" instead.
+        std::string joined = scan.args[i] + "=";
+        for (int k = 1; k <= values; ++k) joined += (k > 1 ? "," : "") + scan.args[i + k];
+        scan.args.erase(scan.args.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                        scan.args.begin() + static_cast<std::ptrdiff_t>(i) + 1 + values);
+        scan.args[i] = std::move(joined);
+        continue;
+      }
+      if (eq == std::string::npos) i += values;  // its values
       continue;
     }
     if (const std::string glued = glued_number(name, names); !glued.empty() && eq == std::string::npos) {

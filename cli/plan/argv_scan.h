@@ -3,7 +3,9 @@
 // mpirun's single-dash long spellings (-np, -hostfile, -host, -cb, ...)
 // become their double-dash forms here, and every token that names no
 // option is refused with one line (and a "did you mean"). Everything from
-// the program name (or "--") on is the program's and is never touched.
+// the program name (or "--") on is the program's and is never touched. An
+// option with several values ("--blacklist-cooldown-range MIN MAX") becomes
+// "--name=MIN,MAX", so that CLI11 cannot take the program's words as more.
 // Pure; no I/O.
 #pragma once
 
@@ -13,11 +15,11 @@
 
 namespace trainrun::cli {
 
-// What the scan knows of the options: each name, and whether it takes a
-// value. The help is not among them: only "-h" and "--help" ask for it.
+// What the scan knows of the options: each name, and how many values it
+// takes. The help is not among them: only "-h" and "--help" ask for it.
 struct OptionNames {
-  std::map<std::string, bool> long_names;  // "hostfile" -> takes a value
-  std::map<char, bool> short_names;        // 'H' -> takes a value
+  std::map<std::string, int> long_names;  // "hostfile" -> 1, "blacklist-cooldown-range" -> 2
+  std::map<char, bool> short_names;       // 'H' -> takes a value
 };
 
 struct ArgvScan {

@@ -1,6 +1,8 @@
 #include "cli/plan/compat_options.h"
 
 #include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
 
 #include "cli/plan/options.h"
 #include "cli/plan/rank_count.h"
@@ -30,14 +32,8 @@ void add_horovodrun(CLI::App& app, Options& o) {
          "--gloo", [&o] { o.backend = "gloo"; }, "horovodrun: [--backend gloo]")
       ->group(kGroup);
   app.add_option("--timeline-filename", o.timeline, "horovodrun: [--timeline FILE]")->group(kGroup);
-  app.add_flag_callback(
-         "--timeline-mark-cycles",
-         [&o] {
-           o.notes.push_back(
-               "--timeline-mark-cycles: trainrun's timeline has no cycle markers; "
-               "each op's negotiation and execution are its own events");
-         },
-         "horovodrun: accepted; the timeline shows each op's phases instead")
+  app.add_flag("--timeline-mark-cycles,!--no-timeline-mark-cycles", o.timeline_mark_cycles,
+               "horovodrun: a CYCLE_START mark in the --timeline at every engine cycle")
       ->group(kGroup);
   app.add_flag_callback(
          "--hierarchical-allreduce",
@@ -85,6 +81,133 @@ void add_horovodrun(CLI::App& app, Options& o) {
       ->group(kGroup);
 }
 
+// A flag that trainrun accepts with one note saying what it does instead.
+void note_flag(CLI::App& app, Options& o, const char* name, std::string note, const char* help) {
+  app.add_flag_callback(
+         name, [&o, note = std::move(note)] { o.notes.push_back(note); }, help)
+      ->group(kGroup);
+}
+
+// The same for an option with one value, of type T (checked, then unused).
+template <typename T>
+void note_option(CLI::App& app, Options& o, const char* name, std::string note, const char* help) {
+  app.add_option_function<T>(
+         name, [&o, note = std::move(note)](const T&) { o.notes.push_back(note); }, help)
+      ->group(kGroup);
+}
+
+// A flag whose meaning is trainrun's default: accepted, nothing to say.
+void default_flag(CLI::App& app, const char* name, const char* help) {
+  app.add_flag_callback(
+         name, [] {}, help)
+      ->group(kGroup);
+}
+
+// horovodrun's elastic, logging and library flags: mapped where trainrun
+// has the setting, else accepted with a note.
+void add_horovodrun_settings(CLI::App& app, Options& o) {
+  app.add_option("--slots-per-host", o.slots_per_host,
+                 "horovodrun: slots of each host given without any (-H, --hostfile, discovery script)")
+      ->check(CLI::Range(1, 65536))  // as a host's slots (cli/plan/host_list.h)
+      ->group(kGroup);
+  app.add_option_function<std::vector<double>>(
+         "--blacklist-cooldown-range",
+         [&o](const std::vector<double>& range) {
+           if (!(range[0] >= 0 && range[0] <= range[1] && range[1] <= 1e9)) {
+             throw CLI::ValidationError("--blacklist-cooldown-range", "needs MIN MAX seconds with 0 <= MIN <= MAX");
+           }
+           o.blacklist_cooldown_s = range[0];
+           o.notes.push_back(
+               "--blacklist-cooldown-range: trainrun's cooldown is one fixed time; a failed host is "
+               "used again after MIN seconds (--blacklist-cooldown MIN)");
+         },
+         "horovodrun: MIN MAX seconds [--blacklist-cooldown MIN]")
+      ->expected(2)
+      ->delimiter(',')  // the scan hands both values over as one "MIN,MAX" (cli/plan/argv_scan.h)
+      ->allow_extra_args(false)
+      ->group(kGroup);
+  app.add_option_function<std::string>(
+         "--gloo-timeout-seconds",
+         [&o](const std::string& s) { o.env_forward.push_back("TRAINRUN_COLLECTIVE_TIMEOUT=" + s); },
+         "horovodrun: seconds a collective may block [-x TRAINRUN_COLLECTIVE_TIMEOUT=S]")
+      ->check(CLI::Number)
+      ->check(CLI::Range(0.001, 1e9))
+      ->group(kGroup);
+  note_flag(app, o, "--disable-cache",
+            "--disable-cache: trainrun checks the hosts at every launch and caches nothing; no effect",
+            "horovodrun: accepted; trainrun caches no host checks");
+  default_flag(app, "--stall-check", "horovodrun: stall warnings on (the default)");
+  for (const char* name : {"--log-with-timestamp", "--no-log-hide-timestamp"}) {
+    app.add_flag_callback(
+           name,
+           [&o, name] {
+             o.timestamp_output = true;
+             o.notes.push_back(std::string(name) +
+                               ": trainrun's own messages carry no time; every console line is time-stamped "
+                               "instead (--timestamp-output)");
+           },
+           "horovodrun: [--timestamp-output]")
+        ->group(kGroup);
+  }
+  for (const char* name : {"--log-without-timestamp", "--log-hide-timestamp"}) {
+    default_flag(app, name, "horovodrun: trainrun's messages carry no time (the default)");
+  }
+  note_flag(app, o, "--autotune",
+            "--autotune: trainrun has no autotuner; set --fusion-threshold-mb and --cycle-time-ms",
+            "horovodrun: accepted; trainrun has no autotuner");
+  default_flag(app, "--no-autotune", "horovodrun: no autotuner (the default)");
+  const std::string no_autotune = ": trainrun has no autotuner; no effect";
+  note_option<std::string>(app, o, "--autotune-log-file", "--autotune-log-file" + no_autotune,
+                           "horovodrun: accepted, no effect");
+  for (const char* name :
+       {"--autotune-warmup-samples", "--autotune-steps-per-sample", "--autotune-bayes-opt-max-samples"}) {
+    note_option<int>(app, o, name, name + no_autotune, "horovodrun: accepted, no effect");
+  }
+  note_option<double>(app, o, "--autotune-gaussian-process-noise", "--autotune-gaussian-process-noise" + no_autotune,
+                      "horovodrun: accepted, no effect");
+}
+
+// horovodrun's choices of algorithm and MPI tuning.
+void add_horovodrun_tuning(CLI::App& app, Options& o) {
+  note_flag(app, o, "--torus-allreduce",
+            "--torus-allreduce: trainrun has no torus allreduce; its gloo backend goes two-level by itself when "
+            "every host runs the same number of ranks (--dry-run says)",
+            "horovodrun: accepted; trainrun chooses two-level allreduces itself");
+  default_flag(app, "--no-torus-allreduce", "horovodrun: no torus allreduce (the default)");
+  note_flag(app, o, "--no-hierarchical-allreduce",
+            "--no-hierarchical-allreduce: trainrun's gloo backend chooses the two-level allreduce by itself "
+            "(--dry-run says which); it cannot be turned off",
+            "horovodrun: accepted; trainrun chooses two-level allreduces itself");
+  default_flag(app, "--no-hierarchical-allgather", "horovodrun: no hierarchical allgather (the default)");
+  default_flag(app, "--mpi-threads-disable", "horovodrun: MPI without MPI_THREAD_MULTIPLE (the default)");
+  app.add_flag_callback(
+         "--no-mpi-threads-disable", [&o] { o.env_forward.push_back("TRAINRUN_MPI_THREADS=multiple"); },
+         "horovodrun: MPI_THREAD_MULTIPLE [-x TRAINRUN_MPI_THREADS=multiple]")
+      ->group(kGroup);
+  note_flag(app, o, "--tcp",
+            "--tcp: trainrun's data path between hosts is TCP already; ranks on one host share memory "
+            "(--no-shm: TCP there too)",
+            "horovodrun: accepted; TCP is trainrun's only path between hosts");
+  app.add_option("--binding-args", o.binding_args,
+                 "horovodrun: binding arguments for mpirun (with --launcher mpirun; else --bind-to)")
+      ->group(kGroup);
+  note_option<int>(app, o, "--thread-affinity",
+                   "--thread-affinity: trainrun does not pin its engine thread (--bind-to pins each rank); no effect",
+                   "horovodrun: accepted, no effect (see --bind-to)");
+  note_option<int>(app, o, "--num-nccl-streams",
+                   "--num-nccl-streams: trainrun uses one NCCL stream per communicator; no effect",
+                   "horovodrun: accepted, no effect");
+  app.add_flag_callback(
+         "--jsrun",
+         [] {
+           throw CLI::ValidationError("--jsrun",
+                                      "LSF's jsrun is not supported; trainrun starts ranks over SSH (-H), in Slurm "
+                                      "(srun) or with Open MPI (--launcher mpirun)");
+         },
+         "horovodrun: refused (LSF's jsrun is not supported)")
+      ->group(kGroup);
+}
+
 // torchrun's names (torch.distributed.run); --max-restarts is trainrun's own (Elastic).
 void add_torchrun(CLI::App& app, Options& o) {
   app.add_option("--nproc-per-node,--nproc_per_node", o.nproc_per_node,
@@ -103,6 +226,8 @@ void add_torchrun(CLI::App& app, Options& o) {
 void add_compat_options(CLI::App& app, Options& o) {
   add_mpirun(app, o);
   add_horovodrun(app, o);
+  add_horovodrun_settings(app, o);
+  add_horovodrun_tuning(app, o);
   add_torchrun(app, o);
 }
 

@@ -100,7 +100,7 @@ std::string several_colons(std::string_view text) {
 }
 
 // "user@host", "host:N", "[v6]:N", "v6::addr" (two or more colons, no slots).
-Token parse_token(std::string_view text) {
+Token parse_token(std::string_view text, int default_slots) {
   Token t;
   const std::size_t at = text.find('@');
   if (at != std::string_view::npos) {
@@ -137,7 +137,7 @@ Token parse_token(std::string_view text) {
     if (auto e = check_host_name(name); !e.empty()) return {t.host, false, e};
   }
   t.host.host = std::string(name);
-  t.host.slots = 1;
+  t.host.slots = default_slots;
   t.slots_given = !slots.empty();
   if (t.slots_given && !valid_slots(slots, t.host.slots)) return {t.host, false, "slots " + slots_range()};
   return t;
@@ -226,13 +226,13 @@ std::string host_option_text(const std::vector<HostSlots>& hosts) {
   return out;
 }
 
-HostListResult parse_host_option(std::string_view text) {
+HostListResult parse_host_option(std::string_view text, int default_slots) {
   HostListResult result;
   std::size_t start = 0, index = 1;
   while (true) {
     const std::size_t comma = text.find(',', start);
     const std::string_view item = text.substr(start, comma - start);
-    Token t = parse_token(item);
+    Token t = parse_token(item, default_slots);
     if (!t.error.empty()) {
       result.error = "-H: host " + std::to_string(index) + " " + quoted(item) + ": " + t.error;
       return result;
@@ -245,7 +245,7 @@ HostListResult parse_host_option(std::string_view text) {
   return result;
 }
 
-HostListResult parse_hostfile(std::string_view content, std::string_view origin) {
+HostListResult parse_hostfile(std::string_view content, std::string_view origin, int default_slots) {
   HostListResult result;
   if (content.substr(0, kBom.size()) == kBom) content.remove_prefix(kBom.size());
   std::size_t line_number = 0, start = 0;
@@ -267,7 +267,7 @@ HostListResult parse_hostfile(std::string_view content, std::string_view origin)
     if (line.empty()) continue;
     const std::size_t space = line.find_first_of(" \t");
     const std::string_view host_text = line.substr(0, space);
-    Token t = parse_token(host_text);
+    Token t = parse_token(host_text, default_slots);
     if (!t.error.empty()) return fail(quoted(host_text) + ": " + t.error);
     if (space != std::string_view::npos) {
       if (auto e = apply_keys(line, line.substr(space), t); !e.empty()) return fail(e);

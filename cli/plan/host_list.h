@@ -34,9 +34,10 @@ struct HostListResult {
   bool ok() const { return error.empty(); }
 };
 
-HostListResult parse_host_option(std::string_view text);
+// `default_slots`: a host given without any (horovodrun's --slots-per-host).
+HostListResult parse_host_option(std::string_view text, int default_slots = 1);
 // `origin` names the file in errors ("hosts.txt:3: ...").
-HostListResult parse_hostfile(std::string_view content, std::string_view origin);
+HostListResult parse_hostfile(std::string_view content, std::string_view origin, int default_slots = 1);
 
 // "user@host" or "host": how a host appears in messages.
 std::string display_name(const HostSlots& host);

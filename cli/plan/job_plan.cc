@@ -48,6 +48,7 @@ void append_engine_settings(const Options& o, EnvList& env) {
     }
     env.emplace_back(p::kEnvTimeline, path);
   }
+  if (o.timeline_mark_cycles) env.emplace_back(p::kEnvTimelineMarkCycles, "1");
   if (o.stall_warning_s >= 0) env.emplace_back(p::kEnvStallWarning, detail::shortest_decimal(o.stall_warning_s));
   if (o.stall_shutdown_s >= 0) env.emplace_back(p::kEnvStallShutdown, detail::shortest_decimal(o.stall_shutdown_s));
   if (o.straggler_warning_pct >= 0) {
@@ -111,6 +112,7 @@ std::string refused_variable(const std::string& name, const Options& o) {
       {p::kEnvCycleTimeMs, "--cycle-time-ms", o.cycle_time_ms >= 0},
       {p::kEnvCacheCapacity, "--cache-capacity", o.cache_capacity >= 0},
       {p::kEnvTimeline, "--timeline", !o.timeline.empty()},
+      {p::kEnvTimelineMarkCycles, "--timeline-mark-cycles", o.timeline_mark_cycles},
       {p::kEnvStallWarning, "--stall-warning", o.stall_warning_s >= 0},
       {p::kEnvStallShutdown, "--stall-shutdown", o.stall_shutdown_s >= 0},
       {p::kEnvStragglerWarning, "--straggler-warning", o.straggler_warning_pct >= 0},
@@ -261,14 +263,14 @@ PlanResult make_plan(const Options& o, const std::string& local_host_name, const
   }
   JobPlan plan;
   if (!o.hosts.empty()) {
-    HostListResult parsed = parse_host_option(o.hosts);
+    HostListResult parsed = parse_host_option(o.hosts, std::max(1, o.slots_per_host));
     if (!parsed.ok()) return fail(parsed.error);
     plan.hosts = parsed.hosts;
   } else if (!o.hostfile.empty()) {
     std::string why;
     const auto content = read_file(o.hostfile, &why);
     if (!content) return fail("--hostfile " + printable(o.hostfile, std::string::npos) + ": " + why);
-    HostListResult parsed = parse_hostfile(*content, o.hostfile);
+    HostListResult parsed = parse_hostfile(*content, o.hostfile, std::max(1, o.slots_per_host));
     if (!parsed.ok()) return fail(parsed.error);
     plan.hosts = parsed.hosts;
   } else {

@@ -90,10 +90,12 @@ void add_placement_options(CLI::App& app, Options& o) {
 
 void add_elastic_options(CLI::App& app, Options& o) {
   const char* elastic = "Elastic (survive failures, grow with new hosts)";
-  app.add_option("--min-np", o.min_np, "Fewest ranks the job may go on with (default -np); enables elastic mode")
+  app.add_option("--min-np,--min-num-proc", o.min_np,
+                 "Fewest ranks the job may go on with (default -np); enables elastic mode")
       ->check(rank_count())
       ->group(elastic);
-  app.add_option("--max-np", o.max_np, "Most ranks the job may grow to (default -np); enables elastic mode")
+  app.add_option("--max-np,--max-num-proc", o.max_np,
+                 "Most ranks the job may grow to (default -np); enables elastic mode")
       ->check(rank_count())
       ->group(elastic);
   app.add_option("--host-discovery-script", o.discovery_script,
@@ -242,10 +244,10 @@ OptionNames option_names(const CLI::App& app) {
   OptionNames names;
   for (const CLI::Option* opt : app.get_options()) {
     if (opt == app.get_help_ptr()) continue;  // only "-h" and "--help" (cli/plan/argv_scan.h)
-    const bool value = opt->get_items_expected_min() > 0;
-    for (const std::string& name : opt->get_lnames()) names.long_names[name] = value;
-    for (const std::string& name : opt->get_snames()) names.short_names[name[0]] = value;
-    for (const std::string& name : opt->get_fnames()) names.long_names.emplace(name, false);
+    const int values = opt->get_items_expected_min();
+    for (const std::string& name : opt->get_lnames()) names.long_names[name] = values;
+    for (const std::string& name : opt->get_snames()) names.short_names[name[0]] = values > 0;
+    for (const std::string& name : opt->get_fnames()) names.long_names.emplace(name, 0);
   }
   return names;
 }
@@ -306,6 +308,12 @@ ParseResult finish(const CLI::App& app, ParseResult result) {
     return result;
   }
   if (o.log_level == "TRACE" || o.log_level == "DEBUG") o.verbose = true;
+  if (!o.binding_args.empty()) {  // horovodrun hands them to mpirun
+    if (o.launcher == "mpirun") o.mpi_args += (o.mpi_args.empty() ? "" : " ") + o.binding_args;
+    else
+      o.notes.push_back(
+          "--binding-args: mpirun's arguments; no effect without --launcher mpirun (--bind-to pins ranks)");
+  }
   for (const std::string& note : o.notes) std::cerr << "trainrun: note: " << note << "\n";
   return result;
 }

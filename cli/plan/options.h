@@ -22,6 +22,7 @@ struct Options {
   bool oversubscribe = false;  // more ranks than slots: round-robin over the hosts
   int nproc_per_node = 0;      // torchrun: ranks on every host (0: -np / the slots)
   int nnodes = 0;              // torchrun: how many hosts (0: those given); checked against -H
+  int slots_per_host = 0;      // horovodrun: slots of a host given without any (0: 1)
   // Placement (cli/plan/rank_plan.h, cli/agent/cpu_binding.h)
   std::string bind_to = "none";  // none | core | socket | numa
   std::string map_by = "slot";   // slot | node
@@ -50,6 +51,7 @@ struct Options {
   double cycle_time_ms = -1;
   int cache_capacity = -1;
   std::string timeline;
+  bool timeline_mark_cycles = false;  // TRAINRUN_TIMELINE_MARK_CYCLES=1
   double stall_warning_s = -1;
   double stall_shutdown_s = -1;
   double straggler_warning_pct = -1;
@@ -65,8 +67,9 @@ struct Options {
   // --launcher mpirun (alias --mpi): hand the job to Open MPI's mpirun;
   // srun: agents as Slurm steps (cli/srun). Empty: srun inside a Slurm
   // allocation when no hosts are given, else local/SSH agents.
-  std::string launcher;  // "" | "local" | "mpirun" | "srun"
-  std::string mpi_args;  // extra mpirun arguments, split like a shell would
+  std::string launcher;      // "" | "local" | "mpirun" | "srun"
+  std::string mpi_args;      // extra mpirun arguments, split like a shell would
+  std::string binding_args;  // horovodrun's --binding-args: more mpirun arguments (--launcher mpirun only)
   bool check_build = false;
   std::vector<std::string> command;  // program and its arguments, untouched
   RemoteOptions remote;              // SSH and network (multi-host)

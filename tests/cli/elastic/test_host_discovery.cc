@@ -94,6 +94,12 @@ TEST_CASE("a good script's hosts, in hostfile format, with its stderr kept") {
   CHECK(run.hosts[2].slots == 1);
   CHECK(run.stderr_text == "warming up\n");
   CHECK(::waitpid(-1, nullptr, WNOHANG) <= 0);  // no zombie of ours
+  // horovodrun's --slots-per-host: the slots of a host listed without any.
+  const DiscoveryRun four = run_discovery_script(path, std::chrono::seconds(10), -1, 4);
+  REQUIRE(four.hosts.size() == 3);
+  CHECK(four.hosts[0].slots == 2);
+  CHECK(four.hosts[1].slots == 4);
+  CHECK(four.hosts[2].slots == 4);
 }
 
 TEST_CASE("the script gets SIGPIPE back although the launcher ignores it") {

@@ -198,3 +198,9 @@ TEST_CASE("host_option_text writes hosts that parse_host_option reads back") {
   CHECK(back.hosts[2].host == "fe80::1");
   CHECK(back.hosts[2].slots == 3);
 }
+
+TEST_CASE("horovodrun's --slots-per-host: the slots of a host given without any") {
+  CHECK(hosts_of(parse_host_option("h1,h2:3,[::1],alice@h3", 4)) == "h1=4,h2=3,::1=4,alice@h3=4");
+  CHECK(hosts_of(parse_hostfile("h1\nh2 slots=2\nh3:5\nh4 max_slots=6\n", "hosts", 4)) == "h1=4,h2=2,h3=5,h4=6");
+  CHECK(hosts_of(parse_host_option("h1,h1", 2)) == "h1=4");
+}

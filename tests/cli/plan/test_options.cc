@@ -135,3 +135,83 @@ TEST_CASE("elastic flags: Horovod's and torchrun's names, elastic mode only when
   CHECK(parse({"--elastic-hang-timeout", "12.5", "p"}).options.elastic_hang_timeout_s == 12.5);
   CHECK(parse({"--elastic-hang-timeout", "-1", "p"}).exit_code == 2);
 }
+
+TEST_CASE("horovodrun's remaining flags: mapped to trainrun's setting, values consumed, the program intact") {
+  const ParseResult r = parse({"--min-num-proc",
+                               "2",
+                               "--max-num-proc",
+                               "6",
+                               "--slots-per-host",
+                               "3",
+                               "--blacklist-cooldown-range",
+                               "60",
+                               "300",
+                               "--gloo-timeout-seconds",
+                               "45",
+                               "--no-mpi-threads-disable",
+                               "--timeline-mark-cycles",
+                               "--log-with-timestamp",
+                               "--thread-affinity",
+                               "1",
+                               "--num-nccl-streams",
+                               "2",
+                               "--autotune-log-file",
+                               "a.csv",
+                               "--autotune-warmup-samples",
+                               "3",
+                               "--autotune-steps-per-sample",
+                               "4",
+                               "--autotune-bayes-opt-max-samples",
+                               "5",
+                               "--autotune-gaussian-process-noise",
+                               "0.5",
+                               "--binding-args",
+                               "--bind-to core",
+                               "./train",
+                               "--epochs",
+                               "3"});
+  REQUIRE(r.exit_code == -1);
+  const Options& o = r.options;
+  CHECK(o.min_np == 2);
+  CHECK(o.max_np == 6);
+  CHECK(o.slots_per_host == 3);
+  CHECK(o.blacklist_cooldown_s == 60);
+  CHECK(o.env_forward == std::vector<std::string>{"TRAINRUN_COLLECTIVE_TIMEOUT=45", "TRAINRUN_MPI_THREADS=multiple"});
+  CHECK(o.timeline_mark_cycles);
+  CHECK(o.timestamp_output);
+  CHECK(o.mpi_args.empty());  // --binding-args go to mpirun only
+  CHECK(o.command == std::vector<std::string>{"./train", "--epochs", "3"});
+  // One note per flag that trainrun does not do as asked.
+  CHECK(o.notes.size() == 10);
+}
+
+TEST_CASE("--binding-args reach mpirun's command line with --launcher mpirun") {
+  const ParseResult r = parse({"--mpi", "--mpi-args", "--mca x y", "--binding-args", "--bind-to core", "p"});
+  REQUIRE(r.exit_code == -1);
+  CHECK(r.options.mpi_args == "--mca x y --bind-to core");
+  CHECK(r.options.notes.empty());
+}
+
+TEST_CASE("flags that name trainrun's default are accepted without a word") {
+  for (const char* flag :
+       {"--stall-check", "--log-without-timestamp", "--log-hide-timestamp", "--no-autotune", "--no-torus-allreduce",
+        "--no-hierarchical-allgather", "--mpi-threads-disable", "--no-timeline-mark-cycles"}) {
+    CAPTURE(flag);
+    const ParseResult r = parse({flag, "-np", "1", "p"});
+    CHECK(r.exit_code == -1);
+    CHECK(r.options.notes.empty());
+    CHECK(r.options.command == std::vector<std::string>{"p"});
+  }
+}
+
+TEST_CASE("a two-value option never takes the program's words; a bad range is exit 2") {
+  const ParseResult r = parse({"-np", "1", "--blacklist-cooldown-range", "5", "10", "p", "7", "8"});
+  REQUIRE(r.exit_code == -1);
+  CHECK(r.options.blacklist_cooldown_s == 5);
+  CHECK(r.options.command == std::vector<std::string>{"p", "7", "8"});
+  CHECK(parse({"--blacklist-cooldown-range=5,10", "p"}).options.blacklist_cooldown_s == 5);
+  CHECK(parse({"--blacklist-cooldown-range", "10", "5", "p"}).exit_code == 2);
+  CHECK(parse({"--blacklist-cooldown-range", "10", "p"}).exit_code == 2);
+  CHECK(parse({"--slots-per-host", "0", "p"}).exit_code == 2);
+  CHECK(parse({"--jsrun", "-np", "1", "p"}).exit_code == 2);
+}
