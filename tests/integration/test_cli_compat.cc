@@ -165,9 +165,11 @@ TEST_CASE("every compatibility spelling plans exactly what trainrun's own spelli
   char dir[] = "/tmp/trainrun-compat-XXXXXX";
   REQUIRE(::mkdtemp(dir));
   const std::string hostfile = std::string(dir) + "/hosts";
-  {
-    FILE* f = std::fopen(hostfile.c_str(), "w");
-    std::fputs("localhost slots=2\n", f);
+  const std::string hostfile_without_slots = std::string(dir) + "/bare";
+  for (const auto& [path, text] :
+       {std::pair{hostfile, "localhost slots=2\n"}, {hostfile_without_slots, "localhost\n"}}) {
+    FILE* f = std::fopen(path.c_str(), "w");
+    std::fputs(text, f);
     std::fclose(f);
   }
   const std::vector<std::string> np2 = {"-np", "2"};
@@ -215,6 +217,21 @@ TEST_CASE("every compatibility spelling plans exactly what trainrun's own spelli
       {{"--nnodes", "1", "--nproc_per_node", "2"}, {"-np", "2"}, "OMP_NUM_THREADS=1 "},
       {{"--standalone", "-np", "2"}, {"--local", "-np", "2"}, "TORCHELASTIC_RESTART_COUNT=0 "},
       {with({"--max-restarts", "2"}, np2), with({"--reset-limit", "2"}, np2), "TORCHELASTIC_MAX_RESTARTS=2 "},
+      // horovodrun's remaining flags
+      {with({"--gloo-timeout-seconds", "45"}, np2), with({"-x", "TRAINRUN_COLLECTIVE_TIMEOUT=45"}, np2),
+       "TRAINRUN_COLLECTIVE_TIMEOUT=45 "},
+      {with({"--no-mpi-threads-disable"}, np2), with({"-x", "TRAINRUN_MPI_THREADS=multiple"}, np2),
+       "TRAINRUN_MPI_THREADS=multiple "},
+      {{"-H", "localhost,127.0.0.1", "--slots-per-host", "2"},
+       {"-H", "localhost:2,127.0.0.1:2"},
+       "4 rank(s) on 2 host(s)"},
+      {{"--hostfile", hostfile_without_slots, "--slots-per-host", "3"},
+       {"-H", "localhost:3"},
+       "3 rank(s) on 1 host(s)"},
+      {with({"--min-num-proc", "1", "--max-num-proc", "3"}, np2), with({"--min-np", "1", "--max-np", "3"}, np2),
+       "2 rank(s)"},
+      {with({"--mpi", "--binding-args", "--bind-to core"}, np2), with({"--mpi", "--mpi-args", "--bind-to core"}, np2),
+       "--bind-to core true"},
   };
   for (const Spelling& s : table) {
     CAPTURE(s.alias);
@@ -223,18 +240,58 @@ TEST_CASE("every compatibility spelling plans exactly what trainrun's own spelli
     CHECK(contains(alias, s.shows));
   }
   ::unlink(hostfile.c_str());
+  ::unlink(hostfile_without_slots.c_str());
   ::rmdir(dir);
 }
 
 TEST_CASE("options accepted for compatibility say in one line what trainrun does instead") {
   const std::string plain = dry_run({"-np", "2"});
-  for (const char* option : {"--hierarchical-allreduce", "--hierarchical-allgather", "--timeline-mark-cycles"}) {
+  const std::vector<std::vector<std::string>> noted = {
+      {"--hierarchical-allreduce"},
+      {"--hierarchical-allgather"},
+      {"--disable-cache"},
+      {"--autotune"},
+      {"--autotune-log-file", "tune.csv"},
+      {"--autotune-warmup-samples", "3"},
+      {"--autotune-steps-per-sample", "10"},
+      {"--autotune-bayes-opt-max-samples", "20"},
+      {"--autotune-gaussian-process-noise", "0.8"},
+      {"--torus-allreduce"},
+      {"--no-hierarchical-allreduce"},
+      {"--tcp"},
+      {"--binding-args", "--bind-to core"},
+      {"--thread-affinity", "1"},
+      {"--num-nccl-streams", "2"},
+      {"--blacklist-cooldown-range", "60", "300"},
+  };
+  for (std::vector<std::string> args : noted) {
+    CAPTURE(args);
+    const std::string option = args[0];
+    args.insert(args.end(), {"-np", "2"});
+    std::string err;
+    CHECK(dry_run(args, &err) == plain);  // the values are consumed, the program ("true") is intact
+    CHECK(err.rfind("trainrun: note: " + option + ": ", 0) == 0);
+    CHECK(count(err, "\n") == 1);
+  }
+  // Flags that name trainrun's default: the same plan, not a word.
+  for (const char* option :
+       {"--stall-check", "--log-without-timestamp", "--log-hide-timestamp", "--no-autotune", "--no-torus-allreduce",
+        "--no-hierarchical-allgather", "--mpi-threads-disable", "--no-timeline-mark-cycles"}) {
     CAPTURE(option);
     std::string err;
     CHECK(dry_run({option, "-np", "2"}, &err) == plain);
-    CHECK(err.rfind(std::string("trainrun: note: ") + option + ": ", 0) == 0);
-    CHECK(count(err, "\n") == 1);
+    CHECK(err.empty());
   }
+  // horovodrun's --timeline-mark-cycles is trainrun's too now: CYCLE_START marks.
+  std::string err;
+  CHECK(contains(dry_run({"--timeline-mark-cycles", "--timeline", "/tmp/t.json", "-np", "2"}, &err),
+                 "TRAINRUN_TIMELINE_MARK_CYCLES=1 TRAINRUN_RANK=0 "));
+  CHECK(err.empty());
+  check_one_line_error({"--jsrun", "-np", "2", "true"},
+                       "--jsrun: LSF's jsrun is not supported; trainrun starts ranks over SSH (-H), in Slurm (srun) "
+                       "or with Open MPI (--launcher mpirun) (see trainrun --help)");
+  check_one_line_error({"--blacklist-cooldown-range", "300", "60", "-np", "2", "true"},
+                       "--blacklist-cooldown-range: needs MIN MAX seconds with 0 <= MIN <= MAX (see trainrun --help)");
   check_one_line_error({"--network-interfaces", "lo,eth0", "-np", "2", "true"},
                        "--network-interfaces: trainrun uses one interface on every host; give one name (see trainrun "
                        "--help)");
@@ -249,7 +306,8 @@ TEST_CASE("options accepted for compatibility say in one line what trainrun does
 
 TEST_CASE("--timestamp-output and --prefix-output-with-timestamp stamp each console line") {
   const std::regex stamped(R"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} \[[01]\] hi\n)");
-  for (const char* option : {"--timestamp-output", "--prefix-output-with-timestamp", "-timestamp-output"}) {
+  for (const char* option : {"--timestamp-output", "--prefix-output-with-timestamp", "-timestamp-output",
+                             "--log-with-timestamp", "--no-log-hide-timestamp"}) {
     CAPTURE(option);
     std::string tag;
     const ProcessResult r = run_trainrun({option, "-np", "2", "sh", "-c", "echo hi"}, &tag);
@@ -283,6 +341,24 @@ std::map<int, std::string> allowed_lists(const std::string& out) {
 const std::vector<std::string> kPrintAllowed = {"sh", "-c", "grep Cpus_allowed_list /proc/$$/status"};
 
 }  // namespace
+
+TEST_CASE("horovodrun's settings reach the ranks, and a flag's value is never the program") {
+  std::string tag;
+  const ProcessResult r =
+      run_trainrun({"--gloo-timeout-seconds", "45", "--no-mpi-threads-disable", "--thread-affinity", "1", "-np", "2",
+                    "sh", "-c", "echo $TRAINRUN_COLLECTIVE_TIMEOUT $TRAINRUN_MPI_THREADS"},
+                   &tag);
+  CHECK(r.exit_code == 0);
+  CHECK(contains(r.out, "[0] 45 multiple\n"));
+  CHECK(contains(r.out, "[1] 45 multiple\n"));
+  CHECK(contains(r.err, "trainrun: note: --thread-affinity: "));
+  CHECK(nothing_left(tag));
+  const ProcessResult range =
+      run_trainrun({"--blacklist-cooldown-range", "1", "2", "-np", "1", "echo", "ran", "3"}, &tag);
+  CHECK(range.exit_code == 0);
+  CHECK(range.out == "[0] ran 3\n");
+  CHECK(nothing_left(tag));
+}
 
 TEST_CASE("--bind-to core pins each rank to its own core; --report-bindings says so") {
   if (usable_cpus() < 2) {
