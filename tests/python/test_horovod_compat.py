@@ -56,6 +56,16 @@ def test_horovod_timeline_is_written_and_ours_wins(tmp_path):
     assert ours.exists() and not horovods.exists()
 
 
+def test_horovod_timeline_mark_cycles_marks_cycles(tmp_path):
+    path = tmp_path / 'cycles.json'
+    done = run_job(tmp_path, {'HOROVOD_TIMELINE': str(path), 'HOROVOD_TIMELINE_MARK_CYCLES': '1'})
+    assert done.returncode == 0, done.stderr
+    assert '"CYCLE_START"' in path.read_text()
+    plain = tmp_path / 'plain.json'
+    assert run_job(tmp_path, {'HOROVOD_TIMELINE': str(plain)}).returncode == 0
+    assert 'step.0' in plain.read_text() and 'CYCLE_START' not in plain.read_text()
+
+
 def test_horovod_timeline_dynamic_writes_no_file(tmp_path):
     done = run_job(tmp_path, {'HOROVOD_TIMELINE': 'DYNAMIC'})
     assert done.returncode == 0, done.stderr

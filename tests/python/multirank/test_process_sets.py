@@ -47,6 +47,9 @@ def test_static_sets_at_init_and_duplicates():
     assert (first if rank == 0 else rest).rank() == (0 if rank == 0 else rank - 1)
     total = hvd.allreduce(torch.tensor([float(rank)]), op=hvd.Sum, process_set=mine(first, rest))
     assert total.item() == (0 if rank == 0 else sum(range(1, size)))
+    # The internal query Horovod's test_process_sets_static.py makes.
+    from trainrun.torch import mpi_ops
+    assert mpi_ops._basics._get_process_set_ids_and_ranks() == {0: list(range(size)), 1: [0], 2: list(range(1, size))}
     hvd.shutdown()
     hvd.init()
 

@@ -119,6 +119,19 @@ def stop_timeline():
     _core.stop_timeline()
 
 
+class _Basics:
+    """The one internal query of horovod.common.basics that Horovod's own
+    tests (test_process_sets_static.py) call, as mpi_ops._basics."""
+
+    @staticmethod
+    def _get_process_set_ids_and_ranks():
+        """{process set id: its ranks}, the job's (0) included."""
+        return {i: list(_core.process_set_ranks(i)) for i in _core.process_set_ids()}
+
+
+_basics = _Basics()
+
+
 def is_homogeneous():
     return size() == local_size() * cross_size()
 
