@@ -240,13 +240,7 @@ bool Engine::cycle() {
   } else {
     retry_.insert(retry_.end(), to_report.begin(), to_report.end());
   }
-  if (status.out_of_step() && responses.empty()) fail_out_of_step(responses);
-  if (rank_ == 0) {
-    // Every rank waits, on ops that cannot complete: out of step once this lasts (fail_out_of_step).
-    const bool stuck = status.all_waiting() && responses.empty() && !coordinator_.empty();
-    if (!stuck) stuck_since_.reset();
-    else if (!stuck_since_) stuck_since_ = now;
-  }
+  out_of_step(status, now, responses);
   // Puts may have evicted or replaced slots that requests wait on.
   for (auto& [name, work] : pending_) {
     if (work.cache_slot && (!cache_.holds(*work.cache_slot) || cache_.at(*work.cache_slot).name != name)) {
@@ -373,6 +367,16 @@ void Engine::negotiate(const std::vector<std::string>& to_report, Clock::time_po
   for (Response& response : coordinator_.take_ready()) {
     if (response.error.empty()) cache_.put(response.request);
     responses.push_back(std::move(response));
+  }
+}
+
+void Engine::out_of_step(const CycleStatus& status, Clock::time_point now, std::vector<Response>& responses) {
+  if (status.out_of_step() && responses.empty()) fail_out_of_step(responses);
+  if (rank_ == 0) {
+    // Every rank waits, on ops that cannot complete: out of step once this lasts.
+    const bool stuck = status.all_waiting() && responses.empty() && !coordinator_.empty();
+    if (!stuck) stuck_since_.reset();
+    else if (!stuck_since_) stuck_since_ = now;
   }
 }
 

@@ -88,8 +88,11 @@ class Engine {
   std::vector<Response> take_cached(const CycleStatus& status, std::vector<std::string>& to_report);
   void classify(const std::string& name, std::vector<std::string>& to_report, std::vector<std::size_t>& stale);
   void negotiate(const std::vector<std::string>& to_report, Clock::time_point now, std::vector<Response>& responses);
-  // Rank 0 found every rank stuck for the stall warning time: the
-  // coordinator's pending ops fail on every rank (Coordinator::fail_out_of_step).
+  // After a cycle's negotiation: when rank 0 found every rank stuck for the
+  // stall warning time (the status says so), the coordinator's pending ops
+  // fail on every rank (Coordinator::fail_out_of_step); rank 0 notes
+  // whether the ranks are stuck now.
+  void out_of_step(const CycleStatus& status, Clock::time_point now, std::vector<Response>& responses);
   void fail_out_of_step(std::vector<Response>& responses);
   void execute(const std::vector<Response>& responses);
   Work* local_work(const std::string& name);
