@@ -94,16 +94,18 @@ std::vector<Response> Coordinator::take_ready() {
   return ready;
 }
 
+Coordinator::Pending Coordinator::pending_of(const std::string& name, const Entry& entry) const {
+  Pending p{name, OpType::Allreduce, entry.since, {}};
+  for (int r = 0; r < size_; ++r) {
+    if (entry.by_rank[r]) p.op = entry.by_rank[r]->op;
+    else if (!joined_[r]) p.missing.push_back(r);
+  }
+  return p;
+}
+
 std::vector<Coordinator::Pending> Coordinator::pending() const {
   std::vector<std::pair<std::uint64_t, Pending>> out;
-  for (const auto& [name, entry] : table_) {
-    Pending p{name, OpType::Allreduce, entry.since, {}};
-    for (int r = 0; r < size_; ++r) {
-      if (entry.by_rank[r]) p.op = entry.by_rank[r]->op;
-      else if (!joined_[r]) p.missing.push_back(r);
-    }
-    out.emplace_back(entry.order, std::move(p));
-  }
+  for (const auto& [name, entry] : table_) out.emplace_back(entry.order, pending_of(name, entry));
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<Pending> result;
   for (auto& [order, p] : out) result.push_back(std::move(p));
@@ -134,14 +136,7 @@ std::vector<Response> Coordinator::fail_out_of_step(const std::string& waited) {
   in_barrier.erase(std::unique(in_barrier.begin(), in_barrier.end()), in_barrier.end());
   std::vector<std::pair<std::uint64_t, Response>> failed;
   for (auto it = table_.begin(); it != table_.end();) {
-    const Pending p = [&] {
-      Pending one{it->first, OpType::Allreduce, it->second.since, {}};
-      for (int r = 0; r < size_; ++r) {
-        if (it->second.by_rank[r]) one.op = it->second.by_rank[r]->op;
-        else if (!joined_[r]) one.missing.push_back(r);
-      }
-      return one;
-    }();
+    const Pending p = pending_of(it->first, it->second);
     if (others && p.op == OpType::Barrier) {
       ++it;
       continue;

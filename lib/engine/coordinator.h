@@ -71,6 +71,7 @@ class Coordinator {
     int last_reporter = -1;
   };
   bool complete(const Entry& entry) const;
+  Pending pending_of(const std::string& name, const Entry& entry) const;
   Response respond(const Entry& entry) const;
 
   const int size_;
