@@ -40,8 +40,11 @@ class StallInspector {
   std::string blocked_shutdown_message() const;
   // Every rank has waited this long, none of the pending ops can complete
   // and nothing completed: the ranks are out of step (Coordinator::
-  // fail_out_of_step). After the warning time; never when warnings are off.
-  bool out_of_step_due(Clock::duration stuck) const { return warning_.count() > 0 && stuck >= warning_; }
+  // fail_out_of_step). After the warning time; never when warnings are off,
+  // nor when a stall shutdown is set (that one ends the wait, as asked).
+  bool out_of_step_due(Clock::duration stuck) const {
+    return warning_.count() > 0 && shutdown_.count() == 0 && stuck >= warning_;
+  }
   // "60 s (TRAINRUN_STALL_WARNING)": how long that is, for the error.
   std::string out_of_step_wait() const;
   // How long a request may wait on a cache hit before it is negotiated in
