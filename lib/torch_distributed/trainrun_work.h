@@ -1,0 +1,34 @@
+// TrainrunWork: what a collective of the trainrun c10d backend returns at
+// once (torch's c10d::Work, Work.hpp's completion contract): wait(),
+// isCompleted(), isSuccess(), exception(), result() and getFuture(), whose
+// value is the op's output tensors, as DDP's communication hooks expect.
+// complete() is called once, from the process group's worker thread; the
+// rest from any thread.
+#pragma once
+
+#include <ATen/core/ivalue.h>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <string>
+#include <vector>
+
+namespace trainrun::c10d {
+
+class TrainrunWork : public ::c10d::Work {
+ public:
+  TrainrunWork(int rank, ::c10d::OpType type, std::vector<at::Tensor> outputs);
+
+  std::vector<at::Tensor> result() override;
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+  bool wait(std::chrono::milliseconds timeout) override;
+
+  // Marks the work done: success when `error` is empty, else a
+  // RuntimeError carrying `error` from wait() and from the future.
+  void complete(const std::string& error);
+
+ private:
+  std::vector<at::Tensor> outputs_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+}  // namespace trainrun::c10d
