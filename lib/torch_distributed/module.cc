@@ -90,9 +90,10 @@ c10::intrusive_ptr<ProcessGroupTrainrun> take_subset(const std::vector<int>& ran
     }
   }
   if (!set) {
-    throw std::runtime_error("backend trainrun: new_group() reached the backend without trainrun.torch.distributed "
-                             "preparing it on every rank; import trainrun.torch.distributed before "
-                             "init_process_group()");
+    throw std::runtime_error(
+        "backend trainrun: new_group() reached the backend without trainrun.torch.distributed "
+        "preparing it on every rank; import trainrun.torch.distributed before "
+        "init_process_group()");
   }
   if (set->rank() != torch_rank || set->size() != torch_size) {
     throw std::runtime_error("backend trainrun: new_group rank " + std::to_string(torch_rank) + " of " +

@@ -1,5 +1,7 @@
 #include "lib/torch_distributed/process_group.h"
 
+#include <pybind11/pybind11.h>
+
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -17,12 +19,19 @@ using ::c10d::OpType;
 using python::CoreGroup;
 
 ProcessGroupTrainrun::ProcessGroupTrainrun(CoreGroup& group, std::unique_ptr<CoreGroup> owned)
-    : ProcessGroup(group.rank(), group.size()),
-      group_(group),
-      owned_(std::move(owned)),
+    : ProcessGroup(group.rank(), group.size()), group_(group), owned_(std::move(owned)),
       who_("rank " + std::to_string(group.job_rank(group.rank())) + " (" + group.hostname() + ")") {}
 
-ProcessGroupTrainrun::~ProcessGroupTrainrun() = default;
+// Python drops the last reference with the GIL held (DDP's Reducer, torch's
+// group table); the worker may need it to free the tensors of its last task.
+ProcessGroupTrainrun::~ProcessGroupTrainrun() {
+  if (Py_IsInitialized() && PyGILState_Check()) {
+    pybind11::gil_scoped_release release;
+    worker_.reset();
+  } else {
+    worker_.reset();
+  }
+}
 
 void ProcessGroupTrainrun::refuse(const char* op, const std::string& why) const {
   throw std::runtime_error(who_ + ": " + op + ": " + why);
@@ -66,12 +75,12 @@ void ProcessGroupTrainrun::check_reduce(const char* op, const at::Tensor& t, con
 ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::enqueue(OpType type, const char* op, Tensors outputs,
                                                             std::function<void(CoreGroup&)> run) {
   auto work = c10::make_intrusive<TrainrunWork>(rank_, type, std::move(outputs));
-  worker_.submit([this, run = std::move(run)] { run(group_); },
-                 [work, op, who = who_](const std::string& error) {
-                   // Core errors already name the rank, its host and the core op.
-                   work->complete(error.empty() || error.rfind("rank ", 0) == 0 ? error
-                                                                                 : who + ": " + op + ": " + error);
-                 });
+  worker_->submit(
+      [this, run = std::move(run)] { run(group_); },
+      [work, op, who = who_](const std::string& error) {
+        // Core errors already name the rank, its host and the core op.
+        work->complete(error.empty() || error.rfind("rank ", 0) == 0 ? error : who + ": " + op + ": " + error);
+      });
   return work;
 }
 
@@ -80,13 +89,13 @@ void ProcessGroupTrainrun::run_ordered(const std::function<void(CoreGroup&)>& fn
   std::condition_variable cv;
   bool done = false;
   std::string failure;
-  worker_.submit([&] { fn(group_); },
-                 [&](const std::string& error) {
-                   std::lock_guard lock(mutex);
-                   failure = error;
-                   done = true;
-                   cv.notify_one();
-                 });
+  worker_->submit([&] { fn(group_); },
+                  [&](const std::string& error) {
+                    std::lock_guard lock(mutex);
+                    failure = error;
+                    done = true;
+                    cv.notify_one();
+                  });
   std::unique_lock lock(mutex);
   cv.wait(lock, [&] { return done; });
   if (!failure.empty()) throw std::runtime_error(failure);
@@ -96,22 +105,20 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::broadcast(Tensors& tensors, 
   at::Tensor t = single("broadcast", tensors);
   check_root("broadcast", opts.rootRank);
   const int root = static_cast<int>(opts.rootRank);
-  return enqueue(OpType::BROADCAST, "broadcast", tensors, [t, root](CoreGroup& g) mutable {
-    broadcast_tensor(g, t, root);
-  });
+  return enqueue(OpType::BROADCAST, "broadcast", tensors,
+                 [t, root](CoreGroup& g) mutable { broadcast_tensor(g, t, root); });
 }
 
 ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::allreduce(Tensors& tensors, const ::c10d::AllreduceOptions& opts) {
   at::Tensor t = single("allreduce", tensors);
   check_reduce("allreduce", t, opts.reduceOp);
   const auto op = opts.reduceOp.op_;
-  return enqueue(OpType::ALLREDUCE, "allreduce", tensors, [t, op](CoreGroup& g) mutable {
-    allreduce_tensor(g, t, op);
-  });
+  return enqueue(OpType::ALLREDUCE, "allreduce", tensors,
+                 [t, op](CoreGroup& g) mutable { allreduce_tensor(g, t, op); });
 }
 
-ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::allreduce_coalesced(
-    Tensors& tensors, const ::c10d::AllreduceCoalescedOptions& opts) {
+ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::allreduce_coalesced(Tensors& tensors,
+                                                                        const ::c10d::AllreduceCoalescedOptions& opts) {
   const char* op = "allreduce_coalesced";
   if (tensors.empty()) refuse(op, "no tensors");
   for (const at::Tensor& t : tensors) {
@@ -120,9 +127,8 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::allreduce_coalesced(
   }
   check_reduce(op, tensors[0], opts.reduceOp);
   const auto reduce_op = opts.reduceOp.op_;
-  return enqueue(OpType::ALLREDUCE_COALESCED, op, tensors, [tensors, reduce_op](CoreGroup& g) mutable {
-    allreduce_tensors(g, tensors, reduce_op);
-  });
+  return enqueue(OpType::ALLREDUCE_COALESCED, op, tensors,
+                 [tensors, reduce_op](CoreGroup& g) mutable { allreduce_tensors(g, tensors, reduce_op); });
 }
 
 ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::reduce(Tensors& tensors, const ::c10d::ReduceOptions& opts) {
@@ -131,9 +137,8 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::reduce(Tensors& tensors, con
   check_reduce("reduce", t, opts.reduceOp);
   const int root = static_cast<int>(opts.rootRank);
   const auto op = opts.reduceOp.op_;
-  return enqueue(OpType::REDUCE, "reduce", tensors, [t, root, op](CoreGroup& g) mutable {
-    reduce_tensor(g, t, root, op);
-  });
+  return enqueue(OpType::REDUCE, "reduce", tensors,
+                 [t, root, op](CoreGroup& g) mutable { reduce_tensor(g, t, root, op); });
 }
 
 ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::barrier(const ::c10d::BarrierOptions& /*opts*/) {

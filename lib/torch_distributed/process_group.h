@@ -69,8 +69,11 @@ class ProcessGroupTrainrun : public ::c10d::ProcessGroup {
 
   python::CoreGroup& group_;
   std::unique_ptr<python::CoreGroup> owned_;
-  std::string who_;        // "rank R (HOST)", the job's rank, for messages
-  OrderedWorker worker_;   // last: stops (running what was queued) before the group goes
+  std::string who_;  // "rank R (HOST)", the job's rank, for messages
+  // Last: stops (running what was queued) before the group goes; the
+  // destructor joins it without the GIL, which finished tasks need to drop
+  // tensors that Python saw.
+  std::unique_ptr<OrderedWorker> worker_ = std::make_unique<OrderedWorker>();
 };
 
 }  // namespace trainrun::c10d

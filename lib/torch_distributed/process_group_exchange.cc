@@ -47,8 +47,8 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::_allgather_base(at::Tensor& 
   check_tensor(op, input);
   if (output.scalar_type() != input.scalar_type()) refuse(op, "output and input must have one dtype");
   if (output.numel() != input.numel() * size_) {
-    refuse(op, "the output has " + std::to_string(output.numel()) + " elements, not " + std::to_string(size_) +
-                   " x " + std::to_string(input.numel()));
+    refuse(op, "the output has " + std::to_string(output.numel()) + " elements, not " + std::to_string(size_) + " x " +
+                   std::to_string(input.numel()));
   }
   at::Tensor out = output, in = input;
   return enqueue(OpType::_ALLGATHER_BASE, op, {out}, [out, in](CoreGroup& g) mutable { allgather_flat(g, out, in); });
@@ -132,8 +132,8 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::_reduce_scatter_base(at::Ten
   check_reduce(op, output, opts.reduceOp);
   if (output.scalar_type() != input.scalar_type()) refuse(op, "output and input must have one dtype");
   if (input.numel() != output.numel() * size_) {
-    refuse(op, "the input has " + std::to_string(input.numel()) + " elements, not " + std::to_string(size_) +
-                   " x " + std::to_string(output.numel()));
+    refuse(op, "the input has " + std::to_string(input.numel()) + " elements, not " + std::to_string(size_) + " x " +
+                   std::to_string(output.numel()));
   }
   at::Tensor out = output, in = input;
   const auto reduce_op = opts.reduceOp.op_;
@@ -155,8 +155,9 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::alltoall_base(at::Tensor& ou
     const int64_t row = rows == 0 ? 0 : t.numel() / rows;
     std::vector<std::size_t> c(static_cast<std::size_t>(size_));
     if (splits.empty()) {
-      if (rows % size_ != 0) refuse(op, std::string(which) + " dim 0 (" + std::to_string(rows) +
-                                            ") does not divide by the group size " + std::to_string(size_));
+      if (rows % size_ != 0)
+        refuse(op, std::string(which) + " dim 0 (" + std::to_string(rows) + ") does not divide by the group size " +
+                       std::to_string(size_));
       for (auto& x : c) x = static_cast<std::size_t>(rows / size_ * row);
       return c;
     }
@@ -167,16 +168,16 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::alltoall_base(at::Tensor& ou
       c[r] = static_cast<std::size_t>(splits[r] * row);
       sum += splits[r];
     }
-    if (sum != rows) refuse(op, std::string(which) + " splits sum to " + std::to_string(sum) + ", not dim 0 (" +
-                                    std::to_string(rows) + ")");
+    if (sum != rows)
+      refuse(op, std::string(which) + " splits sum to " + std::to_string(sum) + ", not dim 0 (" + std::to_string(rows) +
+                     ")");
     return c;
   };
   const std::vector<std::size_t> out_counts = counts(output, output_splits, "output");
   const std::vector<std::size_t> in_counts = counts(input, input_splits, "input");
   at::Tensor out = output, in = input;
-  return enqueue(OpType::ALLTOALL_BASE, op, {out}, [=](CoreGroup& g) mutable {
-    alltoall_flat(g, out, in, out_counts, in_counts);
-  });
+  return enqueue(OpType::ALLTOALL_BASE, op, {out},
+                 [=](CoreGroup& g) mutable { alltoall_flat(g, out, in, out_counts, in_counts); });
 }
 
 ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::alltoall(Tensors& outputs, Tensors& inputs,
@@ -221,8 +222,9 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::recv(Tensors& /*tensors*/, i
 }
 
 ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::recvAnysource(Tensors& /*tensors*/, int /*tag*/) {
-  refuse("recv", "point-to-point ops are not supported by backend trainrun yet (from any source); use "
-                 "collectives, or backend gloo for this group");
+  refuse("recv",
+         "point-to-point ops are not supported by backend trainrun yet (from any source); use "
+         "collectives, or backend gloo for this group");
 }
 
 }  // namespace trainrun::c10d

@@ -9,8 +9,7 @@
 namespace trainrun::c10d {
 
 TrainrunWork::TrainrunWork(int rank, ::c10d::OpType type, std::vector<at::Tensor> outputs)
-    : Work(rank, type),
-      outputs_(std::move(outputs)),
+    : Work(rank, type), outputs_(std::move(outputs)),
       future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
 
 std::vector<at::Tensor> TrainrunWork::result() { return outputs_; }
