@@ -2,6 +2,9 @@
 // collectives, in the order the caller submitted them, so that every rank
 // runs the same core calls in the same order (docs/design.md §5.1) while
 // torch's caller gets an asynchronous Work back at once.
+// A small task may run on the caller's thread instead (submit(..., inline)
+// when nothing is queued or running): one thread hop less per op, which is
+// most of a small collective's time; later tasks still wait behind it.
 // Thread-safe: submit() from any thread. The first failure breaks the
 // worker: every task after it fails at once with the same message (a
 // group whose peer died cannot run another collective). The destructor
@@ -29,17 +32,21 @@ class OrderedWorker {
   OrderedWorker(const OrderedWorker&) = delete;
   OrderedWorker& operator=(const OrderedWorker&) = delete;
 
-  void submit(Task run, Done done);
+  // Queues the task; with `may_run_here`, runs it on this thread instead
+  // when the worker is idle with nothing queued.
+  void submit(Task run, Done done, bool may_run_here = false);
 
  private:
   void loop();
+  void execute(std::pair<Task, Done>& task);  // with running_ set: one task at a time
 
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<std::pair<Task, Done>> queue_;
   bool stopping_ = false;
-  std::string broken_;  // the first failure's message (worker thread only)
-  std::thread thread_;  // last: starts once the rest exists
+  bool running_ = false;  // a task runs, on the worker or a caller's thread
+  std::string broken_;    // the first failure's message (whoever holds running_)
+  std::thread thread_;    // last: starts once the rest exists
 };
 
 }  // namespace trainrun::c10d
