@@ -5,6 +5,13 @@ ranks, rounds alternating so that drift in the machine's load hits both.
 
     PYTHONPATH=build/lib/python build/trainrun --local -np 2 /usr/bin/python3 tests/bench/c10d_vs_gloo.py
 
+Across two SSH hosts (tests/integration's network-namespace hosts h1, h2; as
+root; gloo needs the hosts' interface named):
+
+    build/tests/with_ssh_hosts /bin/sh -c 'cd $0 && build/trainrun -np 2 -H h1:1,h2:1 \
+        -x PYTHONPATH=$PWD/build/lib/python -x GLOO_SOCKET_IFNAME=eth0 \
+        /usr/bin/python3 tests/bench/c10d_vs_gloo.py' $PWD
+
 Tables (rank 0), medians of the slowest rank:
   DDP steps     examples/pytorch/mnist.py's net at batch 32 per rank, and the
                 ResNet-50 gradient set (161 parameters, 25.6 M floats, from
