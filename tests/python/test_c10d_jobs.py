@@ -78,6 +78,10 @@ KILLED = textwrap.dedent('''
         work.wait()
     except RuntimeError as e:
         print(f'work failed: {e}', flush=True)
+        try:
+            dist.barrier()  # the group is broken: at once, the same cause
+        except RuntimeError as then:
+            print(f'then: {then}', flush=True)
         sys.exit(3)
     print('work completed', flush=True)
 ''')
@@ -94,8 +98,35 @@ def test_killed_rank_fails_the_work_and_ends_the_job(tmp_path):
     failure = re.search(r'\[0\] work failed: (.*)', done.stdout)
     assert failure, done.stdout
     assert re.search(r'rank 0 \(.*\): allreduce: .*rank 1', failure.group(1)), done.stdout
+    assert f'[0] then: {failure.group(1)}' in done.stdout
     assert re.search(r'trainrun: .*rank 1 .*(SIGKILL|signal 9)', done.stdout), done.stdout
     assert processes_with(tag) == []
+
+
+MISMATCHED = textwrap.dedent('''
+    import sys
+    import torch, torch.distributed as dist
+    import trainrun.torch.distributed
+    dist.init_process_group('trainrun')
+    try:
+        dist.all_reduce(torch.ones(4 + dist.get_rank()))
+    except RuntimeError as e:
+        print(f'failed: {e}', flush=True)
+        sys.exit(3)
+''')
+
+
+@pytest.mark.parametrize('options', [[], ['--no-shm', '--check-calls']], ids=['shm', 'tcp-check-calls'])
+def test_mismatched_calls_fail_every_rank(tmp_path, options):
+    script = tmp_path / 'mismatched.py'
+    script.write_text(MISMATCHED)
+    done = run([find_trainrun(), '--local', '-np', '2'] + options + [sys.executable, str(script)],
+               env=environment(), cwd=tmp_path, timeout=120)
+    assert done.returncode == 3, done.stdout
+    for r in range(2):
+        assert f"[{r}] failed: rank {r} (" in done.stdout, done.stdout
+        assert re.search(rf'\[{r}\] failed: .*allreduce: mismatched collective calls: rank 1 .*called allreduce '
+                         r'with count 5, rank 0 .*with count 4', done.stdout), done.stdout
 
 
 BY_HAND = textwrap.dedent('''
