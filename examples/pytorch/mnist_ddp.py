@@ -28,7 +28,7 @@ from torch.utils.data.distributed import DistributedSampler
 import trainrun.torch.distributed  # noqa: F401  (the backend "trainrun")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mnist import Net, load_digits  # noqa: E402  (the same digits and network)
+from mnist import Net, held_out_metrics, load_digits  # noqa: E402  (the same digits, network and metrics)
 
 
 def average(value):
@@ -38,16 +38,8 @@ def average(value):
 
 
 def evaluate(model, held_out):
-    sampler = DistributedSampler(held_out, shuffle=False)
-    model.eval()
-    correct, loss, seen = 0.0, 0.0, 0
-    with torch.no_grad():
-        for x, y in DataLoader(held_out, batch_size=500, sampler=sampler):
-            out = model(x)
-            loss += F.cross_entropy(out, y, reduction='sum').item()
-            correct += (out.argmax(1) == y).sum().item()
-            seen += len(y)
-    return average(loss / seen), average(correct / seen)
+    loss, accuracy = held_out_metrics(model, held_out, DistributedSampler(held_out, shuffle=False))
+    return average(loss), average(accuracy)
 
 
 def main(argv=None):

@@ -65,6 +65,15 @@ class ProcessGroupTrainrun : public ::c10d::ProcessGroup {
   at::Tensor& single(const char* op, Tensors& tensors) const;
   void check_tensor(const char* op, const at::Tensor& t) const;
   void check_root(const char* op, int64_t root) const;
+  // The one list of size() tensors in `lists` (`what`: "input" or
+  // "output"), checked, of `like`'s dtype (and size, with `same_size`).
+  Tensors rank_list(const char* op, std::vector<Tensors>& lists, const at::Tensor& like, const char* what,
+                    bool same_size) const;
+  // `all` holds size() blocks of `block`'s size, of its dtype.
+  void check_blocks(const char* op, const at::Tensor& block, const at::Tensor& all, const char* all_name) const;
+  // rank_list on the root; elsewhere `lists` must hold no tensors.
+  Tensors root_list(const char* op, std::vector<Tensors>& lists, const at::Tensor& like, const char* what,
+                    int root) const;
   void check_reduce(const char* op, const at::Tensor& t, const ::c10d::ReduceOp& reduce_op) const;
 
   python::CoreGroup& group_;

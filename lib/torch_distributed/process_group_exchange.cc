@@ -21,35 +21,59 @@ std::vector<std::size_t> counts_of(const std::vector<at::Tensor>& tensors) {
 
 }  // namespace
 
+ProcessGroupTrainrun::Tensors ProcessGroupTrainrun::rank_list(const char* op, std::vector<Tensors>& lists,
+                                                              const at::Tensor& like, const char* what,
+                                                              bool same_size) const {
+  if (lists.size() != 1 || lists[0].size() != static_cast<std::size_t>(size_)) {
+    refuse(op, "needs one list of " + std::to_string(size_) + " " + what + " tensors");
+  }
+  for (const at::Tensor& t : lists[0]) {
+    check_tensor(op, t);
+    if (t.scalar_type() != like.scalar_type() || (same_size && t.numel() != like.numel())) {
+      refuse(op, std::string("every ") + what + " tensor must have the " + (same_size ? "size and " : "") +
+                     "dtype of " + (what[0] == 'o' ? "the input" : "the output"));
+    }
+  }
+  return lists[0];
+}
+
+ProcessGroupTrainrun::Tensors ProcessGroupTrainrun::root_list(const char* op, std::vector<Tensors>& lists,
+                                                              const at::Tensor& like, const char* what,
+                                                              int root) const {
+  if (rank_ == root) return rank_list(op, lists, like, what, true);
+  if (!lists.empty() && !lists[0].empty()) {
+    refuse(op, "only the root (rank " + std::to_string(root) + ") passes " + what + " tensors");
+  }
+  return {};
+}
+
+void ProcessGroupTrainrun::check_blocks(const char* op, const at::Tensor& block, const at::Tensor& all,
+                                        const char* all_name) const {
+  check_tensor(op, block);
+  check_tensor(op, all);
+  if (block.scalar_type() != all.scalar_type()) refuse(op, "output and input must have one dtype");
+  if (all.numel() != block.numel() * size_) {
+    refuse(op, std::string("the ") + all_name + " has " + std::to_string(all.numel()) + " elements, not " +
+                   std::to_string(size_) + " x " + std::to_string(block.numel()));
+  }
+}
+
 ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::allgather(std::vector<Tensors>& outputs, Tensors& inputs,
                                                               const ::c10d::AllgatherOptions& /*opts*/) {
   const char* op = "allgather";
   at::Tensor in = single(op, inputs);
-  if (outputs.size() != 1 || outputs[0].size() != static_cast<std::size_t>(size_)) {
-    refuse(op, "needs one list of " + std::to_string(size_) + " output tensors");
-  }
-  for (const at::Tensor& o : outputs[0]) {
-    check_tensor(op, o);
-    if (o.scalar_type() != in.scalar_type()) refuse(op, "the output tensors must have the input's dtype");
-  }
-  if (outputs[0][rank_].numel() != in.numel()) {
-    refuse(op, "output tensor " + std::to_string(rank_) + " has " + std::to_string(outputs[0][rank_].numel()) +
+  Tensors out = rank_list(op, outputs, in, "output", false);
+  if (out[rank_].numel() != in.numel()) {
+    refuse(op, "output tensor " + std::to_string(rank_) + " has " + std::to_string(out[rank_].numel()) +
                    " elements, the input " + std::to_string(in.numel()));
   }
-  Tensors out = outputs[0];
   return enqueue(OpType::ALLGATHER, op, out, [out, in](CoreGroup& g) mutable { allgather_list(g, out, in); });
 }
 
 ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                                     const ::c10d::AllgatherOptions& /*opts*/) {
   const char* op = "_allgather_base";
-  check_tensor(op, output);
-  check_tensor(op, input);
-  if (output.scalar_type() != input.scalar_type()) refuse(op, "output and input must have one dtype");
-  if (output.numel() != input.numel() * size_) {
-    refuse(op, "the output has " + std::to_string(output.numel()) + " elements, not " + std::to_string(size_) + " x " +
-                   std::to_string(input.numel()));
-  }
+  check_blocks(op, input, output, "output");
   at::Tensor out = output, in = input;
   return enqueue(OpType::_ALLGATHER_BASE, op, {out}, [out, in](CoreGroup& g) mutable { allgather_flat(g, out, in); });
 }
@@ -60,21 +84,7 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::gather(std::vector<Tensors>&
   at::Tensor in = single(op, inputs);
   check_root(op, opts.rootRank);
   const int root = static_cast<int>(opts.rootRank);
-  Tensors out;
-  if (rank_ == root) {
-    if (outputs.size() != 1 || outputs[0].size() != static_cast<std::size_t>(size_)) {
-      refuse(op, "the root needs one list of " + std::to_string(size_) + " output tensors");
-    }
-    for (const at::Tensor& o : outputs[0]) {
-      check_tensor(op, o);
-      if (o.numel() != in.numel() || o.scalar_type() != in.scalar_type()) {
-        refuse(op, "every output tensor must have the input's size and dtype");
-      }
-    }
-    out = outputs[0];
-  } else if (!outputs.empty() && !outputs[0].empty()) {
-    refuse(op, "only the root (rank " + std::to_string(root) + ") passes output tensors");
-  }
+  Tensors out = root_list(op, outputs, in, "output", root);
   return enqueue(OpType::GATHER, op, out, [out, in, root](CoreGroup& g) mutable { gather_list(g, out, in, root); });
 }
 
@@ -84,21 +94,7 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::scatter(Tensors& outputs, st
   at::Tensor out = single(op, outputs);
   check_root(op, opts.rootRank);
   const int root = static_cast<int>(opts.rootRank);
-  Tensors in;
-  if (rank_ == root) {
-    if (inputs.size() != 1 || inputs[0].size() != static_cast<std::size_t>(size_)) {
-      refuse(op, "the root needs one list of " + std::to_string(size_) + " input tensors");
-    }
-    for (const at::Tensor& i : inputs[0]) {
-      check_tensor(op, i);
-      if (i.numel() != out.numel() || i.scalar_type() != out.scalar_type()) {
-        refuse(op, "every input tensor must have the output's size and dtype");
-      }
-    }
-    in = inputs[0];
-  } else if (!inputs.empty() && !inputs[0].empty()) {
-    refuse(op, "only the root (rank " + std::to_string(root) + ") passes input tensors");
-  }
+  Tensors in = root_list(op, inputs, out, "input", root);
   return enqueue(OpType::SCATTER, op, {out}, [out, in, root](CoreGroup& g) mutable { scatter_list(g, out, in, root); });
 }
 
@@ -107,17 +103,8 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::reduce_scatter(Tensors& outp
   const char* op = "reduce_scatter";
   at::Tensor out = single(op, outputs);
   check_reduce(op, out, opts.reduceOp);
-  if (inputs.size() != 1 || inputs[0].size() != static_cast<std::size_t>(size_)) {
-    refuse(op, "needs one list of " + std::to_string(size_) + " input tensors");
-  }
   std::vector<at::Tensor> parts;
-  for (const at::Tensor& i : inputs[0]) {
-    check_tensor(op, i);
-    if (i.numel() != out.numel() || i.scalar_type() != out.scalar_type()) {
-      refuse(op, "every input tensor must have the output's size and dtype");
-    }
-    parts.push_back(i.reshape(-1));
-  }
+  for (const at::Tensor& i : rank_list(op, inputs, out, "input", true)) parts.push_back(i.reshape(-1));
   const at::Tensor in = at::cat(parts);
   const auto reduce_op = opts.reduceOp.op_;
   return enqueue(OpType::REDUCE_SCATTER, op, {out},
@@ -127,14 +114,8 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::reduce_scatter(Tensors& outp
 ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                                          const ::c10d::ReduceScatterOptions& opts) {
   const char* op = "_reduce_scatter_base";
-  check_tensor(op, output);
-  check_tensor(op, input);
+  check_blocks(op, output, input, "input");
   check_reduce(op, output, opts.reduceOp);
-  if (output.scalar_type() != input.scalar_type()) refuse(op, "output and input must have one dtype");
-  if (input.numel() != output.numel() * size_) {
-    refuse(op, "the input has " + std::to_string(input.numel()) + " elements, not " + std::to_string(size_) + " x " +
-                   std::to_string(output.numel()));
-  }
   at::Tensor out = output, in = input;
   const auto reduce_op = opts.reduceOp.op_;
   return enqueue(OpType::_REDUCE_SCATTER_BASE, op, {out},

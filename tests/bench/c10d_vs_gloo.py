@@ -24,7 +24,6 @@ Options: --steps N per round (30), --rounds R (5), --threads T (1), --sizes FILE
 --max-mb M (64), --skip-resnet. A benchmark, never a test.
 """
 import argparse
-import importlib.util
 import os
 import statistics
 import time
@@ -36,16 +35,11 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 import trainrun.torch.distributed  # noqa: F401
+from python_vs_ddp import load_example  # this folder: examples/pytorch/mnist.py as a module
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def load_net():
-    path = os.path.join(HERE, '..', '..', 'examples', 'pytorch', 'mnist.py')
-    spec = importlib.util.spec_from_file_location('mnist_example', path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.Net
 
 
 class GradientSet(nn.Module):
@@ -136,7 +130,7 @@ def main():
     rank, size = dist.get_rank(), dist.get_world_size()
     images = 32 * size
     g = torch.Generator().manual_seed(rank)
-    Net = load_net()
+    Net = load_example().Net
     batches = [(torch.rand(32, 1, 28, 28, generator=g), torch.randint(0, 10, (32,), generator=g)) for _ in range(8)]
     counter = iter(range(10**9))
 
