@@ -2,6 +2,7 @@
 // Communicator, and the capsule that hands the world's to trainrun._c10d.
 #include "lib/python/core_group.h"
 
+#include <mutex>
 #include <utility>
 
 #include "lib/python/bindings.h"
@@ -57,8 +58,10 @@ class CommunicatorGroup final : public CoreGroup {
 
 // The world's group follows init(): a new one after shutdown() and init().
 CoreGroup& world_group() {
+  static std::mutex mutex;
   static std::unique_ptr<CommunicatorGroup> group;
   static Communicator* of = nullptr;
+  std::lock_guard lock(mutex);
   Communicator& comm = init();
   if (&comm != of) {
     group = std::make_unique<CommunicatorGroup>(comm);

@@ -129,6 +129,32 @@ def test_mismatched_calls_fail_every_rank(tmp_path, options):
                          r'with count 5, rank 0 .*with count 4', done.stdout), done.stdout
 
 
+BESIDE_HOROVOD = textwrap.dedent('''
+    import torch, torch.distributed as dist
+    import trainrun.torch as hvd
+    import trainrun.torch.distributed
+    hvd.init()
+    dist.init_process_group('trainrun')
+    a = hvd.allreduce(torch.ones(3), op=hvd.Sum, name='a')
+    b = torch.ones(3)
+    dist.all_reduce(b)
+    c = hvd.allreduce(torch.ones(3), op=hvd.Sum, name='c')
+    dist.barrier()
+    print('sums', a.tolist(), b.tolist(), c.tolist(), flush=True)
+''')
+
+
+def test_beside_horovod_api_in_one_process(tmp_path):
+    """One communicator serves both: the c10d group's core calls go through the running engine."""
+    script = tmp_path / 'beside.py'
+    script.write_text(BESIDE_HOROVOD)
+    done = run([find_trainrun(), '--local', '-np', '2', sys.executable, str(script)], env=environment(), cwd=tmp_path,
+               timeout=120)
+    assert done.returncode == 0, done.stdout
+    for r in range(2):
+        assert f'[{r}] sums [2.0, 2.0, 2.0] [2.0, 2.0, 2.0] [2.0, 2.0, 2.0]' in done.stdout, done.stdout
+
+
 BY_HAND = textwrap.dedent('''
     import torch, torch.distributed as dist
     import trainrun.torch.distributed
