@@ -16,30 +16,39 @@ OrderedWorker::~OrderedWorker() {
   thread_.join();
 }
 
-void OrderedWorker::submit(Task run, Done done, bool may_run_here) {
-  std::unique_lock lock(mutex_);
-  if (!may_run_here || running_ || !queue_.empty()) {
-    queue_.emplace_back(std::move(run), std::move(done));
-    lock.unlock();
-    ready_.notify_one();
-    return;
+std::uint64_t OrderedWorker::submit(Task run, Done done) {
+  std::uint64_t ticket = 0;
+  {
+    std::lock_guard lock(mutex_);
+    ticket = ++submitted_;
+    queue_.push_back({ticket, std::move(run), std::move(done)});
   }
+  ready_.notify_one();
+  return ticket;
+}
+
+bool OrderedWorker::run_if_next(std::uint64_t ticket) {
+  std::unique_lock lock(mutex_);
+  if (running_ || queue_.empty() || queue_.front().ticket != ticket) return false;
+  Entry entry = std::move(queue_.front());
+  queue_.pop_front();
   running_ = true;
   lock.unlock();
-  std::pair<Task, Done> task(std::move(run), std::move(done));
-  execute(task);
+  execute(entry);
+  entry = {};  // drops the task's tensors before the next task starts
   lock.lock();
   running_ = false;
   const bool more = !queue_.empty();
   lock.unlock();
   if (more) ready_.notify_one();
+  return true;
 }
 
-void OrderedWorker::execute(std::pair<Task, Done>& task) {
+void OrderedWorker::execute(Entry& entry) {
   std::string error = broken_;
   if (error.empty()) {
     try {
-      task.first();
+      entry.run();
     } catch (const std::exception& e) {
       error = e.what();
       if (error.empty()) error = "failed";
@@ -48,22 +57,22 @@ void OrderedWorker::execute(std::pair<Task, Done>& task) {
       error = broken_ = "failed with an unknown exception";
     }
   }
-  task.second(error);
+  entry.done(error);
 }
 
 void OrderedWorker::loop() {
   for (;;) {
-    std::pair<Task, Done> task;
+    Entry entry;
     {
       std::unique_lock lock(mutex_);
-      ready_.wait(lock, [&] { return (stopping_ && !running_) || (!queue_.empty() && !running_); });
+      ready_.wait(lock, [&] { return !running_ && (stopping_ || !queue_.empty()); });
       if (queue_.empty()) return;
-      task = std::move(queue_.front());
+      entry = std::move(queue_.front());
       queue_.pop_front();
       running_ = true;
     }
-    execute(task);
-    task = {};  // drops the task's tensors before the next one starts
+    execute(entry);
+    entry = {};  // drops the task's tensors before the next task starts
     std::lock_guard lock(mutex_);
     running_ = false;
   }

@@ -18,15 +18,6 @@ namespace trainrun::c10d {
 using ::c10d::OpType;
 using python::CoreGroup;
 
-namespace {
-
-// Up to this many bytes an op runs on the caller's thread when the group's
-// worker is idle: the thread hop costs more than such a collective itself
-// (tests/bench/c10d_vs_gloo.py), and there is too little to overlap with.
-constexpr std::size_t kRunHereBytes = 256 << 10;
-
-}  // namespace
-
 ProcessGroupTrainrun::ProcessGroupTrainrun(CoreGroup& group, std::unique_ptr<CoreGroup> owned)
     : ProcessGroup(group.rank(), group.size()), group_(group), owned_(std::move(owned)),
       who_("rank " + std::to_string(group.job_rank(group.rank())) + " (" + group.hostname() + ")") {}
@@ -83,16 +74,14 @@ void ProcessGroupTrainrun::check_reduce(const char* op, const at::Tensor& t, con
 
 ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::enqueue(OpType type, const char* op, Tensors outputs,
                                                             std::function<void(CoreGroup&)> run) {
-  std::size_t bytes = 0;
-  for (const at::Tensor& t : outputs) bytes += t.nbytes();
   auto work = c10::make_intrusive<TrainrunWork>(rank_, type, std::move(outputs));
-  worker_->submit(
+  const std::uint64_t ticket = worker_->submit(
       [this, run = std::move(run)] { run(group_); },
       [work, op, who = who_](const std::string& error) {
         // Core errors already name the rank, its host and the core op.
         work->complete(error.empty() || error.rfind("rank ", 0) == 0 ? error : who + ": " + op + ": " + error);
-      },
-      bytes <= kRunHereBytes);
+      });
+  work->run_on_wait(worker_, ticket);
   return work;
 }
 

@@ -81,8 +81,9 @@ class ProcessGroupTrainrun : public ::c10d::ProcessGroup {
   std::string who_;  // "rank R (HOST)", the job's rank, for messages
   // Last: stops (running what was queued) before the group goes; the
   // destructor joins it without the GIL, which finished tasks need to drop
-  // tensors that Python saw.
-  std::unique_ptr<OrderedWorker> worker_ = std::make_unique<OrderedWorker>();
+  // tensors that Python saw. Shared with the Works, whose wait() may run
+  // their task (OrderedWorker::run_if_next).
+  std::shared_ptr<OrderedWorker> worker_ = std::make_shared<OrderedWorker>();
 };
 
 }  // namespace trainrun::c10d

@@ -18,7 +18,15 @@ c10::intrusive_ptr<c10::ivalue::Future> TrainrunWork::getFuture() { return futur
 
 // Work::wait() with a timeout: a RuntimeError when it passes (torch's Gloo
 // says the same), the op's own error when it failed.
+void TrainrunWork::run_on_wait(const std::shared_ptr<OrderedWorker>& worker, std::uint64_t ticket) {
+  worker_ = worker;
+  ticket_ = ticket;
+}
+
 bool TrainrunWork::wait(std::chrono::milliseconds timeout) {
+  if (timeout == kNoTimeout) {
+    if (std::shared_ptr<OrderedWorker> worker = worker_.lock()) worker->run_if_next(ticket_);
+  }
   std::unique_lock<std::mutex> lock(mutex_);
   if (timeout == kNoTimeout) {
     cv_.wait(lock, [&] { return completed_; });

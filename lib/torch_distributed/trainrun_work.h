@@ -2,15 +2,19 @@
 // once (torch's c10d::Work, Work.hpp's completion contract): wait(),
 // isCompleted(), isSuccess(), exception(), result() and getFuture(), whose
 // value is the op's output tensors, as DDP's communication hooks expect.
-// complete() is called once, from the process group's worker thread; the
-// rest from any thread.
+// complete() is called once, from whichever thread ran the op (the group's
+// worker, or a caller waiting for it); the rest from any thread.
 #pragma once
 
 #include <ATen/core/ivalue.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "lib/torch_distributed/ordered_worker.h"
 
 namespace trainrun::c10d {
 
@@ -25,8 +29,13 @@ class TrainrunWork : public ::c10d::Work {
   // Marks the work done: success when `error` is empty, else a
   // RuntimeError carrying `error` from wait() and from the future.
   void complete(const std::string& error);
+  // wait() without a timeout first offers to run the work's task, `ticket`
+  // of `worker`, on the waiting thread (OrderedWorker::run_if_next).
+  void run_on_wait(const std::shared_ptr<OrderedWorker>& worker, std::uint64_t ticket);
 
  private:
+  std::weak_ptr<OrderedWorker> worker_;
+  std::uint64_t ticket_ = 0;
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };

@@ -1,6 +1,9 @@
 """torch.distributed's collectives on backend "trainrun", each against the
 result computed here from what every rank contributes (rank r's input is a
 function of r)."""
+import time
+from datetime import timedelta
+
 import pytest
 import torch
 import torch.distributed as dist
@@ -220,3 +223,17 @@ def test_complex_sum_as_real_view():
     t = torch.tensor([1 + 2j, rank * 1j], dtype=torch.complex64)
     dist.all_reduce(t)
     assert torch.allclose(t, torch.tensor([size * (1 + 2j), sum(range(size)) * 1j], dtype=torch.complex64))
+
+
+def test_wait_with_a_timeout():
+    rank, size = rank_size()
+    if rank != 0:
+        time.sleep(1.0)  # rank 0's op cannot finish before this
+    t = torch.ones(4)
+    work = dist.all_reduce(t, async_op=True)
+    if rank == 0:
+        with pytest.raises(RuntimeError, match='wait timed out after 50 ms'):
+            work.wait(timeout=timedelta(milliseconds=50))
+        assert not work.is_completed()
+    assert work.wait()
+    assert torch.equal(t, torch.full((4,), float(size)))
