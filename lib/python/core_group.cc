@@ -45,6 +45,12 @@ class CommunicatorGroup final : public CoreGroup {
     comm_.reducescatter(send, recv, count, type, op);
   }
   void barrier() override { comm_.barrier(); }
+  void send(const void* buf, std::size_t count, DataType type, int peer, int tag) override {
+    comm_.send(buf, count, type, peer, tag);
+  }
+  int recv(void* buf, std::size_t count, DataType type, int peer, int tag) override {
+    return comm_.recv(buf, count, type, peer, tag);
+  }
   std::unique_ptr<CoreGroup> subset(const std::vector<int>& ranks) override {
     std::unique_ptr<Communicator> set = comm_.subset(ranks);
     if (!set) return nullptr;

@@ -45,11 +45,15 @@ class CoreGroup {
   // Communicator::subset: collective over every rank of this group; null
   // on the ranks outside the set.
   virtual std::unique_ptr<CoreGroup> subset(const std::vector<int>& ranks) = 0;
+  // Communicator::send / recv (peer -1: any rank); unlike the calls above,
+  // from any thread, at the same time as they run.
+  virtual void send(const void* buf, std::size_t count, DataType type, int peer, int tag) = 0;
+  virtual int recv(void* buf, std::size_t count, DataType type, int peer, int tag) = 0;
 };
 
 // What the capsule points at; static in trainrun._core.
 struct CoreApi {
-  static constexpr int kVersion = 1;
+  static constexpr int kVersion = 2;  // 2: send, recv
   int version = kVersion;
   // The job's group over trainrun::init()'s communicator, started on the
   // first call (it blocks while the ranks meet). Throws as init() does.

@@ -27,8 +27,10 @@ ProcessGroupTrainrun::ProcessGroupTrainrun(CoreGroup& group, std::unique_ptr<Cor
 ProcessGroupTrainrun::~ProcessGroupTrainrun() {
   if (Py_IsInitialized() && PyGILState_Check()) {
     pybind11::gil_scoped_release release;
+    p2p_workers_.clear();
     worker_.reset();
   } else {
+    p2p_workers_.clear();
     worker_.reset();
   }
 }

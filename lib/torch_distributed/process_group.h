@@ -1,6 +1,10 @@
 // ProcessGroupTrainrun: trainrun's collectives as a torch.distributed
 // backend (c10d::ProcessGroup, torch 1.13), registered under the name
 // "trainrun" by trainrun.torch.distributed (docs/design.md §11).
+// Point-to-point ops do not take that queue (a receive that waits would
+// hold up every collective behind it): each (direction, peer, tag) has a
+// worker of its own, so sends and receives run beside the collectives and
+// each other, in posting order per pair and tag.
 // Every op is checked on the caller's thread (a RuntimeError naming the
 // rank, its host and the op), then queued to the group's OrderedWorker,
 // which runs it on the core (lib/python/core_group.h) in submission order,
@@ -13,6 +17,9 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include <functional>
+#include <map>
+#include <mutex>
+#include <tuple>
 #include <memory>
 #include <string>
 #include <vector>
@@ -75,10 +82,18 @@ class ProcessGroupTrainrun : public ::c10d::ProcessGroup {
   Tensors root_list(const char* op, std::vector<Tensors>& lists, const at::Tensor& like, const char* what,
                     int root) const;
   void check_reduce(const char* op, const at::Tensor& t, const ::c10d::ReduceOp& reduce_op) const;
+  // Point-to-point (process_group_p2p.cc): `t` checked, `peer` a rank of
+  // this group but this one (or -1 for recv: any source).
+  WorkPtr point_to_point(bool sending, const char* op, Tensors& tensors, int peer, int tag);
+  // The worker that runs this group's sends (or receives) for (peer, tag),
+  // in the order they were posted, beside the collectives' worker.
+  std::shared_ptr<OrderedWorker> p2p_worker(bool sending, int peer, int tag);
 
   python::CoreGroup& group_;
   std::unique_ptr<python::CoreGroup> owned_;
   std::string who_;  // "rank R (HOST)", the job's rank, for messages
+  std::mutex p2p_mutex_;
+  std::map<std::tuple<bool, int, int>, std::shared_ptr<OrderedWorker>> p2p_workers_;  // (sending, peer, tag)
   // Last: stops (running what was queued) before the group goes; the
   // destructor joins it without the GIL, which finished tasks need to drop
   // tensors that Python saw. Shared with the Works, whose wait() may run

@@ -192,20 +192,4 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::alltoall(Tensors& outputs, T
   });
 }
 
-ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::send(Tensors& /*tensors*/, int dst, int /*tag*/) {
-  refuse("send", "point-to-point ops are not supported by backend trainrun yet (to rank " + std::to_string(dst) +
-                     "); use collectives, or backend gloo for this group");
-}
-
-ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::recv(Tensors& /*tensors*/, int src, int /*tag*/) {
-  refuse("recv", "point-to-point ops are not supported by backend trainrun yet (from rank " + std::to_string(src) +
-                     "); use collectives, or backend gloo for this group");
-}
-
-ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::recvAnysource(Tensors& /*tensors*/, int /*tag*/) {
-  refuse("recv",
-         "point-to-point ops are not supported by backend trainrun yet (from any source); use "
-         "collectives, or backend gloo for this group");
-}
-
 }  // namespace trainrun::c10d

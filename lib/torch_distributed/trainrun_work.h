@@ -9,6 +9,7 @@
 #include <ATen/core/ivalue.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -32,10 +33,14 @@ class TrainrunWork : public ::c10d::Work {
   // wait() without a timeout first offers to run the work's task, `ticket`
   // of `worker`, on the waiting thread (OrderedWorker::run_if_next).
   void run_on_wait(const std::shared_ptr<OrderedWorker>& worker, std::uint64_t ticket);
+  // A receive's sender (group rank), set before complete().
+  void set_source(int rank) { source_ = rank; }
+  int sourceRank() const override { return source_; }
 
  private:
   std::weak_ptr<OrderedWorker> worker_;
   std::uint64_t ticket_ = 0;
+  std::atomic<int> source_{-1};
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
