@@ -56,8 +56,8 @@ P2PChannel::P2PChannel(const Options& options, const rendezvous::Secret& secret,
     throw Error(Error::Code::Io, "point-to-point: cannot listen on " + options.address + ": " + net::errno_text(errno));
   }
   store.set(options.scope, "p2p." + std::to_string(rank_), options.address + " " + std::to_string(port));
-  const auto published = store.get_range(options.scope, "p2p.", 0, static_cast<std::uint64_t>(size_),
-                                         options.start_timeout);
+  const auto published =
+      store.get_range(options.scope, "p2p.", 0, static_cast<std::uint64_t>(size_), options.start_timeout);
   std::vector<MeshWiring::Peer> wiring;
   for (int r = 0; r < size_; ++r) {
     const std::size_t space = published[r].rfind(' ');
@@ -77,9 +77,7 @@ P2PChannel::~P2PChannel() {
   if (reader_.joinable()) reader_.join();
 }
 
-std::string P2PChannel::name(int rank) const {
-  return "rank " + std::to_string(names_.empty() ? rank : names_[rank]);
-}
+std::string P2PChannel::name(int rank) const { return "rank " + std::to_string(names_.empty() ? rank : names_[rank]); }
 
 std::string P2PChannel::peer_name(int peer) const { return name(peer) + " (" + addresses_[peer] + ")"; }
 
@@ -224,10 +222,10 @@ int P2PChannel::recv(void* buf, std::size_t count, DataType type, int peer, int 
       all_closed = all_closed && p.closed;
     }
     if (all_closed) {
-      throw Error(Error::Code::Io, "point-to-point: " +
-                                       (peer == kAnySource ? std::string("every peer") : peer_name(peer)) +
-                                       " closed its connection before sending a message with tag " +
-                                       std::to_string(tag) + " (the rank exited or aborted)");
+      throw Error(Error::Code::Io,
+                  "point-to-point: " + (peer == kAnySource ? std::string("every peer") : peer_name(peer)) +
+                      " closed its connection before sending a message with tag " + std::to_string(tag) +
+                      " (the rank exited or aborted)");
     }
     if (arrived_.wait_until(lock, deadline) == std::cv_status::timeout && Clock::now() >= deadline) {
       throw Error(Error::Code::Timeout, "point-to-point: no message with tag " + std::to_string(tag) + " from " +

@@ -37,9 +37,9 @@ class P2PChannel {
  public:
   struct Options {
     int rank = 0, size = 1;
-    std::string address;           // this host's address on the job's network
-    std::string scope;             // rendezvous scope; keys "p2p.<rank>"
-    std::vector<int> names;        // job rank of each rank, for messages (empty: the same)
+    std::string address;                         // this host's address on the job's network
+    std::string scope;                           // rendezvous scope; keys "p2p.<rank>"
+    std::vector<int> names;                      // job rank of each rank, for messages (empty: the same)
     std::chrono::milliseconds timeout{0};        // a wait without progress
     std::chrono::milliseconds start_timeout{0};  // for the wiring
     std::function<void()> check;                 // BackendContext::forming_check

@@ -26,9 +26,8 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::point_to_point(bool sending,
     refuse(op, "rank " + std::to_string(peer) + " is not a rank of this " + std::to_string(size_) + "-rank group");
   }
   if (peer == rank_) refuse(op, std::string("rank ") + std::to_string(peer) + " is this rank");
-  auto work = c10::make_intrusive<TrainrunWork>(rank_, sending ? OpType::SEND : (peer == -1 ? OpType::RECVANYSOURCE
-                                                                                               : OpType::RECV),
-                                                tensors);
+  auto work = c10::make_intrusive<TrainrunWork>(
+      rank_, sending ? OpType::SEND : (peer == -1 ? OpType::RECVANYSOURCE : OpType::RECV), tensors);
   const DataType type = *core_type(t.scalar_type());
   const auto worker = p2p_worker(sending, peer, tag);
   TrainrunWork* raw = work.get();
