@@ -191,6 +191,7 @@ void P2PChannel::read_loop() {
       if (open[r]) continue;
       std::lock_guard lock(mutex_);
       peers_[r]->closed = true;  // its descriptor stays open until the destructor
+      if (first_closed_ < 0) first_closed_ = r;
       arrived_.notify_all();
     }
   }
@@ -223,7 +224,8 @@ int P2PChannel::recv(void* buf, std::size_t count, DataType type, int peer, int 
     }
     if (all_closed) {
       throw Error(Error::Code::Io,
-                  "point-to-point: " + (peer == kAnySource ? std::string("every peer") : peer_name(peer)) +
+                  "point-to-point: " +
+                      (peer == kAnySource ? "every rank (" + peer_name(first_closed_) + " first)" : peer_name(peer)) +
                       " closed its connection before sending a message with tag " + std::to_string(tag) +
                       " (the rank exited or aborted)");
     }

@@ -82,6 +82,7 @@ class P2PChannel {
   std::mutex mutex_;  // guards every Peer's inbox and `closed`, and aborted_
   std::condition_variable arrived_;
   bool aborted_ = false;
+  int first_closed_ = -1;  // the first peer whose connection closed
   std::thread reader_;
 };
 

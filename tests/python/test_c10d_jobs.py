@@ -103,6 +103,49 @@ def test_killed_rank_fails_the_work_and_ends_the_job(tmp_path):
     assert processes_with(tag) == []
 
 
+KILLED_DURING_RECV = textwrap.dedent('''
+    import os, signal, sys, time
+    import torch, torch.distributed as dist
+    import trainrun.torch.distributed
+    dist.init_process_group('trainrun')
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # to report the Work (until --grace ends)
+    rank = dist.get_rank()
+    if rank == 1:
+        dist.send(torch.ones(3), 0, tag=7)  # one message arrives, the next never does
+        time.sleep(1)
+        os.kill(os.getpid(), signal.SIGKILL)
+    got = torch.zeros(3)
+    if rank == 0:
+        dist.recv(got, 1, tag=7)
+    work = dist.irecv(got, 1, tag=7) if rank == 0 else dist.irecv(got, tag=7)  # rank 2: any source
+    try:
+        work.wait()
+    except RuntimeError as e:
+        print(f'recv failed: {e}', flush=True)
+        sys.exit(3)
+    print('recv completed', flush=True)
+''')
+
+
+@pytest.mark.parametrize('np', [2, 3])
+def test_killed_rank_fails_a_pending_recv_and_ends_the_job(tmp_path, np):
+    script = tmp_path / 'killed_recv.py'
+    script.write_text(KILLED_DURING_RECV)
+    tag = f'C10D_TEST_TAG={uuid.uuid4().hex}'
+    name, value = tag.split('=')
+    done = run([find_trainrun(), '--local', '-np', str(np), '--grace', '60', sys.executable, str(script)],
+               env=environment(**{name: value, 'TRAINRUN_COLLECTIVE_TIMEOUT': '60'}), cwd=tmp_path, timeout=180)
+    assert done.returncode == 128 + signal.SIGKILL, done.stdout
+    assert re.search(r'\[0\] recv failed: rank 0 \(.*\): recv: point-to-point: rank 1 \(.*\) closed its connection '
+                     r'before sending a message with tag 7', done.stdout), done.stdout
+    if np == 3:  # any source: fails once no rank is left to send, naming the first that went
+        assert re.search(r'\[2\] recv failed: rank 2 \(.*\): recv: point-to-point: every rank \(rank 1 \(.*\) first\) '
+                         r'closed its connection', done.stdout), done.stdout
+    assert 'recv completed' not in done.stdout
+    assert re.search(r'trainrun: .*rank 1 .*(SIGKILL|signal 9)', done.stdout), done.stdout
+    assert processes_with(tag) == []
+
+
 MISMATCHED = textwrap.dedent('''
     import sys
     import torch, torch.distributed as dist
