@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "contract/world.h"
+#include "trainrun/error.h"
 #include "trainrun/types.h"
 
 namespace trainrun::rendezvous {
@@ -44,6 +45,22 @@ class Backend {
                              ReduceOp op) = 0;
   virtual void barrier() = 0;
   virtual void synchronize() = 0;
+
+  // Point-to-point (docs/design.md §12): unlike the collectives, these may
+  // be called from any thread, at the same time as each other and as a
+  // collective, and never mix bytes with one. send returns once the buffer
+  // may be reused and never waits for the receiver to call recv. recv waits
+  // for the next message with `tag` from `peer` (kAnySource: any rank),
+  // returns its sender, and throws Error(Mismatch) naming both ranks when
+  // that message's size or type differ. Messages between a pair with one tag
+  // arrive in send order. The caller checks peer (a rank, not this one).
+  static constexpr int kAnySource = -1;
+  virtual void send(const void* /*buf*/, std::size_t /*count*/, DataType /*type*/, int /*peer*/, int /*tag*/) {
+    throw Error(Error::Code::Unsupported, "backend " + name() + " has no point-to-point send");
+  }
+  virtual int recv(void* /*buf*/, std::size_t /*count*/, DataType /*type*/, int /*peer*/, int /*tag*/) {
+    throw Error(Error::Code::Unsupported, "backend " + name() + " has no point-to-point recv");
+  }
   virtual void abort() noexcept = 0;
 
   // A backend over `ranks` of this one (positions in this backend's world,

@@ -40,6 +40,13 @@ class RoutedBackend final : public Backend {
                      ReduceOp op) override;
   void barrier() override;
   void synchronize() override;
+  // Host buffers only: the CPU backend's, thread-safe as it is.
+  void send(const void* buf, std::size_t count, DataType type, int peer, int tag) override {
+    host_->send(buf, count, type, peer, tag);
+  }
+  int recv(void* buf, std::size_t count, DataType type, int peer, int tag) override {
+    return host_->recv(buf, count, type, peer, tag);
+  }
   void abort() noexcept override;
   // The CPU backend's subset, routed alike; CUDA buffers of the set get an
   // NCCL communicator of their own (a new ncclUniqueId among the set's

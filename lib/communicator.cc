@@ -293,6 +293,42 @@ void Communicator::reducescatter(const void* send, void* recv, std::size_t count
       });
 }
 
+namespace {
+
+// The checks and error context of a point-to-point call; no engine, no
+// core-call agreement (only two ranks take part, from any thread).
+template <typename Run>
+auto point_to_point(const detail::World& world, const char* name, std::size_t count, DataType type, const void* buf,
+                    int peer, bool any, Run&& run) {
+  try {
+    detail::check_not_forked();
+    const bool in_range = peer >= 0 && peer < world.size;
+    if (!(any && peer == Communicator::kAnySource) && (!in_range || peer == world.rank)) {
+      invalid((peer == world.rank ? std::string("peer ") + std::to_string(peer) + " is this rank"
+                                  : "peer " + std::to_string(peer) + " is not a rank of this " +
+                                        std::to_string(world.size) + "-rank world"));
+    }
+    detail::checked_bytes(count, type);
+    require(count == 0 || buf, "buf must not be null");
+    return run();
+  } catch (const Error& e) {
+    throw Error(e.code(), "rank " + std::to_string(world.job_rank(world.rank)) + " (" + world.hostname + "): " + name +
+                              ": " + e.what());
+  }
+}
+
+}  // namespace
+
+void Communicator::send(const void* buf, std::size_t count, DataType type, int peer, int tag) {
+  point_to_point(*impl_->world_, "send", count, type, buf, peer, false,
+                 [&] { impl_->backend_->send(buf, count, type, peer, tag); });
+}
+
+int Communicator::recv(void* buf, std::size_t count, DataType type, int peer, int tag) {
+  return point_to_point(*impl_->world_, "recv", count, type, buf, peer, true,
+                        [&] { return impl_->backend_->recv(buf, count, type, peer, tag); });
+}
+
 // The ranks agree first (one allgather of SubsetRecords over this
 // communicator), so that a rank passing other ranks fails every rank alike
 // instead of leaving the set's members waiting for each other.

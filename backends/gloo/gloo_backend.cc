@@ -8,6 +8,7 @@
 
 #include "backends/gloo/direct_alltoall.h"
 #include "backends/gloo/direct_collectives.h"
+#include "backends/gloo/p2p_channel.h"
 #include "backends/gloo/socket_mesh.h"
 #include "backends/gloo/two_level_allreduce.h"
 #include "backends/reduction.h"
@@ -53,6 +54,9 @@ class GlooBackend final : public Backend {
           store_->get_range(scope_, "mesh.", 0, static_cast<std::uint64_t>(size_), context.world.start_timeout);
       mesh_->connect(addresses, context.world.start_timeout, context.forming_check);
       peer_addresses_ = addresses;
+      p2p_ = std::make_unique<P2PChannel>(P2PChannel::Options{rank_, size_, address, scope_, members_, timeout_,
+                                                              world.start_timeout, context.forming_check},
+                                          *secret, *store_);
     });
     mesh_->set_wait_warning(context.world.wait_warning,
                             [this, host = context.world.hostname](int peer, std::chrono::seconds waited) {
@@ -122,6 +126,16 @@ class GlooBackend final : public Backend {
 
   void synchronize() override {}
 
+  // Over connections of their own (p2p_channel.h), thread-safe.
+  void send(const void* buf, std::size_t count, DataType type, int peer, int tag) override {
+    guarded([&] { p2p_->send(buf, count, type, peer, tag); });
+  }
+  int recv(void* buf, std::size_t count, DataType type, int peer, int tag) override {
+    int from = peer;
+    guarded([&] { from = p2p_->recv(buf, count, type, peer, tag); });
+    return from;
+  }
+
   // A fresh mesh (and shared-memory segment) among the set's ranks, met
   // through the rendezvous under the set's own scope: its traffic never
   // shares a socket with this backend's, so the set's engine and the job's
@@ -138,6 +152,7 @@ class GlooBackend final : public Backend {
     if (shm_) shm_->abort();
     if (host_shm_) host_shm_->abort();
     if (mesh_) mesh_->abort();
+    if (p2p_) p2p_->abort();
   }
 
  private:
@@ -256,6 +271,7 @@ class GlooBackend final : public Backend {
   const std::vector<int> members_;            // a process set's job ranks (World::members)
   const std::string scope_;                   // this communicator's keys in the rendezvous store
   std::unique_ptr<SocketMesh> mesh_;          // every collective over TCP
+  std::unique_ptr<P2PChannel> p2p_;           // point-to-point, on connections of its own
   std::vector<std::string> peer_addresses_;   // "address port" by rank
   std::vector<std::string> peer_hosts_;       // "host, " by rank, looked up on the first wait warning
   std::unique_ptr<ShmCollectives> shm_;       // every collective, when the job is on one host

@@ -140,6 +140,30 @@ class MpiBackend final : public Backend {
 
   void synchronize() override {}  // every call above completes before it returns
 
+  // MPI keeps point-to-point apart from collectives on one communicator.
+  // MPI_Send of a large message may wait for the matching receive; calls
+  // from several threads at once need MPI_THREAD_MULTIPLE. MPI does not
+  // carry the type: a size mismatch is caught, a type mismatch of one size
+  // is not.
+  void send(const void* buf, std::size_t count, DataType type, int peer, int tag) override {
+    const std::size_t bytes = count * size_of(type);
+    check_mpi(MPI_Send(buf, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm_.handle), "MPI_Send");
+  }
+  int recv(void* buf, std::size_t count, DataType type, int peer, int tag) override {
+    const int bytes = static_cast<int>(count * size_of(type));
+    MPI_Status status;
+    check_mpi(MPI_Probe(peer == kAnySource ? MPI_ANY_SOURCE : peer, tag, comm_.handle, &status), "MPI_Probe");
+    int sent = 0;
+    check_mpi(MPI_Get_count(&status, MPI_BYTE, &sent), "MPI_Get_count");
+    if (sent != bytes) {
+      throw Error(Error::Code::Mismatch, "rank " + std::to_string(status.MPI_SOURCE) + " sent " + std::to_string(sent) +
+                                             " bytes with tag " + std::to_string(tag) + ", rank " +
+                                             std::to_string(rank_) + " receives " + std::to_string(bytes) + " bytes");
+    }
+    check_mpi(MPI_Recv(buf, bytes, MPI_BYTE, status.MPI_SOURCE, tag, comm_.handle, MPI_STATUS_IGNORE), "MPI_Recv");
+    return status.MPI_SOURCE;
+  }
+
   void abort() noexcept override {
     if (!MpiRuntime::finalized()) MPI_Abort(comm_.handle, 1);
   }

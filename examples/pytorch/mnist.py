@@ -62,8 +62,8 @@ def metric_average(value, name):
     return hvd.allreduce(torch.tensor(value), name=name).item()
 
 
-def evaluate(model, held_out):
-    sampler = DistributedSampler(held_out, num_replicas=hvd.size(), rank=hvd.rank(), shuffle=False)
+def held_out_metrics(model, held_out, sampler):
+    """(mean loss, accuracy) over this rank's share of the held-out digits."""
     model.eval()
     correct, loss, seen = 0.0, 0.0, 0
     with torch.no_grad():
@@ -72,7 +72,13 @@ def evaluate(model, held_out):
             loss += F.cross_entropy(out, y, reduction='sum').item()
             correct += (out.argmax(1) == y).sum().item()
             seen += len(y)
-    return metric_average(loss / seen, 'avg_loss'), metric_average(correct / seen, 'avg_accuracy')
+    return loss / seen, correct / seen
+
+
+def evaluate(model, held_out):
+    sampler = DistributedSampler(held_out, num_replicas=hvd.size(), rank=hvd.rank(), shuffle=False)
+    loss, accuracy = held_out_metrics(model, held_out, sampler)
+    return metric_average(loss, 'avg_loss'), metric_average(accuracy, 'avg_accuracy')
 
 
 def run_epoch(model, optimizer, loader, after_step=None):

@@ -1,7 +1,8 @@
 // The pieces of the `trainrun._core` extension module, one per concept:
 // errors (module.cc), the process world (world_bindings.cc), the engine's
 // asynchronous collectives (engine_bindings.cc) and elastic training
-// (elastic_bindings.cc) and process sets (process_set_bindings.cc). The Python package
+// (elastic_bindings.cc), process sets (process_set_bindings.cc) and the
+// capsule for trainrun._c10d (core_group.cc). The Python package
 // (lib/python/trainrun) is the only intended caller; it maps torch tensors
 // to (data pointer, dtype code, shape, device) before calling in here.
 #pragma once
@@ -14,6 +15,7 @@ void bind_world(pybind11::module_& m);
 void bind_engine(pybind11::module_& m);
 void bind_elastic(pybind11::module_& m);
 void bind_process_sets(pybind11::module_& m);
+void bind_core_api(pybind11::module_& m);  // lib/python/core_group.cc
 
 // A Python exception on its way back into the core (out of a function that
 // elastic::run called): a trainrun error is thrown as the trainrun::Error of

@@ -103,4 +103,5 @@ PYBIND11_MODULE(_core, m) {
   trainrun::python::bind_engine(m);
   trainrun::python::bind_elastic(m);
   trainrun::python::bind_process_sets(m);
+  trainrun::python::bind_core_api(m);
 }

@@ -61,6 +61,22 @@ class Communicator {
   void reducescatter(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op);
   void barrier();
 
+  // Point-to-point, not collective: only the two ranks take part. send
+  // returns once buf may be reused and does not wait for `peer` to call
+  // recv (on the gloo backend; MPI_Send may wait for large messages). recv
+  // waits for the next message with `tag` from `peer`, or from any rank
+  // with kAnySource, and returns its sender. Messages between a pair with
+  // one tag arrive in send order; tags keep them apart. Unlike the calls
+  // above, send and recv may come from several threads at once and between
+  // collectives in any order on each rank. Throws Error(InvalidArgument)
+  // for a peer out of range or this rank, Error(Mismatch) naming both ranks
+  // when the message's size or type differ from recv's, Error(Io) when the
+  // peer exited first, Error(Timeout) past the collective timeout, and
+  // Error(Unsupported) on the nccl backend. Host buffers only.
+  static constexpr int kAnySource = -1;
+  void send(const void* buf, std::size_t count, DataType type, int peer, int tag = 0);
+  int recv(void* buf, std::size_t count, DataType type, int peer, int tag = 0);
+
   // A process set: a communicator over `ranks` of this one (ranks of this
   // communicator, in any order; the set numbers them ascending). Collective
   // over every rank of this communicator, like any call here: all of them

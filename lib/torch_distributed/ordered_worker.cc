@@ -1,0 +1,81 @@
+#include "lib/torch_distributed/ordered_worker.h"
+
+#include <exception>
+#include <utility>
+
+namespace trainrun::c10d {
+
+OrderedWorker::OrderedWorker() : thread_([this] { loop(); }) {}
+
+OrderedWorker::~OrderedWorker() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  ready_.notify_one();
+  thread_.join();
+}
+
+std::uint64_t OrderedWorker::submit(Task run, Done done) {
+  std::uint64_t ticket = 0;
+  {
+    std::lock_guard lock(mutex_);
+    ticket = ++submitted_;
+    queue_.push_back({ticket, std::move(run), std::move(done)});
+  }
+  ready_.notify_one();
+  return ticket;
+}
+
+bool OrderedWorker::run_if_next(std::uint64_t ticket) {
+  std::unique_lock lock(mutex_);
+  if (running_ || queue_.empty() || queue_.front().ticket != ticket) return false;
+  Entry entry = std::move(queue_.front());
+  queue_.pop_front();
+  running_ = true;
+  lock.unlock();
+  execute(entry);
+  entry = {};  // drops the task's tensors before the next task starts
+  lock.lock();
+  running_ = false;
+  const bool more = !queue_.empty();
+  lock.unlock();
+  if (more) ready_.notify_one();
+  return true;
+}
+
+void OrderedWorker::execute(Entry& entry) {
+  std::string error = broken_;
+  if (error.empty()) {
+    try {
+      entry.run();
+    } catch (const std::exception& e) {
+      error = e.what();
+      if (error.empty()) error = "failed";
+      broken_ = error;
+    } catch (...) {
+      error = broken_ = "failed with an unknown exception";
+    }
+  }
+  entry.done(error);
+}
+
+void OrderedWorker::loop() {
+  for (;;) {
+    Entry entry;
+    {
+      std::unique_lock lock(mutex_);
+      ready_.wait(lock, [&] { return !running_ && (stopping_ || !queue_.empty()); });
+      if (queue_.empty()) return;
+      entry = std::move(queue_.front());
+      queue_.pop_front();
+      running_ = true;
+    }
+    execute(entry);
+    entry = {};  // drops the task's tensors before the next task starts
+    std::lock_guard lock(mutex_);
+    running_ = false;
+  }
+}
+
+}  // namespace trainrun::c10d

@@ -1,0 +1,239 @@
+"""torch.distributed's collectives on backend "trainrun", each against the
+result computed here from what every rank contributes (rank r's input is a
+function of r)."""
+import time
+from datetime import timedelta
+
+import pytest
+import torch
+import torch.distributed as dist
+
+# torch 1.13 warns that _all_gather_base and friends are private: they are what it calls itself.
+pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')
+
+DTYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16,
+          torch.float32, torch.float64]
+
+
+def rank_size():
+    return dist.get_rank(), dist.get_world_size()
+
+
+def contribution(r, n=5, dtype=torch.float32):
+    """Rank r's input: small positive values, exact in every dtype."""
+    return (torch.arange(n) % 3 + r + 1).to(dtype)
+
+
+def test_backend_name_and_world():
+    rank, size = rank_size()
+    assert dist.get_backend() == 'trainrun'
+    assert 0 <= rank < size
+
+
+@pytest.mark.parametrize('dtype', DTYPES)
+@pytest.mark.parametrize('op', ['SUM', 'PRODUCT', 'MIN', 'MAX'])
+def test_all_reduce(dtype, op):
+    rank, size = rank_size()
+    t = contribution(rank, dtype=dtype)
+    dist.all_reduce(t, op=getattr(dist.ReduceOp, op))
+    inputs = torch.stack([contribution(r, dtype=torch.float64) for r in range(size)])
+    expected = {'SUM': inputs.sum(0), 'PRODUCT': inputs.prod(0), 'MIN': inputs.min(0).values,
+                'MAX': inputs.max(0).values}[op]
+    assert torch.equal(t.to(torch.float64), expected.to(dtype).to(torch.float64))
+
+
+def test_all_reduce_avg():
+    rank, size = rank_size()
+    t = contribution(rank, dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.AVG)
+    expected = torch.stack([contribution(r, dtype=torch.float64) for r in range(size)]).mean(0)
+    assert torch.allclose(t, expected)
+
+
+@pytest.mark.parametrize('op', ['BAND', 'BOR', 'BXOR'])
+@pytest.mark.parametrize('dtype', [torch.int32, torch.uint8, torch.int64])
+def test_all_reduce_bitwise(op, dtype):
+    rank, size = rank_size()
+    t = torch.tensor([rank + 1, 0xF0 | rank, 7], dtype=dtype)
+    dist.all_reduce(t, op=getattr(dist.ReduceOp, op))
+    fold = {'BAND': torch.bitwise_and, 'BOR': torch.bitwise_or, 'BXOR': torch.bitwise_xor}[op]
+    expected = torch.tensor([1, 0xF0, 7], dtype=dtype)
+    for r in range(1, size):
+        expected = fold(expected, torch.tensor([r + 1, 0xF0 | r, 7], dtype=dtype))
+    assert torch.equal(t, expected)
+
+
+def test_all_reduce_bool():
+    rank, size = rank_size()
+    t = torch.tensor([True, rank == 0, False])
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    assert t.tolist() == [True, True, False]
+    t = torch.tensor([True, rank == 0, False])
+    dist.all_reduce(t, op=dist.ReduceOp.MIN)
+    assert t.tolist() == [True, False, False]
+
+
+def test_all_reduce_not_contiguous_and_empty():
+    rank, size = rank_size()
+    base = torch.zeros(4, 6)
+    view = base[:, ::2]  # not contiguous
+    view.fill_(rank + 1)
+    dist.all_reduce(view)
+    assert torch.equal(base[:, ::2], torch.full((4, 3), float(size * (size + 1) // 2)))
+    assert torch.equal(base[:, 1::2], torch.zeros(4, 3))
+    empty = torch.zeros(0)
+    dist.all_reduce(empty)
+    assert empty.numel() == 0
+
+
+def test_all_reduce_coalesced():
+    rank, size = rank_size()
+    tensors = [torch.full((3,), float(rank)), torch.full((2, 2), float(rank * 2))]
+    dist.all_reduce_coalesced(tensors)
+    total = sum(range(size))
+    assert torch.equal(tensors[0], torch.full((3,), float(total)))
+    assert torch.equal(tensors[1], torch.full((2, 2), float(2 * total)))
+
+
+def test_broadcast_every_root():
+    rank, size = rank_size()
+    for root in range(size):
+        t = contribution(rank, 7, torch.int64)
+        dist.broadcast(t, src=root)
+        assert torch.equal(t, contribution(root, 7, torch.int64))
+
+
+def test_all_gather_equal_and_unequal():
+    rank, size = rank_size()
+    outs = [torch.zeros(4) for _ in range(size)]
+    dist.all_gather(outs, contribution(rank, 4))
+    for r in range(size):
+        assert torch.equal(outs[r], contribution(r, 4))
+    outs = [torch.zeros(r + 1, dtype=torch.int32) for r in range(size)]
+    dist.all_gather(outs, torch.full((rank + 1,), rank, dtype=torch.int32))
+    for r in range(size):
+        assert torch.equal(outs[r], torch.full((r + 1,), r, dtype=torch.int32))
+
+
+def test_all_gather_base():
+    rank, size = rank_size()
+    out = torch.zeros(size * 3, dtype=torch.float64)
+    dist._all_gather_base(out, contribution(rank, 3, torch.float64))
+    assert torch.equal(out, torch.cat([contribution(r, 3, torch.float64) for r in range(size)]))
+
+
+def test_reduce_scatter_and_base():
+    rank, size = rank_size()
+    inputs = [torch.full((2,), float(rank * 10 + j)) for j in range(size)]
+    out = torch.zeros(2)
+    dist.reduce_scatter(out, inputs)
+    assert torch.equal(out, torch.full((2,), float(sum(r * 10 + rank for r in range(size)))))
+    flat = torch.cat([torch.full((2,), float(rank * 10 + j)) for j in range(size)])
+    out = torch.zeros(2)
+    dist._reduce_scatter_base(out, flat)
+    assert torch.equal(out, torch.full((2,), float(sum(r * 10 + rank for r in range(size)))))
+    out = torch.zeros(2, dtype=torch.int32)
+    dist.reduce_scatter(out, [t.to(torch.int32) for t in inputs], op=dist.ReduceOp.MAX)
+    assert torch.equal(out, torch.full((2,), (size - 1) * 10 + rank, dtype=torch.int32))
+
+
+def test_all_to_all_single_equal_and_splits():
+    rank, size = rank_size()
+    inp = torch.arange(size * 2, dtype=torch.float32) + 100 * rank
+    out = torch.zeros(size * 2)
+    dist.all_to_all_single(out, inp)
+    assert torch.equal(out, torch.cat([torch.arange(rank * 2, rank * 2 + 2, dtype=torch.float32) + 100 * r
+                                       for r in range(size)]))
+    # Rank r sends (d + 1) rows of 3 to rank d, each row filled with 10 r + d.
+    in_splits = [d + 1 for d in range(size)]
+    inp = torch.cat([torch.full((d + 1, 3), float(10 * rank + d)) for d in range(size)])
+    out_splits = [rank + 1] * size
+    out = torch.zeros(sum(out_splits), 3)
+    dist.all_to_all_single(out, inp, out_splits, in_splits)
+    assert torch.equal(out, torch.cat([torch.full((rank + 1, 3), float(10 * s + rank)) for s in range(size)]))
+
+
+def test_all_to_all_lists():
+    rank, size = rank_size()
+    inputs = [torch.full((d + 1,), rank * 10 + d, dtype=torch.int64) for d in range(size)]
+    outputs = [torch.zeros(rank + 1, dtype=torch.int64) for _ in range(size)]
+    dist.all_to_all(outputs, inputs)
+    for s in range(size):
+        assert torch.equal(outputs[s], torch.full((rank + 1,), s * 10 + rank, dtype=torch.int64))
+
+
+def test_gather_scatter_reduce_every_root():
+    rank, size = rank_size()
+    for root in range(size):
+        outs = [torch.zeros(3) for _ in range(size)] if rank == root else None
+        dist.gather(contribution(rank, 3), outs, dst=root)
+        if rank == root:
+            for r in range(size):
+                assert torch.equal(outs[r], contribution(r, 3))
+        pieces = [torch.full((2, 2), float(root * 10 + r)) for r in range(size)] if rank == root else None
+        out = torch.zeros(2, 2)
+        dist.scatter(out, pieces, src=root)
+        assert torch.equal(out, torch.full((2, 2), float(root * 10 + rank)))
+        t = contribution(rank, 4)
+        dist.reduce(t, dst=root)
+        expected = sum(contribution(r, 4) for r in range(size)) if rank == root else contribution(rank, 4)
+        assert torch.equal(t, expected)
+
+
+def test_barrier_and_objects():
+    rank, size = rank_size()
+    dist.barrier()
+    objects = [None] * size
+    dist.all_gather_object(objects, {'rank': rank})
+    assert objects == [{'rank': r} for r in range(size)]
+    box = [f'from {rank}']
+    dist.broadcast_object_list(box, src=size - 1)
+    assert box == [f'from {size - 1}']
+
+
+def test_async_work_and_future():
+    rank, size = rank_size()
+    works = [dist.all_reduce(torch.full((1000,), float(i)), async_op=True) for i in range(20)]
+    t = torch.ones(3)
+    work = dist.all_reduce(t, async_op=True)
+    future = work.get_future().then(lambda f: f.value()[0] * 2)
+    assert torch.equal(future.wait(), torch.full((3,), 2.0 * size))
+    assert work.wait()
+    assert work.is_completed() and work.is_success()
+    for w in works:
+        w.wait()
+        assert w.is_completed()
+
+
+def test_refusals_name_rank_and_op():
+    rank, size = rank_size()
+    with pytest.raises(RuntimeError, match=rf'rank {rank} \(.*\): allreduce: ReduceOp BAND needs an integer'):
+        dist.all_reduce(torch.ones(2), op=dist.ReduceOp.BAND)
+    with pytest.raises(RuntimeError, match=rf'rank {rank} .*broadcast: root {size} is not a rank'):
+        dist.distributed_c10d._get_default_group().broadcast(torch.ones(2), size)
+    with pytest.raises(RuntimeError, match=rf'rank {rank} .*dtype ComplexFloat'):
+        dist.distributed_c10d._get_default_group().allreduce([torch.ones(2, dtype=torch.complex64)])
+    with pytest.raises(RuntimeError, match=rf'rank {rank} .*send: rank {rank} is this rank'):
+        dist.send(torch.ones(1), dst=rank)
+    dist.barrier()  # every rank is still in step
+
+
+def test_complex_sum_as_real_view():
+    rank, size = rank_size()
+    t = torch.tensor([1 + 2j, rank * 1j], dtype=torch.complex64)
+    dist.all_reduce(t)
+    assert torch.allclose(t, torch.tensor([size * (1 + 2j), sum(range(size)) * 1j], dtype=torch.complex64))
+
+
+def test_wait_with_a_timeout():
+    rank, size = rank_size()
+    if rank != 0:
+        time.sleep(1.0)  # rank 0's op cannot finish before this
+    t = torch.ones(4)
+    work = dist.all_reduce(t, async_op=True)
+    if rank == 0:
+        with pytest.raises(RuntimeError, match='wait timed out after 50 ms'):
+            work.wait(timeout=timedelta(milliseconds=50))
+        assert not work.is_completed()
+    assert work.wait()
+    assert torch.equal(t, torch.full((4,), float(size)))

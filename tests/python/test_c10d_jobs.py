@@ -1,0 +1,250 @@
+"""The torch.distributed backend "trainrun" in real jobs: DDP training of the
+MNIST example to the same accuracy as torch's Gloo, a rank killed in the
+middle of a collective, and init_process_group("trainrun") outside trainrun
+(by hand with MASTER_ADDR, and under torchrun)."""
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import uuid
+
+import pytest
+
+from trainrun.runner import find_trainrun
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXAMPLE = os.path.join(ROOT, 'examples', 'pytorch', 'mnist_ddp.py')
+DATA = os.path.join(ROOT, 'data', 'mnist', 'mnist.bin')
+
+pytest.importorskip('trainrun._c10d', reason='trainrun._c10d not built (needs LibTorch and libtorch_python)')
+
+
+def environment(**extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith('TRAINRUN_') or k == 'TRAINRUN_BIN'}
+    env['PYTHONPATH'] = os.pathsep.join(p for p in sys.path if p)
+    env.update(extra)
+    return env
+
+
+def run(command, timeout=300, **kwargs):
+    return subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout,
+                          **kwargs)
+
+
+def processes_with(tag):
+    """Pids whose environment holds `tag`."""
+    pids = []
+    for pid in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            with open(f'/proc/{pid}/environ', 'rb') as f:
+                if tag.encode() in f.read().split(b'\0'):
+                    pids.append(int(pid))
+        except OSError:
+            continue
+    return pids
+
+
+@pytest.mark.skipif(not os.path.exists(DATA), reason=f'{DATA} missing: run scripts/setup.sh and scripts/build.sh')
+@pytest.mark.parametrize('np', [2, 3])
+def test_ddp_mnist_reaches_gloo_accuracy(np):
+    accuracy = {}
+    for backend in ('trainrun', 'gloo'):
+        done = run([find_trainrun(), '--local', '-np', str(np), sys.executable, EXAMPLE, '--epochs', '1',
+                    '--backend', backend], env=environment())
+        assert done.returncode == 0, done.stdout
+        accuracy[backend] = float(re.search(r'\[0\] accuracy ([0-9.]+)', done.stdout).group(1))
+    assert accuracy['trainrun'] >= 0.9, accuracy
+    assert abs(accuracy['trainrun'] - accuracy['gloo']) <= 0.005, accuracy
+
+
+KILLED = textwrap.dedent('''
+    import os, signal, sys
+    import torch, torch.distributed as dist
+    import trainrun.torch.distributed
+    dist.init_process_group('trainrun')
+    # Rank 0 outlives trainrun's SIGTERM (until --grace ends) to report its Work.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    t = torch.ones(1000)
+    for _ in range(5):
+        dist.all_reduce(t)
+    if dist.get_rank() == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    work = dist.all_reduce(t, async_op=True)
+    try:
+        work.wait()
+    except RuntimeError as e:
+        print(f'work failed: {e}', flush=True)
+        try:
+            dist.barrier()  # the group is broken: at once, the same cause
+        except RuntimeError as then:
+            print(f'then: {then}', flush=True)
+        sys.exit(3)
+    print('work completed', flush=True)
+''')
+
+
+def test_killed_rank_fails_the_work_and_ends_the_job(tmp_path):
+    script = tmp_path / 'killed.py'
+    script.write_text(KILLED)
+    tag = f'C10D_TEST_TAG={uuid.uuid4().hex}'
+    name, value = tag.split('=')
+    done = run([find_trainrun(), '--local', '-np', '2', '--grace', '60', sys.executable, str(script)],
+               env=environment(**{name: value, 'TRAINRUN_COLLECTIVE_TIMEOUT': '60'}), cwd=tmp_path, timeout=180)
+    assert done.returncode == 128 + signal.SIGKILL, done.stdout
+    failure = re.search(r'\[0\] work failed: (.*)', done.stdout)
+    assert failure, done.stdout
+    assert re.search(r'rank 0 \(.*\): allreduce: .*rank 1', failure.group(1)), done.stdout
+    assert f'[0] then: {failure.group(1)}' in done.stdout
+    assert re.search(r'trainrun: .*rank 1 .*(SIGKILL|signal 9)', done.stdout), done.stdout
+    assert processes_with(tag) == []
+
+
+KILLED_DURING_RECV = textwrap.dedent('''
+    import os, signal, sys, time
+    import torch, torch.distributed as dist
+    import trainrun.torch.distributed
+    dist.init_process_group('trainrun')
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # to report the Work (until --grace ends)
+    rank = dist.get_rank()
+    if rank == 1:
+        dist.send(torch.ones(3), 0, tag=7)  # one message arrives, the next never does
+        time.sleep(1)
+        os.kill(os.getpid(), signal.SIGKILL)
+    got = torch.zeros(3)
+    if rank == 0:
+        dist.recv(got, 1, tag=7)
+    work = dist.irecv(got, 1, tag=7) if rank == 0 else dist.irecv(got, tag=7)  # rank 2: any source
+    try:
+        work.wait()
+    except RuntimeError as e:
+        print(f'recv failed: {e}', flush=True)
+        sys.exit(3)
+    print('recv completed', flush=True)
+''')
+
+
+@pytest.mark.parametrize('np', [2, 3])
+def test_killed_rank_fails_a_pending_recv_and_ends_the_job(tmp_path, np):
+    script = tmp_path / 'killed_recv.py'
+    script.write_text(KILLED_DURING_RECV)
+    tag = f'C10D_TEST_TAG={uuid.uuid4().hex}'
+    name, value = tag.split('=')
+    done = run([find_trainrun(), '--local', '-np', str(np), '--grace', '60', sys.executable, str(script)],
+               env=environment(**{name: value, 'TRAINRUN_COLLECTIVE_TIMEOUT': '60'}), cwd=tmp_path, timeout=180)
+    assert done.returncode == 128 + signal.SIGKILL, done.stdout
+    assert re.search(r'\[0\] recv failed: rank 0 \(.*\): recv: point-to-point: rank 1 \(.*\) closed its connection '
+                     r'before sending a message with tag 7', done.stdout), done.stdout
+    if np == 3:  # any source: fails once no rank is left to send, naming the first that went
+        assert re.search(r'\[2\] recv failed: rank 2 \(.*\): recv: point-to-point: every rank \(rank 1 \(.*\) first\) '
+                         r'closed its connection', done.stdout), done.stdout
+    assert 'recv completed' not in done.stdout
+    assert re.search(r'trainrun: .*rank 1 .*(SIGKILL|signal 9)', done.stdout), done.stdout
+    assert processes_with(tag) == []
+
+
+MISMATCHED = textwrap.dedent('''
+    import sys
+    import torch, torch.distributed as dist
+    import trainrun.torch.distributed
+    dist.init_process_group('trainrun')
+    try:
+        dist.all_reduce(torch.ones(4 + dist.get_rank()))
+    except RuntimeError as e:
+        print(f'failed: {e}', flush=True)
+        sys.exit(3)
+''')
+
+
+@pytest.mark.parametrize('options', [[], ['--no-shm', '--check-calls']], ids=['shm', 'tcp-check-calls'])
+def test_mismatched_calls_fail_every_rank(tmp_path, options):
+    script = tmp_path / 'mismatched.py'
+    script.write_text(MISMATCHED)
+    done = run([find_trainrun(), '--local', '-np', '2'] + options + [sys.executable, str(script)],
+               env=environment(), cwd=tmp_path, timeout=120)
+    assert done.returncode == 3, done.stdout
+    for r in range(2):
+        assert f"[{r}] failed: rank {r} (" in done.stdout, done.stdout
+        assert re.search(rf'\[{r}\] failed: .*allreduce: mismatched collective calls: rank 1 .*called allreduce '
+                         r'with count 5, rank 0 .*with count 4', done.stdout), done.stdout
+
+
+BESIDE_HOROVOD = textwrap.dedent('''
+    import torch, torch.distributed as dist
+    import trainrun.torch as hvd
+    import trainrun.torch.distributed
+    hvd.init()
+    dist.init_process_group('trainrun')
+    a = hvd.allreduce(torch.ones(3), op=hvd.Sum, name='a')
+    b = torch.ones(3)
+    dist.all_reduce(b)
+    c = hvd.allreduce(torch.ones(3), op=hvd.Sum, name='c')
+    dist.barrier()
+    print('sums', a.tolist(), b.tolist(), c.tolist(), flush=True)
+''')
+
+
+def test_beside_horovod_api_in_one_process(tmp_path):
+    """One communicator serves both: the c10d group's core calls go through the running engine."""
+    script = tmp_path / 'beside.py'
+    script.write_text(BESIDE_HOROVOD)
+    done = run([find_trainrun(), '--local', '-np', '2', sys.executable, str(script)], env=environment(), cwd=tmp_path,
+               timeout=120)
+    assert done.returncode == 0, done.stdout
+    for r in range(2):
+        assert f'[{r}] sums [2.0, 2.0, 2.0] [2.0, 2.0, 2.0] [2.0, 2.0, 2.0]' in done.stdout, done.stdout
+
+
+BY_HAND = textwrap.dedent('''
+    import torch, torch.distributed as dist
+    import trainrun.torch.distributed
+    dist.init_process_group('trainrun')
+    t = torch.ones(3)
+    dist.all_reduce(t)
+    print('sum', t.tolist(), flush=True)
+''')
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+def test_outside_trainrun_says_how_to_launch(tmp_path):
+    script = tmp_path / 'by_hand.py'
+    script.write_text(BY_HAND)
+    port = str(free_port())
+    ranks = [subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, env=environment(MASTER_ADDR='127.0.0.1', MASTER_PORT=port, RANK=str(r),
+                                                         WORLD_SIZE='2'))
+             for r in range(2)]
+    for r, p in enumerate(ranks):
+        out, _ = p.communicate(timeout=120)
+        assert p.returncode != 0, out
+        last = out.strip().splitlines()[-1]
+        assert re.fullmatch(r'RuntimeError: backend trainrun: torch says rank %d of 2, trainrun\'s world is rank 0 '
+                            r'of 1; start the script with `trainrun -np 2 python3 SCRIPT`.*' % r, last), out
+
+
+def test_outside_trainrun_one_process_works(tmp_path):
+    script = tmp_path / 'by_hand.py'
+    script.write_text(BY_HAND)
+    done = run([sys.executable, str(script)],
+               env=environment(MASTER_ADDR='127.0.0.1', MASTER_PORT=str(free_port()), RANK='0', WORLD_SIZE='1'))
+    assert done.returncode == 0 and 'sum [1.0, 1.0, 1.0]' in done.stdout, done.stdout
+
+
+@pytest.mark.skipif(shutil.which('torchrun') is None, reason='torchrun not installed')
+def test_under_torchrun_says_how_to_launch(tmp_path):
+    script = tmp_path / 'by_hand.py'
+    script.write_text(BY_HAND)
+    # Debian's torch 1.13 on Python 3.11 cannot parse --redirects 0 (IntFlag
+    # iteration skips 0 and 3): stdout goes to files and is teed back.
+    done = run(['torchrun', '--nproc_per_node', '2', '--master_port', str(free_port()), '--redirects', '1', '--tee',
+                '1', '--log_dir', str(tmp_path / 'logs'), str(script)], env=environment(), cwd=tmp_path)
+    assert done.returncode != 0, done.stdout
+    assert 'start the script with `trainrun -np 2 python3 SCRIPT`' in done.stdout, done.stdout
