@@ -18,7 +18,9 @@
 #include "rendezvous/interfaces.h"
 #include "rendezvous/net.h"
 #include "contract/job_records.h"
+#include "contract/environment.h"
 #include "contract/kv_keys.h"
+#include "contract/switch_points.h"
 #include "rendezvous/store.h"
 #include "trainrun/error.h"
 
@@ -146,8 +148,8 @@ class GlooBackend final : public Backend {
     if (size_ == 1 || count == 0) return copy(send, recv, bytes);
     if (shm_) {
       shm_->allreduce(send ? send : recv, recv, count, size_of(type), reduce_function(type, op));
-    } else if (host_shm_ && bytes >= kTwoLevelMinBytes) {
-      two_level_allreduce(*host_shm_, *cross_mesh_, send ? send : recv, recv, count, size_of(type),
+    } else if (host_shm_ && bytes >= points_.two_level_min) {
+      two_level_allreduce(*host_shm_, *cross_mesh_, points_, send ? send : recv, recv, count, size_of(type),
                           reduce_function(type, op), work_, scratch_);
     } else {
       copy(send, recv, bytes);
@@ -159,7 +161,8 @@ class GlooBackend final : public Backend {
   // Ranks on one host share memory (backends/shm) when each of them could
   // map the segment; the job agrees over the mesh, so all ranks take the
   // same transport. On one host every collective uses it; across hosts
-  // that all run the same number of ranks, large allreduces go two-level
+  // that all run the same number of ranks, allreduces go two-level from
+  // the size the cost model (or TRAINRUN_SWITCH_POINTS) says
   // (backends/gloo/two_level_allreduce.h); the rest takes the TCP mesh.
   void join_shared_memory(const World& world) {
     std::string why;
@@ -194,6 +197,13 @@ class GlooBackend final : public Backend {
     if (static_cast<int>(attached->ranks.size()) == size_) {
       shm_ = std::move(collectives);
     } else {
+      const int local = static_cast<int>(attached->ranks.size());
+      std::string error;
+      const std::optional<SwitchPoints> points = switch_points(size_ / local, local, world.switch_points, error);
+      if (!points) {
+        throw Error(Error::Code::InvalidArgument, std::string(protocol::kEnvSwitchPoints) + ": " + error);
+      }
+      points_ = *points;
       host_shm_ = std::move(collectives);
       cross_mesh_ = mesh_->subset(attached->cross_ranks);
     }
@@ -261,6 +271,7 @@ class GlooBackend final : public Backend {
   std::unique_ptr<ShmCollectives> shm_;       // every collective, when the job is on one host
   std::unique_ptr<ShmCollectives> host_shm_;  // multi-host: this host's ranks (two-level)
   std::unique_ptr<SocketMesh> cross_mesh_;    // multi-host: this local position on every host
+  SwitchPoints points_;                       // multi-host: where allreduce changes algorithm
   std::vector<char> scratch_;                 // direct allreduce receive segment, reused
   std::vector<char> work_;                    // reduce-scatter input in ring order, reused
 };

@@ -12,12 +12,13 @@
 //   build/tests/cross_host_bench BUILD [--rounds 3] [--layouts 2x1,2x2]
 //     [--collectives allreduce,allgather,broadcast] [--programs LIST]
 //     [--min-bytes 4] [--max-bytes 64M] [--factor 4] [--budget 64M] [--rate 1gbit] [--burst 128kb]
-//     [--trainrun-env NAME=VALUE]... [--base BUILD2]
+//     [--trainrun-env NAME=VALUE]... [--alt-env NAME=VALUE]... [--base BUILD2]
 //
 // Programs (all by default; mpi* and gloo only when built):
 //   trainrun     trainrun -H h1:L,h2:L --backend gloo allreduce_bench (its default transports)
 //   flat         the same with --no-shm (the TCP mesh between every pair of ranks)
 //   base         BUILD2's trainrun and allreduce_bench, default transports (--base; for A/B runs)
+//   alt          trainrun with the --alt-env settings too (e.g. TRAINRUN_SWITCH_POINTS=two-level=never)
 //   mpi          mpirun over the same hosts, btl self,vader,tcp, mpi_allreduce_bench
 //   mpi-yield    + --mca mpi_yield_when_idle 1
 //   mpi-han      + --mca coll_han_priority 100 and yield when idle
@@ -55,7 +56,7 @@ struct Options {
   // The token bucket's depth: small, or messages up to it cross at the
   // unshaped speed after an idle moment and small sizes measure no link.
   std::string burst = "128kb";
-  std::vector<std::string> trainrun_env;
+  std::vector<std::string> trainrun_env, alt_env;
 };
 
 struct Sample {
@@ -139,6 +140,7 @@ class Bench {
 
   bool available(const std::string& program) const {
     if (program == "base") return !o_.base.empty();
+    if (program == "alt") return !o_.alt_env.empty();
     if (program.rfind("mpi", 0) == 0) return exists(o_.build + "/tests/bench/mpi_allreduce_bench");
     if (program == "gloo") return exists(o_.build + "/tests/bench/gloo_allreduce_bench");
     return true;
@@ -160,11 +162,14 @@ class Bench {
     }
     const std::vector<std::string> args = sweep(collective);
     std::vector<std::string> argv;
-    if (program == "trainrun" || program == "flat" || program == "base" || program == "gloo") {
+    if (program == "trainrun" || program == "flat" || program == "base" || program == "alt" || program == "gloo") {
       const std::string build = program == "base" ? o_.base : o_.build;
       argv = {build + "/trainrun", "-H",        trainrun_hosts, "-np", std::to_string(np),
               "--no-tag-output",   "--backend", "gloo"};
       for (const std::string& e : o_.trainrun_env) argv.insert(argv.end(), {"-x", e});
+      if (program == "alt") {
+        for (const std::string& e : o_.alt_env) argv.insert(argv.end(), {"-x", e});
+      }
       if (program == "flat") argv.push_back("--no-shm");
       if (program == "gloo") {
         if (collective != "allreduce") return {};
@@ -267,6 +272,7 @@ bool parse(int argc, char** argv, Options& o) {
     else if (a == "--rate") o.rate = v;
     else if (a == "--burst") o.burst = v;
     else if (a == "--trainrun-env") o.trainrun_env.push_back(v);
+    else if (a == "--alt-env") o.alt_env.push_back(v);
     else if (a == "--base") o.base = v;
     else return false;
   }
@@ -281,7 +287,7 @@ int main(int argc, char** argv) {
     std::cerr << "usage: cross_host_bench BUILD [--rounds N] [--layouts 2x1,2x2,3x2] [--collectives LIST] "
                  "[--programs LIST] [--min-bytes B] [--max-bytes B] [--factor F] [--budget B] [--rate NNgbit|NNmbit] "
                  "[--burst 128kb] "
-                 "[--trainrun-env NAME=VALUE]... [--base BUILD2]\n";
+                 "[--trainrun-env NAME=VALUE]... [--alt-env NAME=VALUE]... [--base BUILD2]\n";
     return 2;
   }
   std::vector<std::string> programs;

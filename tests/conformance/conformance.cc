@@ -13,6 +13,7 @@
 #include <doctest/doctest.h>
 #include <trainrun/trainrun.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -23,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "contract/switch_points.h"
 #include "tests/conformance/every_rank_main.h"
 #include "tests/conformance/typed_buffer.h"
 
@@ -129,6 +131,39 @@ TEST_CASE("allreduce: every dtype, op and count, in place and not") {
           const auto bad =
               out.first_mismatch([&](std::size_t i) { return reduced(op, type, n, i); }, tolerance(type, op));
           CHECK_MESSAGE(!bad, describe("allreduce", type, op, count, in_place) << ": " << *bad);
+        }
+      }
+    }
+  }
+}
+
+// Sizes just below, at and just above each size where the gloo backend's
+// allreduce across hosts changes algorithm (contract/switch_points.h, with
+// TRAINRUN_SWITCH_POINTS applied as the ranks apply it), and vectors of
+// several pipeline chunks with a short last one. On one host, or on
+// another backend, they are just more sizes.
+TEST_CASE("allreduce just below and above the cross-host switch points") {
+  const int r = comm().rank(), n = comm().size(), local = comm().local_size();
+  const char* spec = std::getenv("TRAINRUN_SWITCH_POINTS");
+  std::string error;
+  const auto points = trainrun::detail::switch_points(std::max(1, n / local), local, spec ? spec : "", error);
+  CHECK_MESSAGE(points, error);
+  if (!points) return;
+  std::vector<std::size_t> sizes = {points->split_min, points->chunk_bytes, 2 * points->chunk_bytes + 12};
+  if (points->two_level_min != trainrun::detail::SwitchPoints::kNever) sizes.push_back(points->two_level_min);
+  for (DataType type : {DataType::Float32, DataType::Float64, DataType::Float16, DataType::Int8}) {
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max}) {
+      for (std::size_t bytes : sizes) {
+        const std::size_t at = bytes / trainrun::size_of(type);
+        for (std::size_t count : {at > 0 ? at - 1 : 0, at, at + 1}) {
+          for (bool in_place : {false, true}) {
+            TypedBuffer send(type, count), recv(type, count);
+            for (std::size_t i = 0; i < count; ++i) send.set(i, contribution(op, type, r, i));
+            comm().allreduce(send.data(), in_place ? send.data() : recv.data(), count, type, op);
+            const TypedBuffer& out = in_place ? send : recv;
+            const auto bad = out.first_mismatch([&](std::size_t i) { return reduced(op, type, n, i); }, 0.0);
+            CHECK_MESSAGE(!bad, describe("allreduce", type, op, count, in_place) << ": " << *bad);
+          }
         }
       }
     }
