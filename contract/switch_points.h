@@ -16,10 +16,12 @@
 //               rounds in the host, S on each link; with 2 hosts, in
 //               chunks of chunk_bytes that overlap (the link never waits
 //               for shared memory).
-// The costs: a round in shared memory 5 us + 0.25 ns/B, over loopback TCP
-// 20 us + 0.5 ns/B, across hosts 30 us + 8 ns/B (1 Gbit/s). The model
+// The costs: a round in shared memory 5 us + 0.25 ns/B (40 us + 0.25 ns/B
+// right after a network round, where it waits for the slowest local rank's),
+// over loopback TCP 20 us + 0.5 ns/B, across hosts 30 us + 8 ns/B
+// (1 Gbit/s). The model
 // assumes the slow link: on a faster one the split starts at a larger size
-// than it could, which costs one shared-memory round (~5 us) per call;
+// than it could, which costs one shared-memory round per call;
 // assuming a fast link on a slow one would cost L-1 extra copies of the
 // message on the wire.
 //
@@ -37,9 +39,9 @@ namespace trainrun::detail {
 
 struct SwitchPoints {
   static constexpr std::size_t kNever = std::numeric_limits<std::size_t>::max();
-  std::size_t two_level_min = 0;           // from this size two-level, below it flat
-  std::size_t split_min = 0;               // two-level from this size is split, below it replicated
-  std::size_t chunk_bytes = 1024 * 1024;   // the split's pipeline chunk (2 hosts)
+  std::size_t two_level_min = 0;          // from this size two-level, below it flat
+  std::size_t split_min = 0;              // two-level from this size is split, below it replicated
+  std::size_t chunk_bytes = 1024 * 1024;  // the split's pipeline chunk (2 hosts)
 };
 
 // The model's points for `hosts` hosts of `ranks_per_host` ranks each.

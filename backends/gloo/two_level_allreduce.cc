@@ -72,9 +72,16 @@ void pipelined_split(ShmCollectives& host, SocketMesh& cross, std::size_t chunk_
 
 }  // namespace
 
+void spin_for_network_round(ShmCollectives& host, std::size_t bytes) {
+  constexpr std::size_t kShortBytes = 32 * 1024;
+  host.set_spin(bytes < kShortBytes ? std::chrono::nanoseconds(std::chrono::milliseconds(1))
+                                    : std::chrono::nanoseconds(0));
+}
+
 void two_level_allreduce(ShmCollectives& host, SocketMesh& cross, const SwitchPoints& points, const void* send,
                          void* recv, std::size_t count, std::size_t element, ReduceFn reduce, std::vector<char>& block,
                          std::vector<char>& scratch) {
+  spin_for_network_round(host, count * element);
   if (count * element < points.split_min) {
     host.allreduce(send, recv, count, element, reduce);
     direct_allreduce(cross, recv, count, element, reduce, scratch);

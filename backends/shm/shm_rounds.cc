@@ -110,8 +110,10 @@ void ShmRounds::wait_for(int peer, std::uint32_t target) {
   } while (Clock::now() < pause_until);
   // A peer sharing this CPU (a busy machine) posts only once it runs:
   // yielding lets it, where pausing would burn the whole time slice.
-  if (options_.spin.count() > 0) {
-    const auto until = Clock::now() + options_.spin;
+  // set_spin() lengthens the phase only where Options::spin allows one.
+  const std::chrono::nanoseconds spin = options_.spin.count() > 0 && spin_.count() > 0 ? spin_ : options_.spin;
+  if (spin.count() > 0) {
+    const auto until = Clock::now() + spin;
     do {
       ::sched_yield();
       if (arrived()) return;

@@ -6,10 +6,10 @@
 
 using namespace trainrun::detail;
 
-TEST_CASE("2 hosts x 2 ranks: two-level at every size, the whole message across below 1 KiB") {
+TEST_CASE("2 hosts x 2 ranks: two-level at every size, the whole message across below 8 KiB") {
   const SwitchPoints p = model_switch_points(2, 2);
   CHECK(p.two_level_min == 0);
-  CHECK(p.split_min == 1024);
+  CHECK(p.split_min == 8192);
   CHECK(p.chunk_bytes == 1024 * 1024);
   // More ranks per host make carrying the whole message L times dearer.
   CHECK(model_switch_points(2, 8).split_min < p.split_min);
@@ -26,14 +26,14 @@ TEST_CASE("an override replaces the parts it names and keeps the model's others"
   const auto p = switch_points(2, 2, "two-level=4K,chunk=2M", error);
   REQUIRE(p);
   CHECK(p->two_level_min == 4096);
-  CHECK(p->split_min == 1024);
+  CHECK(p->split_min == 8192);
   CHECK(p->chunk_bytes == 2 * 1024 * 1024);
   const auto never = switch_points(2, 2, "two-level=never", error);
   REQUIRE(never);
   CHECK(never->two_level_min == SwitchPoints::kNever);
   const auto empty = switch_points(2, 2, "", error);
   REQUIRE(empty);
-  CHECK(empty->split_min == 1024);
+  CHECK(empty->split_min == 8192);
 }
 
 TEST_CASE("a bad override names the part that is wrong") {
@@ -50,8 +50,8 @@ TEST_CASE("a bad override names the part that is wrong") {
 TEST_CASE("--verbose says where each switch is") {
   std::string error;
   CHECK(describe(model_switch_points(2, 2)) ==
-        "two-level with every local rank carrying the whole message across below 1 KiB, two-level with each local "
-        "rank carrying 1/L across from 1 KiB (2 hosts: pipelined in 1 MiB chunks)");
+        "two-level with every local rank carrying the whole message across below 8 KiB, two-level with each local "
+        "rank carrying 1/L across from 8 KiB (2 hosts: pipelined in 1 MiB chunks)");
   CHECK(describe(*switch_points(2, 2, "two-level=64K,split=8K", error)) ==
         "TCP mesh below 64 KiB, two-level with each local rank carrying 1/L across from 64 KiB (2 hosts: pipelined "
         "in 1 MiB chunks)");
