@@ -160,6 +160,17 @@ TEST_CASE("conformance: 2 hosts x 2 ranks, allreduce at moved switch points (--s
   CHECK(nothing_left_anywhere(tag));
 }
 
+TEST_CASE("a bad TRAINRUN_SWITCH_POINTS fails init across hosts, naming the part") {
+  std::string tag;
+  const ProcessResult r = run_remote({"-x", "TRAINRUN_SWITCH_POINTS=split=4X", "-H", "h1:2,h2:2", "-np", "4",
+                                      "--backend", "gloo", program_path("CONFORMANCE")},
+                                     &tag);
+  INFO(r.out, r.err);
+  CHECK(r.exit_code != 0);
+  CHECK(contains(r.err, "TRAINRUN_SWITCH_POINTS: 'split=4X': the value is not a size in bytes (e.g. 64K, 1M)"));
+  CHECK(nothing_left_anywhere(tag));
+}
+
 TEST_CASE("conformance: 16 ranks on 4 hosts") {
   std::string tag;
   ProcessOptions options;
