@@ -24,7 +24,6 @@
 #include <string>
 #include <vector>
 
-#include "contract/switch_points.h"
 #include "tests/conformance/every_rank_main.h"
 #include "tests/conformance/typed_buffer.h"
 
@@ -137,23 +136,30 @@ TEST_CASE("allreduce: every dtype, op and count, in place and not") {
   }
 }
 
-// Sizes just below, at and just above each size where the gloo backend's
-// allreduce across hosts changes algorithm (contract/switch_points.h, with
-// TRAINRUN_SWITCH_POINTS applied as the ranks apply it), and vectors of
-// several pipeline chunks with a short last one. On one host, or on
-// another backend, they are just more sizes.
-TEST_CASE("allreduce just below and above the cross-host switch points") {
-  const int r = comm().rank(), n = comm().size(), local = comm().local_size();
+// The sizes where the gloo backend's allreduce across hosts changes
+// algorithm: the cost model's for 2-8 ranks per host (contract/switch_points.h:
+// split 1-8 KiB, pipeline chunks of 1 MiB, a last chunk short), and every
+// size TRAINRUN_SWITCH_POINTS names. This program sees only the public API,
+// so it reads the override's numbers itself.
+static std::vector<std::size_t> switch_sizes() {
+  std::vector<std::size_t> sizes = {1024, 2048, 4096, 8192, 1u << 20, (2u << 20) + 12};
   const char* spec = std::getenv("TRAINRUN_SWITCH_POINTS");
-  std::string error;
-  const auto points = trainrun::detail::switch_points(std::max(1, n / local), local, spec ? spec : "", error);
-  CHECK_MESSAGE(points, error);
-  if (!points) return;
-  std::vector<std::size_t> sizes = {points->split_min, points->chunk_bytes, 2 * points->chunk_bytes + 12};
-  if (points->two_level_min != trainrun::detail::SwitchPoints::kNever) sizes.push_back(points->two_level_min);
+  for (const char* at = spec; at && (at = std::strchr(at, '=')); ++at) {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(at + 1, &end, 10);
+    const std::size_t scale = *end == 'K' ? 1024 : *end == 'M' ? 1024 * 1024 : 1;
+    if (end != at + 1) sizes.insert(sizes.end(), {v * scale, 3 * v * scale + 12});
+  }
+  return sizes;
+}
+
+// Sizes just below, at and just above each switch point. On one host, or
+// on another backend, they are just more sizes.
+TEST_CASE("allreduce just below and above the cross-host switch points") {
+  const int r = comm().rank(), n = comm().size();
   for (DataType type : {DataType::Float32, DataType::Float64, DataType::Float16, DataType::Int8}) {
     for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max}) {
-      for (std::size_t bytes : sizes) {
+      for (std::size_t bytes : switch_sizes()) {
         const std::size_t at = bytes / trainrun::size_of(type);
         for (std::size_t count : {at > 0 ? at - 1 : 0, at, at + 1}) {
           for (bool in_place : {false, true}) {
