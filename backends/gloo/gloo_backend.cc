@@ -172,7 +172,9 @@ class GlooBackend final : public Backend {
   // same transport. On one host every collective uses it; across hosts
   // that all run the same number of ranks, allreduces go two-level from
   // the size the cost model (or TRAINRUN_SWITCH_POINTS) says
-  // (backends/gloo/two_level_allreduce.h); the rest takes the TCP mesh.
+  // (backends/gloo/two_level_allreduce.h), allgathers when the ranks are
+  // numbered host by host (two_level_allgather.h); the rest takes the TCP
+  // mesh.
   void join_shared_memory(const World& world) {
     std::string why;
     std::optional<ShmAttachment> attached =
