@@ -36,6 +36,11 @@ inline constexpr const char* kEnvCollectiveTimeout = "TRAINRUN_COLLECTIVE_TIMEOU
 // gloo backend then uses its TCP mesh everywhere); 1, the default, allows it
 // (launcher --no-shm sets 0).
 inline constexpr const char* kEnvShm = "TRAINRUN_SHM";
+// Where the gloo backend's allreduce across hosts changes algorithm
+// (contract/switch_points.h): "two-level=SIZE|never,split=SIZE,chunk=SIZE",
+// each part optional, overriding the cost model's choice (launcher
+// --switch-points sets it).
+inline constexpr const char* kEnvSwitchPoints = "TRAINRUN_SWITCH_POINTS";
 // "multiple": the MPI backend initialises MPI at MPI_THREAD_MULTIPLE, which
 // process sets need (each set's engine calls MPI from its own thread).
 inline constexpr const char* kEnvMpiThreads = "TRAINRUN_MPI_THREADS";

@@ -245,6 +245,7 @@ World world_from_env(const EnvLookup& env) {
   }
   if (auto s = env_int(env, p::kEnvNcclTimeout, 1, 30 * 86400)) w.nccl_timeout = std::chrono::seconds(*s);
   w.shm = env_int(env, p::kEnvShm, 0, 1).value_or(1) == 1;
+  w.switch_points = read_string(env, p::kEnvSwitchPoints);
   w.check_calls = env_int(env, p::kEnvCheckCalls, 0, 1).value_or(0) == 1;
   w.cuda_device = static_cast<int>(env_int(env, p::kEnvCudaDevice, 0, 1023).value_or(-1));
   w.cuda_visible_devices_set = env(p::kEnvCudaVisibleDevices) != nullptr;

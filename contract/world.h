@@ -42,6 +42,8 @@ struct World {
   std::chrono::milliseconds wait_warning{60'000};
   // TRAINRUN_SHM: whether ranks on one host may use shared memory (gloo).
   bool shm = true;
+  // TRAINRUN_SWITCH_POINTS: overrides of the cross-host switch points (contract/switch_points.h).
+  std::string switch_points;
   // TRAINRUN_CHECK_CALLS: gather every core call's descriptor first (backends/call_descriptor.h).
   bool check_calls = false;
 

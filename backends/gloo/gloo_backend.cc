@@ -10,6 +10,7 @@
 #include "backends/gloo/direct_collectives.h"
 #include "backends/gloo/p2p_channel.h"
 #include "backends/gloo/socket_mesh.h"
+#include "backends/gloo/two_level_allgather.h"
 #include "backends/gloo/two_level_allreduce.h"
 #include "backends/reduction.h"
 #include "backends/core_call.h"
@@ -19,7 +20,9 @@
 #include "rendezvous/interfaces.h"
 #include "rendezvous/net.h"
 #include "contract/job_records.h"
+#include "contract/environment.h"
 #include "contract/kv_keys.h"
+#include "contract/switch_points.h"
 #include "rendezvous/store.h"
 #include "trainrun/error.h"
 
@@ -82,6 +85,14 @@ class GlooBackend final : public Backend {
       std::size_t before = 0;
       for (int r = 0; r < rank_; ++r) before += counts[r];
       copy(send, static_cast<char*>(recv) + before * element, counts[rank_] * element);
+      if (host_shm_ && host_major_) {
+        // Replicated costs (L-1)/H of the message more on each link where
+        // allreduce's costs L-1 times it: it pays up to H times the size.
+        std::size_t total = 0;
+        for (std::size_t c : counts) total += c;
+        const bool replicated = total * element < points_.split_min * static_cast<std::size_t>(cross_mesh_->size());
+        return two_level_allgatherv(*host_shm_, *cross_mesh_, recv, counts, element, replicated);
+      }
       if (size_ > 1) direct_allgatherv(*mesh_, recv, counts, element);
     });
   }
@@ -161,8 +172,8 @@ class GlooBackend final : public Backend {
     if (size_ == 1 || count == 0) return copy(send, recv, bytes);
     if (shm_) {
       shm_->allreduce(send ? send : recv, recv, count, size_of(type), reduce_function(type, op));
-    } else if (host_shm_ && bytes >= kTwoLevelMinBytes) {
-      two_level_allreduce(*host_shm_, *cross_mesh_, send ? send : recv, recv, count, size_of(type),
+    } else if (host_shm_ && bytes >= points_.two_level_min) {
+      two_level_allreduce(*host_shm_, *cross_mesh_, points_, send ? send : recv, recv, count, size_of(type),
                           reduce_function(type, op), work_, scratch_);
     } else {
       copy(send, recv, bytes);
@@ -174,15 +185,23 @@ class GlooBackend final : public Backend {
   // Ranks on one host share memory (backends/shm) when each of them could
   // map the segment; the job agrees over the mesh, so all ranks take the
   // same transport. On one host every collective uses it; across hosts
-  // that all run the same number of ranks, large allreduces go two-level
-  // (backends/gloo/two_level_allreduce.h); the rest takes the TCP mesh.
+  // that all run the same number of ranks, allreduces go two-level from
+  // the size the cost model (or TRAINRUN_SWITCH_POINTS) says
+  // (backends/gloo/two_level_allreduce.h), allgathers when the ranks are
+  // numbered host by host (two_level_allgather.h); the rest takes the TCP
+  // mesh.
   void join_shared_memory(const World& world) {
     std::string why;
     std::optional<ShmAttachment> attached =
         attach_host_segment(*store_, scope_, rank_, size_, world.hostname, world.start_timeout, why);
-    std::int32_t usable =
-        attached && (static_cast<int>(attached->ranks.size()) == size_ || !attached->cross_ranks.empty());
-    direct_allreduce(*mesh_, &usable, 1, sizeof usable, reduce_function(DataType::Int32, ReduceOp::Min), scratch_);
+    // [0]: shared memory usable here; [1]: ranks numbered host by host, as
+    // two-level allgather needs (every rank must agree, so both go round).
+    std::int32_t agreed[2] = {
+        attached && (static_cast<int>(attached->ranks.size()) == size_ || !attached->cross_ranks.empty()),
+        attached && host_major(*attached)};
+    direct_allreduce(*mesh_, agreed, 2, sizeof agreed[0], reduce_function(DataType::Int32, ReduceOp::Min), scratch_);
+    const bool usable = agreed[0] != 0;
+    host_major_ = agreed[1] != 0;
     if (!attached) {
       if (!why.empty()) {
         std::fprintf(stderr, "trainrun: rank %d: shared memory unavailable (%s); collectives use the TCP mesh\n", rank_,
@@ -209,9 +228,29 @@ class GlooBackend final : public Backend {
     if (static_cast<int>(attached->ranks.size()) == size_) {
       shm_ = std::move(collectives);
     } else {
+      const int local = static_cast<int>(attached->ranks.size());
+      std::string error;
+      const std::optional<SwitchPoints> points = switch_points(size_ / local, local, world.switch_points, error);
+      if (!points) {
+        throw Error(Error::Code::InvalidArgument, std::string(protocol::kEnvSwitchPoints) + ": " + error);
+      }
+      points_ = *points;
       host_shm_ = std::move(collectives);
       cross_mesh_ = mesh_->subset(attached->cross_ranks);
     }
+  }
+
+  // Whether this host's ranks are L consecutive ones and the ranks at this
+  // position on every host are h*L + index (the usual -H h1:L,h2:L order).
+  static bool host_major(const ShmAttachment& attached) {
+    const int local = static_cast<int>(attached.ranks.size());
+    for (int j = 0; j < local; ++j) {
+      if (attached.ranks[j] != attached.ranks[0] + j) return false;
+    }
+    for (std::size_t h = 0; h < attached.cross_ranks.size(); ++h) {
+      if (attached.cross_ranks[h] != static_cast<int>(h) * local + attached.index) return false;
+    }
+    return true;
   }
 
   // A core call (not the engine's: it reports its own stalls) waits for
@@ -277,6 +316,8 @@ class GlooBackend final : public Backend {
   std::unique_ptr<ShmCollectives> shm_;       // every collective, when the job is on one host
   std::unique_ptr<ShmCollectives> host_shm_;  // multi-host: this host's ranks (two-level)
   std::unique_ptr<SocketMesh> cross_mesh_;    // multi-host: this local position on every host
+  SwitchPoints points_;                       // multi-host: where allreduce changes algorithm
+  bool host_major_ = false;                   // multi-host: ranks numbered host by host (two-level allgather)
   std::vector<char> scratch_;                 // direct allreduce receive segment, reused
   std::vector<char> work_;                    // reduce-scatter input in ring order, reused
 };

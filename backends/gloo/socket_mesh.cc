@@ -100,20 +100,28 @@ void SocketMesh::connect(const std::vector<std::string>& published, std::chrono:
 
 void SocketMesh::exchange(int to, const void* send, std::size_t send_bytes, int from, void* recv,
                           std::size_t recv_bytes) {
+  std::size_t sent = 0, received = 0;
+  transfer(to, send, send_bytes, sent, true, from, recv, recv_bytes, recv_bytes, received);
+}
+
+void SocketMesh::transfer(int to, const void* send, std::size_t send_ready, std::size_t& sent, bool send_all, int from,
+                          void* recv, std::size_t recv_bytes, std::size_t recv_needed, std::size_t& received) {
   const int out_fd = fds_[to], in_fd = fds_[from];
   const char* out = static_cast<const char*>(send);
   char* in = static_cast<char*>(recv);
-  std::size_t sent = 0, received = 0;
   auto last_progress = Clock::now();
   const auto deadline = last_progress + timeout_;
   const bool warns = warn_interval_.count() > 0 && warn_;
   auto next_warning = warns ? last_progress + warn_interval_ : deadline;
   bool moved = false;  // since the last poll
-  while (sent < send_bytes || received < recv_bytes) {
+  auto waiting = [&] { return received < recv_needed || (send_all && sent < send_ready); };
+  bool first = true;  // a stream step with nothing to wait for still sends once
+  while (first || waiting()) {
+    first = false;
     // Move both directions without waiting; sleep in poll only when neither can.
     bool progressed = false;
-    if (sent < send_bytes) {
-      const ssize_t n = ::send(out_fd, out + sent, send_bytes - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (sent < send_ready) {
+      const ssize_t n = ::send(out_fd, out + sent, send_ready - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n > 0) {
         sent += static_cast<std::size_t>(n);
         progressed = true;
@@ -136,6 +144,8 @@ void SocketMesh::exchange(int to, const void* send, std::size_t send_bytes, int 
       moved = true;
       continue;
     }
+    if (!waiting()) break;
+
     if (moved && warns) {  // a wait warning counts from the last byte moved
       last_progress = Clock::now();
       next_warning = last_progress + warn_interval_;
@@ -143,13 +153,13 @@ void SocketMesh::exchange(int to, const void* send, std::size_t send_bytes, int 
     }
     pollfd pfds[2];
     nfds_t count = 0;
-    if (sent < send_bytes) pfds[count++] = {out_fd, POLLOUT, 0};
-    if (received < recv_bytes) {
+    if (sent < send_ready) pfds[count++] = {out_fd, POLLOUT, 0};
+    if (received < recv_needed) {
       if (count == 1 && out_fd == in_fd) pfds[0].events |= POLLIN;
       else pfds[count++] = {in_fd, POLLIN, 0};
     }
     if (::poll(pfds, count, milliseconds_until(std::min(deadline, next_warning))) == 0) {
-      const int stuck = received < recv_bytes ? from : to;
+      const int stuck = received < recv_needed ? from : to;
       if (warns && Clock::now() < deadline) {
         warn_(stuck, std::chrono::round<std::chrono::seconds>(Clock::now() - last_progress));
         next_warning = std::min(deadline, next_warning + warn_interval_);
@@ -158,7 +168,7 @@ void SocketMesh::exchange(int to, const void* send, std::size_t send_bytes, int 
       throw Error(Error::Code::Timeout,
                   "no progress with " + peer_name(stuck) + " for " + std::to_string(timeout_.count() / 1000) + " s");
     }
-    if (aborted_) io_error("aborted while talking to " + peer_name(received < recv_bytes ? from : to));
+    if (aborted_) io_error("aborted while talking to " + peer_name(received < recv_needed ? from : to));
   }
 }
 

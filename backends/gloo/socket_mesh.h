@@ -53,6 +53,17 @@ class SocketMesh {
   void exchange(int peer, const void* send, std::size_t send_bytes, void* recv, std::size_t recv_bytes) {
     exchange(peer, send, send_bytes, peer, recv, recv_bytes);
   }
+  // One step of a long two-way stream, for pipelines that do other work
+  // between steps while the kernel keeps the link busy: sends from the
+  // first `send_ready` bytes of `send` what the socket takes, and receives
+  // into `recv` (at most recv_bytes in all) until `recv_needed` bytes have
+  // arrived; `sent` and `received` carry the progress from step to step.
+  // Waits (warning and timing out as exchange() does) only for the receive;
+  // with recv_needed <= received it sends what goes without waiting.
+  void stream(int to, const void* send, std::size_t send_ready, std::size_t& sent, int from, void* recv,
+              std::size_t recv_bytes, std::size_t recv_needed, std::size_t& received) {
+    transfer(to, send, send_ready, sent, false, from, recv, recv_bytes, recv_needed, received);
+  }
   void abort() noexcept;
   // A mesh of the given ranks (this rank among them) over this
   // mesh's connections, numbered by position in `ranks`; it does not own
@@ -76,6 +87,10 @@ class SocketMesh {
  private:
   using Clock = std::chrono::steady_clock;
   std::string peer_name(int peer) const;
+  // exchange() and stream(): until recv_needed bytes arrived and, with
+  // send_all, every ready byte went out.
+  void transfer(int to, const void* send, std::size_t send_ready, std::size_t& sent, bool send_all, int from,
+                void* recv, std::size_t recv_bytes, std::size_t recv_needed, std::size_t& received);
 
   const int rank_;
   const int size_;

@@ -56,6 +56,7 @@ class ShmCollectives {
     round();
   }
   void abort() noexcept { rounds_.abort(); }
+  void set_spin(std::chrono::nanoseconds spin) { rounds_.set_spin(spin); }  // ShmRounds::set_spin
 
  private:
   // Completes a round; the first of each collective carries the core

@@ -53,6 +53,12 @@ class ShmRounds {
   // The value rank `peer` posted with the last completed round.
   std::uint64_t value(int peer) const;
   void abort() noexcept;
+  // A longer yielding phase than Options::spin for the syncs that follow
+  // (0: back to Options::spin; nothing when Options::spin is 0), for
+  // callers whose peers arrive from a network round: sleeping then costs a
+  // wake-up on every call. A wait that runs out of it turns it off for
+  // the next 256 waits (the peers are short of CPU).
+  void set_spin(std::chrono::nanoseconds spin) { spin_ = spin; }
 
  private:
   void wait_for(int peer, std::uint32_t target);
@@ -66,6 +72,8 @@ class ShmRounds {
   std::uint32_t round_ = 0;
   CallDescriptor posted_[2];  // what this rank's line holds, by parity
   std::atomic<bool> aborted_{false};
+  std::chrono::nanoseconds spin_{0};
+  int backoff_ = 0;  // waits left without the set_spin() phase
 };
 
 // The spin budget for `ranks` ranks on this host: none when they outnumber

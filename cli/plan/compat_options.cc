@@ -39,16 +39,20 @@ void add_horovodrun(CLI::App& app, Options& o) {
          "--hierarchical-allreduce",
          [&o] {
            o.notes.push_back(
-               "--hierarchical-allreduce: trainrun's gloo backend runs allreduces of 64 KiB and more "
-               "two-level by itself (shared memory within each host, TCP between hosts) when every "
-               "host runs the same number of ranks; --dry-run says which");
+               "--hierarchical-allreduce: trainrun's gloo backend runs allreduces two-level by itself "
+               "(shared memory within each host, TCP between hosts) when every host runs the same number "
+               "of ranks, choosing the algorithm per size; --dry-run says which");
          },
          "horovodrun: accepted; trainrun goes two-level by itself (--dry-run says)")
       ->group(kGroup);
   app.add_flag_callback(
          "--hierarchical-allgather",
-         [&o] { o.notes.push_back("--hierarchical-allgather: trainrun has no hierarchical allgather; no effect"); },
-         "horovodrun: accepted, no effect (trainrun has no hierarchical allgather)")
+         [&o] {
+           o.notes.push_back(
+               "--hierarchical-allgather: trainrun's gloo backend runs allgathers two-level by itself when every "
+               "host runs the same number of ranks");
+         },
+         "horovodrun: accepted; trainrun goes two-level by itself")
       ->group(kGroup);
   add_float(app, "--stall-check-warning-time-seconds", o.stall_warning_s, "horovodrun: [--stall-warning]", 0.0, 1e9)
       ->group(kGroup);

@@ -13,6 +13,7 @@
 #include "cli/plan/printable.h"
 #include "contract/decimal.h"
 #include "contract/environment.h"
+#include "contract/switch_points.h"
 #include "rendezvous/unique_fd.h"
 
 namespace trainrun::cli {
@@ -56,6 +57,7 @@ void append_engine_settings(const Options& o, EnvList& env) {
   }
   if (!o.shm) env.emplace_back(p::kEnvShm, "0");
   if (o.check_calls) env.emplace_back(p::kEnvCheckCalls, "1");
+  if (!o.switch_points.empty()) env.emplace_back(p::kEnvSwitchPoints, o.switch_points);
   if (o.bind_to != "none") env.emplace_back(p::kEnvBindTo, o.bind_to);
   if (o.report_bindings) env.emplace_back(p::kEnvReportBindings, "1");
 }
@@ -118,6 +120,7 @@ std::string refused_variable(const std::string& name, const Options& o) {
       {p::kEnvStragglerWarning, "--straggler-warning", o.straggler_warning_pct >= 0},
       {p::kEnvShm, "--no-shm", !o.shm},
       {p::kEnvCheckCalls, "--check-calls", o.check_calls},
+      {p::kEnvSwitchPoints, "--switch-points", !o.switch_points.empty()},
       {p::kEnvBindTo, "--bind-to", o.bind_to != "none"},
       {p::kEnvReportBindings, "--report-bindings", o.report_bindings},
   };
@@ -186,9 +189,14 @@ std::string transport_choice(const Options& options, const JobPlan& plan, const 
              "on every host)";
     }
   }
-  return what +
-         ": two-level for allreduces of 64 KiB and more (shared memory within each host, TCP mesh between "
-         "hosts, one stream per local rank); TCP mesh for the rest";
+  // The ranks choose alike (contract/switch_points.h), from the same override.
+  const char* env_spec = getenv(protocol::kEnvSwitchPoints);
+  const std::string spec = !options.switch_points.empty() ? options.switch_points : env_spec ? env_spec : "";
+  std::string error;
+  const auto points = detail::switch_points(static_cast<int>(per_host.size()), per_host[0], spec, error);
+  return what + ": two-level allreduce (shared memory within each host, TCP mesh between hosts): " +
+         (points ? detail::describe(*points) : "bad " + std::string(protocol::kEnvSwitchPoints) + ": " + error) +
+         "; allgather two-level when ranks are numbered host by host; TCP mesh for the other collectives";
 }
 
 std::optional<std::string> read_text_file(const std::string& path, std::string* error) {

@@ -10,6 +10,7 @@
 #include "cli/plan/rank_count.h"
 #include "cli/plan/host_list.h"
 #include "cli/plan/printable.h"
+#include "contract/switch_points.h"
 #include "trainrun/version.h"
 
 namespace trainrun::cli {
@@ -73,6 +74,21 @@ void add_remote_options(CLI::App& app, RemoteOptions& r) {
 }
 
 // Where ranks go and which CPUs they may use (cli/plan/rank_plan.h, cli/agent/cpu_binding.h).
+// --switch-points: checked here with the grammar the ranks use
+// (contract/switch_points.h), so a bad one stops the launch.
+void add_switch_points_option(CLI::App& app, Options& o, const char* group) {
+  app.add_option("--switch-points", o.switch_points,
+                 "Where allreduce across hosts changes algorithm, overriding the cost model: "
+                 "two-level=SIZE|never,split=SIZE,chunk=SIZE (sets TRAINRUN_SWITCH_POINTS; --verbose prints them)")
+      ->check(CLI::Validator(
+          [](std::string& spec) {
+            std::string error;
+            return detail::switch_points(2, 2, spec, error) ? std::string() : error;
+          },
+          "SPEC"))
+      ->group(group);
+}
+
 void add_placement_options(CLI::App& app, Options& o) {
   const char* placement = "Placement (also mpirun's names)";
   app.add_option("--map-by", o.map_by,
@@ -189,6 +205,7 @@ void build(CLI::App& app, Options& o) {
          "--no-shm", [&o] { o.shm = false; },
          "Ranks on one host talk over TCP instead of shared memory (sets TRAINRUN_SHM=0)")
       ->group(job);
+  add_switch_points_option(app, o, job);
   app.add_flag("--check-calls", o.check_calls,
                "Check before each core call that every rank makes the same one (op, dtype, count, reduce op, "
                "root) and fail naming the rank that differs; costs one small allgather per call over TCP "

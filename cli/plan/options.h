@@ -19,6 +19,7 @@ struct Options {
   std::string backend;
   bool shm = true;             // --no-shm: TRAINRUN_SHM=0 for every rank
   bool check_calls = false;    // --check-calls: TRAINRUN_CHECK_CALLS=1 for every rank
+  std::string switch_points;   // --switch-points: TRAINRUN_SWITCH_POINTS for every rank
   bool oversubscribe = false;  // more ranks than slots: round-robin over the hosts
   int nproc_per_node = 0;      // torchrun: ranks on every host (0: -np / the slots)
   int nnodes = 0;              // torchrun: how many hosts (0: those given); checked against -H

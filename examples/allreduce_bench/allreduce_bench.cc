@@ -8,9 +8,11 @@
 // --op sum|average|min|max|product, --min-bytes, --max-bytes, --factor,
 // --iters (default: adaptive), --warmup, --csv, --device host|cuda (CUDA
 // buffers on the current device; through NCCL, or staged by --backend gloo),
-// --collective allreduce|broadcast|alltoall (default allreduce; broadcast
+// --collective allreduce|allgather|broadcast|alltoall (default allreduce;
+// allgather: the size is the whole result, size/np from each rank; broadcast
 // from rank 0; alltoall: the size is each rank's whole send buffer, split
 // evenly among the ranks; busbw as nccl-tests computes it for each),
+// --budget (bytes moved per size when --iters is not given),
 // --process-set all|half (half: the first half of the ranks run the sweep
 // as a process set, Communicator::subset; the others wait for them).
 #include <trainrun/trainrun.h>
@@ -97,6 +99,12 @@ int main(int argc, char** argv) {
     if (config.collective == "broadcast") {
       hooks.bus_factor = 1.0;
       hooks.run = [&](std::size_t count) { comm.broadcast(recv, count, type, 0); };
+    } else if (config.collective == "allgather") {
+      hooks.bus_factor = (n - 1) / n;
+      hooks.run = [&](std::size_t count) {
+        const std::size_t each = std::max<std::size_t>(count / comm.size(), 1);
+        comm.allgather(send, recv, each, type);
+      };
     } else if (config.collective == "alltoall") {
       hooks.bus_factor = (n - 1) / n;
       hooks.run = [&](std::size_t count) {

@@ -21,19 +21,21 @@ struct Config {
   std::size_t min_bytes = 4;
   std::size_t max_bytes = 256u << 20;
   int factor = 2;
-  int iters = 0;  // 0: as many as fit a ~0.25 s budget per size, 5..1000
+  int iters = 0;                    // 0: as many as move `budget` bytes per size, 5..1000
+  std::size_t budget = 256u << 20;  // bytes moved per size when iters is 0
+  int max_iters = 1000;             // the most iterations `budget` may ask for
   int warmup = 5;
   bool csv = false;
   std::string type = "float32";
   std::string op = "sum";
   std::string device = "host";           // where the buffers live: host | cuda
-  std::string collective = "allreduce";  // allreduce | broadcast | alltoall (allreduce_bench only)
+  std::string collective = "allreduce";  // allreduce | allgather | broadcast | alltoall
   std::string process_set = "all";  // all | half: the first half of the ranks, as a process set (allreduce_bench only)
 };
 
 // Parses --min-bytes/--max-bytes (with K/M/G suffixes), --factor, --iters,
-// --warmup, --csv, --dtype, --op, --device, --collective. Unknown options
-// are an error.
+// --budget, --max-iters, --warmup, --csv, --dtype, --op, --device, --collective. Unknown
+// options are an error.
 inline bool parse_size(const char* text, std::size_t& out) {
   char* end = nullptr;
   const double v = std::strtod(text, &end);
@@ -66,6 +68,10 @@ inline bool parse_args(int argc, char** argv, Config& c, std::string& error) {
       if (!need(value && (c.factor = std::atoi(value)) >= 2)) return false;
     } else if (a == "--iters") {
       if (!need(value && (c.iters = std::atoi(value)) >= 1)) return false;
+    } else if (a == "--budget") {
+      if (!need(value && parse_size(value, c.budget) && c.budget > 0)) return false;
+    } else if (a == "--max-iters") {
+      if (!need(value && (c.max_iters = std::atoi(value)) >= 5)) return false;
     } else if (a == "--warmup") {
       if (!need(value && (c.warmup = std::atoi(value)) >= 0)) return false;
     } else if (a == "--dtype") {
@@ -75,8 +81,8 @@ inline bool parse_args(int argc, char** argv, Config& c, std::string& error) {
       if (!need(value != nullptr)) return false;
       c.op = value;
     } else if (a == "--collective") {
-      if (!need(value && (std::strcmp(value, "allreduce") == 0 || std::strcmp(value, "broadcast") == 0 ||
-                          std::strcmp(value, "alltoall") == 0))) {
+      if (!need(value && (std::strcmp(value, "allreduce") == 0 || std::strcmp(value, "allgather") == 0 ||
+                          std::strcmp(value, "broadcast") == 0 || std::strcmp(value, "alltoall") == 0))) {
         return false;
       }
       c.collective = value;
@@ -107,8 +113,8 @@ struct Hooks {
 
 inline int pick_iters(const Config& c, std::size_t bytes) {
   if (c.iters > 0) return c.iters;
-  const double budget = 256.0 * 1024 * 1024;  // bytes moved per size, roughly
-  return static_cast<int>(std::clamp(budget / std::max<double>(bytes, 1), 5.0, 1000.0));
+  return static_cast<int>(
+      std::clamp(static_cast<double>(c.budget) / std::max<double>(bytes, 1), 5.0, static_cast<double>(c.max_iters)));
 }
 
 // Runs the sweep; rank 0 prints. Returns 0.

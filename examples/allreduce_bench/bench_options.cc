@@ -47,15 +47,22 @@ std::optional<Config> parse_options(int argc, char** argv, int& exit_code) {
   app.add_option("--factor", c.factor, "Each size is the previous one times this")
       ->check(CLI::Range(2, 1 << 20))
       ->capture_default_str();
-  app.add_option("--iters", c.iters, "Timed iterations per size (default: as many as fit ~0.25 s, 5 to 1000)")
+  app.add_option("--iters", c.iters, "Timed iterations per size (default: as many as move --budget bytes, 5 to 1000)")
       ->check(CLI::Range(1, 1 << 30));
+  app.add_option("--budget", c.budget, "Bytes to move per size when --iters is not given")
+      ->transform(byte_size())
+      ->capture_default_str();
+  app.add_option("--max-iters", c.max_iters, "The most iterations --budget may ask for")
+      ->check(CLI::Range(5, 1 << 30))
+      ->capture_default_str();
   app.add_option("--warmup", c.warmup, "Untimed iterations per size")
       ->check(CLI::Range(0, 1 << 30))
       ->capture_default_str();
   app.add_option("--dtype", c.type, "Element type")->check(CLI::IsMember(names(true)))->capture_default_str();
   app.add_option("--op", c.op, "Reduction")->check(CLI::IsMember(names(false)))->capture_default_str();
-  app.add_option("--collective", c.collective, "allreduce, broadcast (from rank 0) or alltoall")
-      ->check(CLI::IsMember({"allreduce", "broadcast", "alltoall"}))
+  app.add_option("--collective", c.collective,
+                 "allreduce, allgather (the size is the whole result), broadcast (from rank 0) or alltoall")
+      ->check(CLI::IsMember({"allreduce", "allgather", "broadcast", "alltoall"}))
       ->capture_default_str();
   app.add_option("--device", c.device, "Where the buffers live: host or cuda")
       ->check(CLI::IsMember({"host", "cuda"}))

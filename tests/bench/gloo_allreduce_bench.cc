@@ -4,7 +4,9 @@
 // with gloo::sum, exactly what a program without trainrun would write.
 // Rank and size come from TRAINRUN_RANK/TRAINRUN_SIZE (trainrun is used only
 // to start the processes; nothing of libtrainrun is linked in).
-//   trainrun --local -np 2 ./gloo_allreduce_bench --store /tmp/dir [bench options]
+// --iface IF binds Gloo's device to that interface (ranks on several hosts;
+// the default is loopback).
+//   trainrun --local -np 2 ./gloo_allreduce_bench --store /tmp/dir [--iface IF] [bench options]
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
 #include <gloo/math.h>
@@ -20,17 +22,18 @@
 #include "examples/allreduce_bench/bench_harness.h"
 
 int main(int argc, char** argv) {
-  std::string store_dir;
+  std::string store_dir, iface;
   std::vector<char*> rest = {argv[0]};
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--store" && i + 1 < argc) store_dir = argv[++i];
+    else if (std::string(argv[i]) == "--iface" && i + 1 < argc) iface = argv[++i];
     else rest.push_back(argv[i]);
   }
   bench::Config config;
   std::string error;
   if (store_dir.empty() || !bench::parse_args(static_cast<int>(rest.size()), rest.data(), config, error) ||
-      config.type != "float32" || config.op != "sum") {
-    std::fprintf(stderr, "gloo_allreduce_bench: needs --store DIR; float32 sum only. %s\n", error.c_str());
+      config.type != "float32" || config.op != "sum" || config.collective != "allreduce") {
+    std::fprintf(stderr, "gloo_allreduce_bench: needs --store DIR; float32 sum allreduce only. %s\n", error.c_str());
     return 2;
   }
   const char* rank_env = std::getenv("TRAINRUN_RANK");
@@ -42,7 +45,8 @@ int main(int argc, char** argv) {
   const int rank = std::atoi(rank_env), size = std::atoi(size_env);
 
   gloo::transport::tcp::attr attr;
-  attr.hostname = "127.0.0.1";
+  if (iface.empty()) attr.hostname = "127.0.0.1";
+  else attr.iface = iface;
   auto device = gloo::transport::tcp::CreateDevice(attr);
   gloo::rendezvous::FileStore store(store_dir);
   auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);

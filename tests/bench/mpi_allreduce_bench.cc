@@ -2,6 +2,8 @@
 // (examples/allreduce_bench/bench_harness.h), but straight MPI: MPI_Init and
 // MPI_Allreduce(MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), exactly what a program
 // without trainrun would write. Nothing of libtrainrun is linked in.
+// --collective allgather|broadcast times MPI_Allgather (the size is the
+// whole result) or MPI_Bcast from rank 0 instead, as allreduce_bench does.
 //   mpirun -np 2 ./mpi_allreduce_bench [bench options]
 #include <mpi.h>
 
@@ -15,8 +17,10 @@
 int main(int argc, char** argv) {
   bench::Config config;
   std::string error;
-  if (!bench::parse_args(argc, argv, config, error) || config.type != "float32" || config.op != "sum") {
-    std::fprintf(stderr, "mpi_allreduce_bench: float32 sum only. %s\n", error.c_str());
+  if (!bench::parse_args(argc, argv, config, error) || config.type != "float32" || config.op != "sum" ||
+      config.collective == "alltoall") {
+    std::fprintf(stderr, "mpi_allreduce_bench: float32 sum; allreduce, allgather or broadcast only. %s\n",
+                 error.c_str());
     return 2;
   }
   MPI_Init(&argc, &argv);
@@ -25,7 +29,8 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
 
   const std::size_t max_count = std::max<std::size_t>(config.max_bytes / sizeof(float), 1);
-  std::vector<float> send(max_count, 1.0f), recv(max_count, 0.0f);
+  // The send buffer is never smaller than one rank's allgather block.
+  std::vector<float> send(max_count + size, 1.0f), recv(max_count + size, 0.0f);
   bench::Hooks hooks;
   hooks.rank = rank;
   hooks.size = size;
@@ -34,13 +39,25 @@ int main(int argc, char** argv) {
   hooks.run = [&](std::size_t count) {
     MPI_Allreduce(send.data(), recv.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
   };
+  if (config.collective == "allgather") {
+    hooks.bus_factor = (size - 1.0) / size;
+    hooks.run = [&](std::size_t count) {
+      const int each = static_cast<int>(std::max<std::size_t>(count / size, 1));
+      MPI_Allgather(send.data(), each, MPI_FLOAT, recv.data(), each, MPI_FLOAT, MPI_COMM_WORLD);
+    };
+  } else if (config.collective == "broadcast") {
+    hooks.bus_factor = 1.0;
+    hooks.run = [&](std::size_t count) {
+      MPI_Bcast(recv.data(), static_cast<int>(count), MPI_FLOAT, 0, MPI_COMM_WORLD);
+    };
+  }
   hooks.barrier = [] { MPI_Barrier(MPI_COMM_WORLD); };
   hooks.max_across_ranks = [](double v) {
     double out = 0;
     MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     return out;
   };
-  bench::run(config, hooks, "plain MPI_Allreduce");
+  bench::run(config, hooks, ("plain MPI " + config.collective).c_str());
   MPI_Finalize();
   return 0;
 }

@@ -13,6 +13,7 @@
 #include <doctest/doctest.h>
 #include <trainrun/trainrun.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -129,6 +130,46 @@ TEST_CASE("allreduce: every dtype, op and count, in place and not") {
           const auto bad =
               out.first_mismatch([&](std::size_t i) { return reduced(op, type, n, i); }, tolerance(type, op));
           CHECK_MESSAGE(!bad, describe("allreduce", type, op, count, in_place) << ": " << *bad);
+        }
+      }
+    }
+  }
+}
+
+// The sizes where the gloo backend's allreduce across hosts changes
+// algorithm: the cost model's for 2-8 ranks per host (contract/switch_points.h:
+// split 1-8 KiB, pipeline chunks of 1 MiB, a last chunk short), and every
+// size TRAINRUN_SWITCH_POINTS names. This program sees only the public API,
+// so it reads the override's numbers itself.
+static std::vector<std::size_t> switch_sizes() {
+  std::vector<std::size_t> sizes = {1024, 2048, 4096, 8192, 1u << 20, (2u << 20) + 12};
+  const char* spec = std::getenv("TRAINRUN_SWITCH_POINTS");
+  for (const char* at = spec; at && (at = std::strchr(at, '=')); ++at) {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(at + 1, &end, 10);
+    const std::size_t scale = *end == 'K' ? 1024 : *end == 'M' ? 1024 * 1024 : 1;
+    if (end != at + 1) sizes.insert(sizes.end(), {v * scale, 3 * v * scale + 12});
+  }
+  return sizes;
+}
+
+// Sizes just below, at and just above each switch point. On one host, or
+// on another backend, they are just more sizes.
+TEST_CASE("allreduce just below and above the cross-host switch points") {
+  const int r = comm().rank(), n = comm().size();
+  for (DataType type : {DataType::Float32, DataType::Float64, DataType::Float16, DataType::Int8}) {
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max}) {
+      for (std::size_t bytes : switch_sizes()) {
+        const std::size_t at = bytes / trainrun::size_of(type);
+        for (std::size_t count : {at > 0 ? at - 1 : 0, at, at + 1}) {
+          for (bool in_place : {false, true}) {
+            TypedBuffer send(type, count), recv(type, count);
+            for (std::size_t i = 0; i < count; ++i) send.set(i, contribution(op, type, r, i));
+            comm().allreduce(send.data(), in_place ? send.data() : recv.data(), count, type, op);
+            const TypedBuffer& out = in_place ? send : recv;
+            const auto bad = out.first_mismatch([&](std::size_t i) { return reduced(op, type, n, i); }, 0.0);
+            CHECK_MESSAGE(!bad, describe("allreduce", type, op, count, in_place) << ": " << *bad);
+          }
         }
       }
     }

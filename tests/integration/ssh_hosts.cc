@@ -232,6 +232,7 @@ std::string SshHosts::subnet() const { return address(0) + "/24"; }
 std::string SshHosts::client_only_dir() const { return home_directory() + "/only-here"; }
 std::string SshHosts::client_key() const { return home_directory() + "/.ssh/id_ed25519"; }
 std::string SshHosts::netns(int host) const { return netns_name(subnet_, host); }
+std::string SshHosts::veth(int host) const { return veth_name(subnet_, host); }
 
 void SshHosts::claim_subnet() {
   const std::string ip = tool("ip");
@@ -399,7 +400,7 @@ void SshHosts::restore(int host) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   ::waitpid(sshd_[host - 1], nullptr, 0);
-  run_or_throw({tool("ip"), "link", "set", "tr77v" + std::to_string(subnet_) + "-" + std::to_string(host), "up"});
+  run_or_throw({tool("ip"), "link", "set", veth(host), "up"});
   start_sshd(host);
   wait_for_sshd(host);
 }
@@ -434,9 +435,7 @@ void SshHosts::cut(int a, int b) {
 
 void SshHosts::heal(int a) { run_quiet({tool("ip"), "netns", "exec", netns_name(subnet_, a), tool("iptables"), "-F"}); }
 
-void SshHosts::unplug(int host) {
-  run_or_throw({tool("ip"), "link", "set", "tr77v" + std::to_string(subnet_) + "-" + std::to_string(host), "down"});
-}
+void SshHosts::unplug(int host) { run_or_throw({tool("ip"), "link", "set", veth(host), "down"}); }
 
 std::vector<pid_t> SshHosts::processes_on_hosts(const std::string& comm_filter) const {
   std::set<std::string> ids;

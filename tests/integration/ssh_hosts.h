@@ -59,6 +59,9 @@ class SshHosts {
   // The network namespace of a host, for `ip netns exec` (e.g. an iptables
   // rule that cuts one path; it goes with the namespace).
   std::string netns(int host) const;
+  // The launcher-side end of a host's veth pair (its other end is eth0 in
+  // the host): a qdisc on it shapes what the host receives.
+  std::string veth(int host) const;
 
   // `argv` run as the launcher: in a private mount namespace whose home
   // is the test's client home. argv[0] must be an absolute path.

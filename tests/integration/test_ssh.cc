@@ -139,6 +139,38 @@ TEST_CASE("conformance: 2 hosts x 2 ranks, allreduce two-level (shared memory in
   CHECK(nothing_left_anywhere(tag));
 }
 
+// The switch points moved down (launcher --switch-points) so that small
+// counts cross every one of them: TCP mesh below 4 KiB, every local rank
+// carrying the whole message across below 64 KiB, pipelined in 64 KiB
+// chunks above; conformance tries the sizes around each.
+TEST_CASE("conformance: 2 hosts x 2 ranks, allreduce at moved switch points (--switch-points)") {
+  std::string tag;
+  const ProcessResult r = run_remote({"-x", "TRAINRUN_COLLECTIVE_TIMEOUT=120", "-x", "CONFORMANCE_TRANSPORT=shm", "-H",
+                                      "h1:2,h2:2", "-np", "4", "--backend", "gloo", "--verbose", "--switch-points",
+                                      "two-level=4K,split=64K,chunk=64K", program_path("CONFORMANCE")},
+                                     &tag);
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(count(r.out, "of 4 (gloo): passed") == 4);
+  CHECK(contains(r.err,
+                 "two-level allreduce (shared memory within each host, TCP mesh between hosts): TCP mesh "
+                 "below 4 KiB, two-level with every local rank carrying the whole message across below "
+                 "64 KiB, two-level with each local rank carrying 1/L across from 64 KiB (2 hosts: "
+                 "pipelined in 64 KiB chunks)"));
+  CHECK(nothing_left_anywhere(tag));
+}
+
+TEST_CASE("a bad TRAINRUN_SWITCH_POINTS fails init across hosts, naming the part") {
+  std::string tag;
+  const ProcessResult r = run_remote({"-x", "TRAINRUN_SWITCH_POINTS=split=4X", "-H", "h1:2,h2:2", "-np", "4",
+                                      "--backend", "gloo", program_path("CONFORMANCE")},
+                                     &tag);
+  INFO(r.out, r.err);
+  CHECK(r.exit_code != 0);
+  CHECK(contains(r.err, "TRAINRUN_SWITCH_POINTS: 'split=4X': the value is not a size in bytes (e.g. 64K, 1M)"));
+  CHECK(nothing_left_anywhere(tag));
+}
+
 TEST_CASE("conformance: 16 ranks on 4 hosts") {
   std::string tag;
   ProcessOptions options;

@@ -27,8 +27,11 @@ TEST_CASE("--timeout on 2 hosts: the deadlocked rank on h2 apart from the others
   ProcessOptions options;
   options.env.push_back(tag);
   const ProcessResult r =
+      // The flat TCP mesh (--switch-points two-level=never): every waiting
+      // rank waits in the same place, on either host, so their stacks group.
       run_process(g_hosts->client_argv({trainrun_bin(), "-x", tag, "-H", "h1:2,h2:2", "--timeout", "10", "--grace", "1",
-                                        rank_program(), "init", "deadlock:2", "allreduce"}),
+                                        "--switch-points", "two-level=never", rank_program(), "init", "deadlock:2",
+                                        "allreduce"}),
                   options);
   INFO(r.out, r.err);
   CHECK(r.exit_code == 124);

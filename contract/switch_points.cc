@@ -1,0 +1,135 @@
+#include "contract/switch_points.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+#include <vector>
+
+namespace trainrun::detail {
+namespace {
+
+// One level: a round's latency (us) and its cost per byte (us).
+struct Level {
+  double latency_us, us_per_byte;
+  double round(double bytes) const { return latency_us + bytes * us_per_byte; }
+};
+constexpr Level kShm{5.0, 0.25e-3};
+// A shared-memory round right after a network round: the host's ranks
+// arrive as their own network rounds end, so it waits for the slowest
+// (measured 20-60 us more on 2 hosts x 2 ranks, 16 B - 16 KiB).
+constexpr Level kShmAfterLink{40.0, 0.25e-3};
+constexpr Level kLoopback{20.0, 0.5e-3};
+constexpr Level kLink{30.0, 8e-3};
+constexpr std::size_t kShmOneRoundMax = 32 * 1024;  // ShmCollectives::kSmallBytes
+
+double rounds(int ranks) { return ranks > 1 ? std::ceil(std::log2(ranks)) : 0.0; }
+
+double flat(double s, int hosts, int local) {
+  return rounds(local) * kLoopback.round(s) + rounds(hosts) * (kLink.latency_us + local * s * kLink.us_per_byte);
+}
+
+double shm_allreduce(double s, int local) {
+  if (s <= kShmOneRoundMax) return kShm.latency_us + local * s * kShm.us_per_byte;
+  return 2 * kShm.round(s);
+}
+
+double replicated(double s, int hosts, int local) {
+  return shm_allreduce(s, local) + rounds(hosts) * (kLink.latency_us + local * s * kLink.us_per_byte);
+}
+
+double split(double s, int hosts, int local) {
+  const double doubling = rounds(hosts) * kLink.round(s);
+  const double ring = 2 * (hosts - 1) * kLink.latency_us + 2.0 * (hosts - 1) / hosts * s * kLink.us_per_byte;
+  (void)local;
+  return kShm.round(s) + kShmAfterLink.round(s) + std::min(doubling, ring);
+}
+
+bool parse_size(const std::string& text, std::size_t& out) {
+  if (text.empty() || text[0] < '0' || text[0] > '9') return false;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  std::size_t scale = 1;
+  const std::string unit(end);
+  if (unit == "K" || unit == "k" || unit == "KiB") scale = 1024;
+  else if (unit == "M" || unit == "m" || unit == "MiB") scale = 1024 * 1024;
+  else if (unit == "G" || unit == "g" || unit == "GiB") scale = 1024ull * 1024 * 1024;
+  else if (!unit.empty() && unit != "B") return false;
+  if (v > (std::size_t(1) << 40)) return false;
+  out = static_cast<std::size_t>(v) * scale;
+  return true;
+}
+
+}  // namespace
+
+SwitchPoints model_switch_points(int hosts, int ranks_per_host) {
+  SwitchPoints points;
+  if (hosts < 2 || ranks_per_host < 2) {
+    points.two_level_min = SwitchPoints::kNever;
+    return points;
+  }
+  points.two_level_min = SwitchPoints::kNever;
+  points.split_min = SwitchPoints::kNever;
+  // Powers of two from 4 B to 1 GiB: the first size where each choice wins.
+  for (std::size_t s = 4; s <= (std::size_t(1) << 30); s *= 2) {
+    const double f = flat(s, hosts, ranks_per_host), r = replicated(s, hosts, ranks_per_host),
+                 p = split(s, hosts, ranks_per_host);
+    if (points.two_level_min == SwitchPoints::kNever && std::min(r, p) < f) points.two_level_min = s == 4 ? 0 : s;
+    if (points.split_min == SwitchPoints::kNever && p <= r) points.split_min = s == 4 ? 0 : s;
+  }
+  if (points.split_min == SwitchPoints::kNever) points.split_min = 0;
+  return points;
+}
+
+std::optional<SwitchPoints> switch_points(int hosts, int ranks_per_host, const std::string& spec, std::string& error) {
+  SwitchPoints points = model_switch_points(hosts, ranks_per_host);
+  std::stringstream items(spec);
+  for (std::string item; std::getline(items, item, ',');) {
+    if (item.empty()) continue;
+    const std::size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    std::size_t bytes = 0;
+    const bool never = value == "never";
+    if (!never && !parse_size(value, bytes)) {
+      error = "'" + item + "': the value is not a size in bytes (e.g. 64K, 1M)";
+      return std::nullopt;
+    }
+    if (key == "two-level") {
+      points.two_level_min = never ? SwitchPoints::kNever : bytes;
+    } else if (key == "split" && !never) {
+      points.split_min = bytes;
+    } else if (key == "chunk" && !never && bytes >= 4096) {
+      points.chunk_bytes = bytes;
+    } else {
+      error = "'" + item + "': expected two-level=SIZE|never, split=SIZE or chunk=SIZE (at least 4K)";
+      return std::nullopt;
+    }
+  }
+  return points;
+}
+
+std::string byte_size_text(std::size_t bytes) {
+  if (bytes >= (std::size_t(1) << 30) && bytes % (std::size_t(1) << 30) == 0) {
+    return std::to_string(bytes >> 30) + " GiB";
+  }
+  if (bytes >= (std::size_t(1) << 20) && bytes % (std::size_t(1) << 20) == 0) {
+    return std::to_string(bytes >> 20) + " MiB";
+  }
+  if (bytes >= 1024 && bytes % 1024 == 0) return std::to_string(bytes >> 10) + " KiB";
+  return std::to_string(bytes) + " B";
+}
+
+std::string describe(const SwitchPoints& points) {
+  if (points.two_level_min == SwitchPoints::kNever) return "TCP mesh at every size";
+  std::string text;
+  if (points.two_level_min > 0) text = "TCP mesh below " + byte_size_text(points.two_level_min) + ", ";
+  const std::size_t split_from = std::max(points.split_min, points.two_level_min);
+  if (split_from > points.two_level_min) {
+    text +=
+        "two-level with every local rank carrying the whole message across below " + byte_size_text(split_from) + ", ";
+  }
+  return text + "two-level with each local rank carrying 1/L across from " + byte_size_text(split_from) +
+         " (2 hosts: pipelined in " + byte_size_text(points.chunk_bytes) + " chunks)";
+}
+
+}  // namespace trainrun::detail

@@ -1,0 +1,60 @@
+// Where an allreduce across hosts changes algorithm, chosen per size from a
+// cost model of each level (docs/design.md §13): the launcher prints the
+// switch points (--verbose) and the ranks use the same ones, so both come
+// from here. Pure.
+//
+// The candidates, for H hosts of L ranks each (S: the message's bytes):
+//   flat        recursive doubling over the TCP mesh among all H*L ranks:
+//               log2(L) rounds between ranks of a host (loopback TCP) and
+//               log2(H) across, where all L ranks of a host send S at once;
+//   replicated  a shared-memory allreduce in each host (one round for small
+//               S), then every local rank allreduces the whole host sum
+//               with its counterparts on the other hosts: no second
+//               shared-memory round, but each link carries L*S;
+//   split       shared-memory reduce-scatter, each local rank allreduces
+//               its 1/L block across hosts, shared-memory allgather: two
+//               rounds in the host, S on each link; with 2 hosts, in
+//               chunks of chunk_bytes that overlap (the link never waits
+//               for shared memory).
+// The costs: a round in shared memory 5 us + 0.25 ns/B (40 us + 0.25 ns/B
+// right after a network round, where it waits for the slowest local rank's),
+// over loopback TCP 20 us + 0.5 ns/B, across hosts 30 us + 8 ns/B
+// (1 Gbit/s). The model
+// assumes the slow link: on a faster one the split starts at a larger size
+// than it could, which costs one shared-memory round per call;
+// assuming a fast link on a slow one would cost L-1 extra copies of the
+// message on the wire.
+//
+// TRAINRUN_SWITCH_POINTS (launcher --switch-points) overrides any of them:
+// "two-level=SIZE,split=SIZE,chunk=SIZE" (each optional; SIZE in bytes with
+// an optional K, M or G; two-level=never keeps every size flat).
+#pragma once
+
+#include <cstddef>
+#include <limits>
+#include <optional>
+#include <string>
+
+namespace trainrun::detail {
+
+struct SwitchPoints {
+  static constexpr std::size_t kNever = std::numeric_limits<std::size_t>::max();
+  std::size_t two_level_min = 0;          // from this size two-level, below it flat
+  std::size_t split_min = 0;              // two-level from this size is split, below it replicated
+  std::size_t chunk_bytes = 1024 * 1024;  // the split's pipeline chunk (2 hosts)
+};
+
+// The model's points for `hosts` hosts of `ranks_per_host` ranks each.
+SwitchPoints model_switch_points(int hosts, int ranks_per_host);
+
+// The model's points with `spec` (TRAINRUN_SWITCH_POINTS) applied; nullopt
+// and `error` naming the bad part when it does not parse.
+std::optional<SwitchPoints> switch_points(int hosts, int ranks_per_host, const std::string& spec, std::string& error);
+
+// "flat below 0 B ..." for --verbose: one phrase per switch.
+std::string describe(const SwitchPoints& points);
+
+// "64 KiB", "1 MiB", "12 B".
+std::string byte_size_text(std::size_t bytes);
+
+}  // namespace trainrun::detail

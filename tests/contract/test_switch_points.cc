@@ -1,0 +1,60 @@
+// Where allreduce across hosts changes algorithm (contract/switch_points.h):
+// the cost model's choices, the override's grammar, and the --verbose text.
+#include <doctest/doctest.h>
+
+#include "contract/switch_points.h"
+
+using namespace trainrun::detail;
+
+TEST_CASE("2 hosts x 2 ranks: two-level at every size, the whole message across below 8 KiB") {
+  const SwitchPoints p = model_switch_points(2, 2);
+  CHECK(p.two_level_min == 0);
+  CHECK(p.split_min == 8192);
+  CHECK(p.chunk_bytes == 1024 * 1024);
+  // More ranks per host make carrying the whole message L times dearer.
+  CHECK(model_switch_points(2, 8).split_min < p.split_min);
+}
+
+TEST_CASE("one rank per host, or one host, never goes two-level") {
+  CHECK(model_switch_points(2, 1).two_level_min == SwitchPoints::kNever);
+  CHECK(model_switch_points(1, 4).two_level_min == SwitchPoints::kNever);
+  CHECK(describe(model_switch_points(4, 1)) == "TCP mesh at every size");
+}
+
+TEST_CASE("an override replaces the parts it names and keeps the model's others") {
+  std::string error;
+  const auto p = switch_points(2, 2, "two-level=4K,chunk=2M", error);
+  REQUIRE(p);
+  CHECK(p->two_level_min == 4096);
+  CHECK(p->split_min == 8192);
+  CHECK(p->chunk_bytes == 2 * 1024 * 1024);
+  const auto never = switch_points(2, 2, "two-level=never", error);
+  REQUIRE(never);
+  CHECK(never->two_level_min == SwitchPoints::kNever);
+  const auto empty = switch_points(2, 2, "", error);
+  REQUIRE(empty);
+  CHECK(empty->split_min == 8192);
+}
+
+TEST_CASE("a bad override names the part that is wrong") {
+  std::string error;
+  CHECK(!switch_points(2, 2, "two-level=4X", error));
+  CHECK(error == "'two-level=4X': the value is not a size in bytes (e.g. 64K, 1M)");
+  CHECK(!switch_points(2, 2, "ring=4K", error));
+  CHECK(error == "'ring=4K': expected two-level=SIZE|never, split=SIZE or chunk=SIZE (at least 4K)");
+  CHECK(!switch_points(2, 2, "chunk=1K", error));
+  CHECK(!switch_points(2, 2, "split=never", error));
+  CHECK(!switch_points(2, 2, "split", error));
+}
+
+TEST_CASE("--verbose says where each switch is") {
+  std::string error;
+  CHECK(describe(model_switch_points(2, 2)) ==
+        "two-level with every local rank carrying the whole message across below 8 KiB, two-level with each local "
+        "rank carrying 1/L across from 8 KiB (2 hosts: pipelined in 1 MiB chunks)");
+  CHECK(describe(*switch_points(2, 2, "two-level=64K,split=8K", error)) ==
+        "TCP mesh below 64 KiB, two-level with each local rank carrying 1/L across from 64 KiB (2 hosts: pipelined "
+        "in 1 MiB chunks)");
+  CHECK(byte_size_text(1536) == "1536 B");
+  CHECK(byte_size_text(3u << 30) == "3 GiB");
+}
