@@ -134,6 +134,25 @@ void RoutedBackend::reducescatter(const void* send, void* recv, const std::vecto
 
 void RoutedBackend::barrier() { host_->barrier(); }
 
+void RoutedBackend::refuse_cuda(const char* op, const void* buf) {
+  if (!buf || !cuda_ || !cuda_->driver_loaded()) return;
+  const BufferInfo where = cuda_->inspect(buf);
+  if (where.cuda) {
+    throw Error(Error::Code::Unsupported, std::string(op) + " takes host buffers; buf is on CUDA device " +
+                                              std::to_string(where.device) + " (copy it to the host first)");
+  }
+}
+
+void RoutedBackend::send(const void* buf, std::size_t count, DataType type, int peer, int tag) {
+  refuse_cuda("send", buf);
+  host_->send(buf, count, type, peer, tag);
+}
+
+int RoutedBackend::recv(void* buf, std::size_t count, DataType type, int peer, int tag) {
+  refuse_cuda("recv", buf);
+  return host_->recv(buf, count, type, peer, tag);
+}
+
 std::unique_ptr<Backend> RoutedBackend::subset(const std::vector<int>& ranks, World* member, const std::string& set) {
   std::unique_ptr<Backend> host = host_->subset(ranks, member, set);
   if (!member) return nullptr;

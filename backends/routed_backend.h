@@ -40,13 +40,10 @@ class RoutedBackend final : public Backend {
                      ReduceOp op) override;
   void barrier() override;
   void synchronize() override;
-  // Host buffers only: the CPU backend's, thread-safe as it is.
-  void send(const void* buf, std::size_t count, DataType type, int peer, int tag) override {
-    host_->send(buf, count, type, peer, tag);
-  }
-  int recv(void* buf, std::size_t count, DataType type, int peer, int tag) override {
-    return host_->recv(buf, count, type, peer, tag);
-  }
+  // The CPU backend's, thread-safe as it is; a CUDA buffer is
+  // Error(Unsupported) (NCCL's point-to-point is not wired).
+  void send(const void* buf, std::size_t count, DataType type, int peer, int tag) override;
+  int recv(void* buf, std::size_t count, DataType type, int peer, int tag) override;
   void abort() noexcept override;
   // The CPU backend's subset, routed alike; CUDA buffers of the set get an
   // NCCL communicator of their own (a new ncclUniqueId among the set's
@@ -63,6 +60,7 @@ class RoutedBackend final : public Backend {
   // Where one call goes; decides the job's CUDA path at its first CUDA buffer.
   Routed route(const char* role_a, const void* a, const char* role_b = "", const void* b = nullptr);
   void open_nccl();
+  void refuse_cuda(const char* op, const void* buf);
   // The backend a Host or Nccl route runs on, buffers as they are.
   Backend& direct(const Routed& routed) { return routed.route == Route::Host ? *host_ : *nccl_; }
   // A copy of `bytes` of `send` in memory of its kind, for aliased calls.

@@ -308,6 +308,7 @@ auto point_to_point(const detail::World& world, const char* name, std::size_t co
                                   : "peer " + std::to_string(peer) + " is not a rank of this " +
                                         std::to_string(world.size) + "-rank world"));
     }
+    if (world.size == 1) invalid("a 1-rank world has no other rank");
     detail::checked_bytes(count, type);
     require(count == 0 || buf, "buf must not be null");
     return run();

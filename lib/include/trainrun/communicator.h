@@ -72,7 +72,8 @@ class Communicator {
   // for a peer out of range or this rank, Error(Mismatch) naming both ranks
   // when the message's size or type differ from recv's, Error(Io) when the
   // peer exited first, Error(Timeout) past the collective timeout, and
-  // Error(Unsupported) on the nccl backend. Host buffers only.
+  // Error(Unsupported) for a CUDA buffer: host buffers only (under the nccl
+  // backend they take the CPU backend beside NCCL).
   static constexpr int kAnySource = -1;
   void send(const void* buf, std::size_t count, DataType type, int peer, int tag = 0);
   int recv(void* buf, std::size_t count, DataType type, int peer, int tag = 0);
