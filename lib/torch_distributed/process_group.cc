@@ -74,15 +74,18 @@ void ProcessGroupTrainrun::check_reduce(const char* op, const at::Tensor& t, con
   }
 }
 
+OrderedWorker::Done ProcessGroupTrainrun::completion(c10::intrusive_ptr<TrainrunWork> work, const char* op,
+                                                     std::string who) {
+  return [work = std::move(work), op, who = std::move(who)](const std::string& error) {
+    work->complete(error.empty() || error.rfind("rank ", 0) == 0 ? error : who + ": " + op + ": " + error);
+  };
+}
+
 ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::enqueue(OpType type, const char* op, Tensors outputs,
                                                             std::function<void(CoreGroup&)> run) {
   auto work = c10::make_intrusive<TrainrunWork>(rank_, type, std::move(outputs));
-  const std::uint64_t ticket = worker_->submit(
-      [this, run = std::move(run)] { run(group_); },
-      [work, op, who = who_](const std::string& error) {
-        // Core errors already name the rank, its host and the core op.
-        work->complete(error.empty() || error.rfind("rank ", 0) == 0 ? error : who + ": " + op + ": " + error);
-      });
+  const std::uint64_t ticket =
+      worker_->submit([this, run = std::move(run)] { run(group_); }, completion(work, op, who_));
   work->run_on_wait(worker_, ticket);
   return work;
 }

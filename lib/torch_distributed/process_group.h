@@ -29,6 +29,8 @@
 
 namespace trainrun::c10d {
 
+class TrainrunWork;
+
 class ProcessGroupTrainrun : public ::c10d::ProcessGroup {
  public:
   // Over the job's world (`group` not owned) or a set (owned).
@@ -64,6 +66,9 @@ class ProcessGroupTrainrun : public ::c10d::ProcessGroup {
   WorkPtr recvAnysource(Tensors& tensors, int tag) override;
 
  private:
+  // What completes `work` when an op ends: core errors already name the
+  // rank, its host and the core op; others get "rank R (HOST): op: ".
+  static OrderedWorker::Done completion(c10::intrusive_ptr<TrainrunWork> work, const char* op, std::string who);
   // Queues `run` under `op`'s name; the Work's result is `outputs`.
   WorkPtr enqueue(::c10d::OpType type, const char* op, Tensors outputs, std::function<void(python::CoreGroup&)> run);
   // A RuntimeError "rank R (HOST): op: why" on the caller's thread.

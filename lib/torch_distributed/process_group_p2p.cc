@@ -39,9 +39,7 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::point_to_point(bool sending,
         raw->set_source(group_.recv(dense.data_ptr(), count, type, peer, tag));
         if (!dense.is_same(t)) t.copy_(dense);
       },
-      [work, op, who = who_](const std::string& error) {
-        work->complete(error.empty() || error.rfind("rank ", 0) == 0 ? error : who + ": " + op + ": " + error);
-      });
+      completion(work, op, who_));
   work->run_on_wait(worker, ticket);
   return work;
 }
