@@ -6,7 +6,9 @@ namespace trainrun::detail {
 // As in Horovod, only allreduces go on while a rank has joined (it
 // contributes the identity): every other op fails on every rank, naming the
 // joined rank, rather than give results without that rank's part.
-bool joined_rank_can_take_part(const Request& r, int /*rank*/) { return r.op == OpType::Allreduce; }
+// A joined rank's neutral input is host memory, which cannot join an NCCL
+// call: allreduces of CUDA memory fail too.
+bool joined_rank_can_take_part(const Request& r, int /*rank*/) { return r.op == OpType::Allreduce && !r.on_cuda(); }
 
 Coordinator::Coordinator(int size) : size_(size), joined_(static_cast<std::size_t>(size), false) {}
 
@@ -68,7 +70,8 @@ Response Coordinator::respond(const Entry& entry) const {
     const bool root_left = ref.op == OpType::Broadcast && ref.root == r;
     if (!joined_rank_can_take_part(ref, r)) {
       response.error = op_label(ref) + " '" + ref.name + "': rank " + std::to_string(r) +
-                       (root_left ? " (the root)" : "") + " has joined (trainrun::join) and cannot take part";
+                       (root_left ? " (the root)" : "") + " has joined (trainrun::join) and cannot take part" +
+                       (ref.on_cuda() ? " in an op on CUDA memory" : "");
       response.error_code = Error::Code::InvalidArgument;
       return response;
     }

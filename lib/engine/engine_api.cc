@@ -65,9 +65,11 @@ Request tensor_request(OpType op, const std::string& name, const Tensor& t) {
   for (auto d : t.shape) {
     if (d < 0) invalid("'" + name + "' has shape " + detail::shape_text(t.shape) + ": dimensions must be >= 0");
   }
-  if (t.device != kCpu) {
+  if (t.device != kCpu && op != OpType::Allreduce && op != OpType::Broadcast) {
     throw Error(Error::Code::Unsupported, "'" + name + "' is on CUDA device " + std::to_string(t.device) +
-                                              "; the engine takes host memory (device kCpu) only");
+                                              ": the engine's " + detail::to_string(op) +
+                                              " takes host memory (device kCpu) only; allreduce and broadcast "
+                                              "take CUDA memory");
   }
   const std::size_t count =
       detail::checked_elements(t.shape, t.type, "'" + name + "' has shape " + detail::shape_text(t.shape));
@@ -91,6 +93,11 @@ void set_scales(Request& r, double prescale, double postscale) {
   }
   if ((prescale != 1.0 || postscale != 1.0) && r.type == DataType::Bool) {
     invalid("'" + r.name + "': prescale and postscale need a numeric dtype, not bool");
+  }
+  if ((prescale != 1.0 || postscale != 1.0) && r.device != kCpu) {
+    throw Error(Error::Code::Unsupported, "'" + r.name +
+                                              "': prescale and postscale of CUDA memory are not supported "
+                                              "(the engine scales host memory); scale on the device");
   }
   r.prescale = prescale;
   r.postscale = postscale;
@@ -134,6 +141,11 @@ Handle grouped_allreduce_async(Communicator& comm, const std::vector<std::string
       if (member.type != r.type) {
         invalid("'" + names[i] + "' is " + to_string(member.type) + " but '" + names[0] + "' is " + to_string(r.type) +
                 ": a group has one dtype");
+      }
+      if (member.on_cuda() != r.on_cuda()) {
+        auto memory = [](const Request& m) { return m.on_cuda() ? "CUDA memory" : "host memory"; };
+        invalid("'" + names[i] + "' is in " + memory(member) + " but '" + names[0] + "' in " + memory(r) +
+                ": a group is all host or all CUDA memory");
       }
       if (!seen.insert(names[i]).second) invalid("'" + names[i] + "' appears twice in the group");
       r.members.push_back({names[i], tensors[i].shape});

@@ -45,7 +45,8 @@ std::vector<Batch> plan_batches(const std::vector<Response>& responses, std::siz
     const std::size_t members = r.members.empty() ? 1 : r.members.size();
     for (std::size_t m = 0; m < members; ++m) {
       const std::size_t bytes = member_bytes(r, m);
-      if (bytes >= kInPlaceMinBytes || bytes > threshold) {
+      // CUDA memory runs in place: the fusion buffer is host memory.
+      if (bytes >= kInPlaceMinBytes || bytes > threshold || r.on_cuda()) {
         alone({i, m, 0, bytes});
         continue;
       }

@@ -92,6 +92,8 @@ std::string dims_after_first(const std::vector<std::int64_t>& shape) {
   return shape_text(std::vector<std::int64_t>(shape.begin() + (shape.empty() ? 0 : 1), shape.end()));
 }
 
+std::string memory_text(int device) { return device >= 0 ? "CUDA" : "host"; }
+
 }  // namespace
 
 const char* to_string(OpType op) {
@@ -152,8 +154,9 @@ std::optional<std::string> disagreement(const Request& a, int a_rank, const Requ
     return differ("shape", shape_text(a.shape), shape_text(b.shape));
   }
   if (a.root != b.root) return differ("root", std::to_string(a.root), std::to_string(b.root));
-  if (a.device != b.device) {
-    return differ("device", std::to_string(a.device), std::to_string(b.device));
+  // Each rank has its own GPU: only host against CUDA memory disagrees.
+  if (a.on_cuda() != b.on_cuda()) {
+    return differ("memory", memory_text(a.device), memory_text(b.device));
   }
   if (a.prescale != b.prescale) return differ("prescale", shortest_decimal(a.prescale), shortest_decimal(b.prescale));
   if (a.postscale != b.postscale) {

@@ -34,7 +34,7 @@ struct Request {
   DataType type = DataType::Float32;
   ReduceOp reduce_op = ReduceOp::Sum;
   int root = 0;     // broadcast
-  int device = -1;  // trainrun::kCpu
+  int device = -1;  // trainrun::kCpu, or the rank's CUDA device
   double prescale = 1.0;
   double postscale = 1.0;
   std::vector<std::int64_t> shape;  // empty for a group: see members
@@ -42,6 +42,7 @@ struct Request {
   // and run as a unit.
   std::vector<Member> members;
   std::string core_op;  // Core: which Communicator call ("allreduce", ...)
+  bool on_cuda() const { return device >= 0; }
   // How long the request had waited on its rank when it was reported: lets
   // the stall inspector date requests that first waited on a cache hit.
   // Not part of what ranks must agree on.

@@ -112,6 +112,20 @@ TEST_CASE("ops that need every rank fail while one has joined") {
   CHECK(after[3].error.empty());
 }
 
+TEST_CASE("an allreduce of CUDA memory fails while a rank has joined: its neutral input would be host memory") {
+  Coordinator c(2);
+  const auto now = Clock::now();
+  c.report(1, {req("#join", OpType::Join)}, now);
+  Request on_gpu = req("grad");
+  on_gpu.device = 0;
+  c.report(0, {on_gpu, req("host")}, now);
+  const auto ready = c.take_ready();
+  REQUIRE(ready.size() == 2);
+  CHECK(ready[0].error ==
+        "allreduce 'grad': rank 1 has joined (trainrun::join) and cannot take part in an op on CUDA memory");
+  CHECK(ready[1].error.empty());
+}
+
 TEST_CASE("a rank reporting a name twice is an engine bug") {
   Coordinator c(2);
   c.report(0, {req("a")}, Clock::now());

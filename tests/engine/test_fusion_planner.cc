@@ -52,6 +52,18 @@ TEST_CASE("the threshold caps a batch; 0 turns fusion off") {
   for (const auto& b : batches) CHECK_FALSE(b.fused);
 }
 
+TEST_CASE("allreduces of CUDA memory run in place, alone: the fusion buffer is host memory") {
+  std::vector<Response> responses = {allreduce("gpu.a", 3), allreduce("gpu.b", 3), allreduce("host", 3)};
+  responses[0].request.device = responses[1].request.device = 0;
+  const auto batches = plan_batches(responses, 64u << 20);
+  REQUIRE(batches.size() == 3);
+  CHECK_FALSE(batches[0].fused);
+  CHECK(batches[0].items[0].response == 0);
+  CHECK_FALSE(batches[1].fused);
+  CHECK(batches[1].items[0].response == 1);
+  CHECK(batches[2].items[0].response == 2);
+}
+
 TEST_CASE("large tensors run in place, alone, and a batch of one is not fused") {
   const std::vector<Response> responses = {allreduce("big", kInPlaceMinBytes / 4), allreduce("small", 10)};
   const auto batches = plan_batches(responses, 64u << 20);
