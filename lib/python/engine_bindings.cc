@@ -5,7 +5,6 @@
 // holds a reference per handle). Handles are the engine's ids. Every call
 // releases the GIL: submissions may wait on the engine's lock, synchronize,
 // join and barrier on other ranks.
-#include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
 #include <cstdint>
@@ -36,17 +35,18 @@ Tensor to_tensor(const TensorArgs& args) {
   return t;
 }
 
-// synchronize()'s result: (dtype, shape, bytes or None, received_splits).
-// The bytes are a uint8 numpy array that owns the engine's buffer, so the
-// caller views it as a tensor without another copy.
+// The bytes of an engine-allocated output, owned here and shown through
+// the buffer protocol (writable, uint8), so the caller views them as a
+// tensor (torch.frombuffer) without another copy, and without numpy's C API,
+// whose layout differs between numpy 1 and 2.
+struct OutputBytes {
+  std::vector<char> data;
+};
+
+// synchronize()'s result: (dtype, shape, OutputBytes or None, received_splits).
 py::tuple to_python(Output&& out) {
   py::object data = py::none();
-  if (!out.data.empty() || !out.shape.empty()) {
-    auto* owned = new std::vector<char>(std::move(out.data));
-    py::capsule owner(owned, [](void* p) { delete static_cast<std::vector<char>*>(p); });
-    data = py::array_t<std::uint8_t>({static_cast<py::ssize_t>(owned->size())}, {1},
-                                     reinterpret_cast<std::uint8_t*>(owned->data()), owner);
-  }
+  if (!out.data.empty() || !out.shape.empty()) data = py::cast(OutputBytes{std::move(out.data)});
   return py::make_tuple(out.type, out.shape, data, out.received_splits);
 }
 
@@ -82,9 +82,19 @@ void bind_types(py::module_& m) {
       .value("Product", ReduceOp::Product);
 }
 
+void bind_output_bytes(py::module_& m) {
+  py::class_<OutputBytes>(m, "OutputBytes", py::buffer_protocol())
+      .def_buffer([](OutputBytes& b) {
+        return py::buffer_info(b.data.data(), 1, py::format_descriptor<std::uint8_t>::format(), 1,
+                               {static_cast<py::ssize_t>(b.data.size())}, {py::ssize_t{1}});
+      })
+      .def("__len__", [](const OutputBytes& b) { return b.data.size(); });
+}
+
 }  // namespace
 
 void bind_engine(py::module_& m) {
+  bind_output_bytes(m);
   bind_types(m);
   m.attr("CPU") = kCpu;
 

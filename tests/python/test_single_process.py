@@ -53,6 +53,26 @@ def test_core_error_carries_code_and_message():
     assert not hvd.mpi_ops._pending  # nothing left behind by refused submissions
 
 
+def test_engine_takes_cuda_memory_for_allreduce_and_broadcast_only():
+    # The engine's contract for device memory, seen through _core with a
+    # device index (no GPU here: the backend sees host memory, so the ops
+    # that accept it run). trainrun.torch stages the others (tests/gpu).
+    core = hvd.mpi_ops._core
+    t = torch.arange(4, dtype=torch.float32)
+    on_gpu0 = (t.data_ptr(), core.DataType.Float32, [4], 0)
+    core.synchronize(core.allreduce_async('gpu.sum', on_gpu0, hvd.Sum, 1.0, 1.0))
+    core.synchronize(core.broadcast_async('gpu.bcast', on_gpu0, 0))
+    assert torch.equal(t, torch.arange(4, dtype=torch.float32))
+    with pytest.raises(trainrun.UnsupportedError, match=r"'gpu.gather' is on CUDA device 0: the engine's allgather "
+                                                        r"takes host memory .*allreduce and broadcast take CUDA"):
+        core.allgather_async('gpu.gather', on_gpu0)
+    with pytest.raises(trainrun.UnsupportedError, match=r"'gpu.scaled': prescale and postscale of CUDA memory"):
+        core.allreduce_async('gpu.scaled', on_gpu0, hvd.Sum, 2.0, 1.0)
+    host = (t.data_ptr(), core.DataType.Float32, [4], core.CPU)
+    with pytest.raises(trainrun.InvalidArgumentError, match=r"'b' is in host memory but 'a' in CUDA memory"):
+        core.grouped_allreduce_async(['a', 'b'], [on_gpu0, host], hvd.Sum, 1.0, 1.0)
+
+
 def test_non_contiguous_in_place():
     base = torch.arange(12, dtype=torch.float32).reshape(3, 4)
     view = base.t()

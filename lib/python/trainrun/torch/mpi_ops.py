@@ -1,8 +1,12 @@
 """Horovod's horovod.torch.mpi_ops on trainrun's C++ engine.
 
 Tensors go to the engine by data pointer: no copy on the Python side for
-in-place calls on contiguous CPU tensors (a non-contiguous one is worked on
-through a contiguous copy that is copied back). Each handle keeps its
+in-place calls on contiguous tensors (a non-contiguous one is worked on
+through a contiguous copy that is copied back). CUDA tensors: allreduce and
+broadcast hand the engine device memory (NCCL, or staged by the backend;
+scale factors applied here by torch on the device); allgather, alltoall and
+reducescatter, whose outputs the engine allocates in host memory, are staged
+here through host memory and their results moved to the tensor's device. Each handle keeps its
 tensors referenced until synchronize() returns. Names default to
 '<op>.noname.<n>', counted per op, so ranks that make the same calls in the
 same order agree; pass name= when the order differs between ranks.
@@ -163,7 +167,14 @@ def _engine_tensor(tensor, name):
         raise _error(_core.UnsupportedError, 'Unsupported',
                      f"'{name}': dtype {tensor.dtype} is not supported by trainrun "
                      f"(supported: {', '.join(str(d) for d in _DTYPES)})")
-    device = tensor.device.index if tensor.is_cuda else _core.CPU
+    device = _core.CPU
+    if tensor.is_cuda:
+        device = tensor.device.index
+        # The engine's NCCL calls are ordered after the legacy default stream
+        # only (as cudaMemcpy is): wait for a side stream that may still write.
+        stream = torch.cuda.current_stream(tensor.device)
+        if stream != torch.cuda.default_stream(tensor.device):
+            stream.synchronize()
     return (tensor.data_ptr(), dtype, list(tensor.shape), device)
 
 
@@ -186,24 +197,56 @@ def _submit_group(handles, finish):
 
 
 def _scaled(tensor, factor):
-    """tensor * factor in tensor's dtype, as the engine scales: integers in double, truncated
-    toward zero; float16 and bfloat16 in float32 (not with the factor rounded to 16 bits)."""
+    """tensor * factor in tensor's dtype, as Horovod scales: integers in double, truncated
+    toward zero; float16 and bfloat16 in float32, on the host (the engine's arithmetic) with
+    the factor as it is, on a GPU (Horovod's GPU kernels) with the factor rounded to the dtype."""
     if factor == 1.0:
         return tensor.contiguous()
     if tensor.dtype in (torch.float16, torch.bfloat16):
+        if tensor.is_cuda:
+            return tensor * torch.tensor(factor, dtype=tensor.dtype, device=tensor.device)
         return (tensor.float() * factor).to(tensor.dtype)
     if tensor.is_floating_point():
         return (tensor * factor).contiguous()
     return torch.trunc(tensor.double() * factor).to(tensor.dtype)
 
 
-def _result(output):
-    """The engine's allocated output (dtype, shape, bytes) as a tensor."""
+def _result(output, like):
+    """The engine's allocated output (dtype, shape, bytes) as a tensor on `like`'s device."""
     dtype, shape, data, _ = output
     torch_dtype = _TORCH_DTYPES[dtype]
-    if data is None or data.size == 0:  # an empty result: no bytes to view as the dtype
-        return torch.empty(shape, dtype=torch_dtype)
-    return torch.from_numpy(data).view(torch_dtype).reshape(shape)
+    if data is None or len(data) == 0:  # an empty result: no bytes to view as the dtype
+        return torch.empty(shape, dtype=torch_dtype, device=like.device)
+    return torch.frombuffer(data, dtype=torch.uint8).view(torch_dtype).reshape(shape).to(like.device)
+
+
+def _host(tensor):
+    """A contiguous tensor in host memory: a CUDA tensor's staged copy."""
+    if tensor.is_cuda:
+        return tensor.detach().to('cpu', memory_format=torch.contiguous_format)
+    return tensor.contiguous()
+
+
+def _engine_scales(works, prescale, postscale):
+    """([(work, finish)], prescale, postscale) as the engine takes them: it
+    scales host memory only, so CUDA works are scaled here, by torch on their
+    device as the engine would (_scaled), and the engine gets factors 1."""
+    if not any(work.is_cuda for work, _ in works):
+        return works, prescale, postscale
+
+    def scaled(work, finish):
+        with torch.no_grad():
+            if prescale != 1.0:
+                work.copy_(_scaled(work, prescale))
+        if postscale == 1.0:
+            return finish
+
+        def scale_after(output):
+            with torch.no_grad():
+                work.copy_(_scaled(work, postscale))
+            return finish(output)
+        return scale_after
+    return [(work, scaled(work, finish)) for work, finish in works], 1.0, 1.0
 
 
 def _in_place(tensor):
@@ -274,7 +317,8 @@ def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1
     if op == Adasum:
         return _adasum_allreduce_async_(tensor, name, prescale_factor, postscale_factor, process_set)
     name = _name('allreduce', name, process_set)
-    work, finish = _in_place(tensor)
+    [(work, finish)], prescale_factor, postscale_factor = _engine_scales([_in_place(tensor)], prescale_factor,
+                                                                         postscale_factor)
     handle = _core.allreduce_async(name, _engine_tensor(work, name), _op(average, op), prescale_factor,
                                    postscale_factor, process_set=_sets._set_id(process_set))
     return _submit(handle, (tensor, work), finish)
@@ -315,7 +359,8 @@ def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale
         return _submit_group(handles, list)
     base = _name('grouped_allreduce', name, process_set)
     names = [f'{base}.{i}' for i in range(len(tensors))]
-    works = [_in_place(t) for t in tensors]
+    works, prescale_factor, postscale_factor = _engine_scales([_in_place(t) for t in tensors], prescale_factor,
+                                                              postscale_factor)
     handle = _core.grouped_allreduce_async(names, [_engine_tensor(w, n) for (w, _), n in zip(works, names)],
                                            _op(average, op), prescale_factor, postscale_factor,
                                            process_set=_sets._set_id(process_set))
@@ -345,9 +390,9 @@ def grouped_allreduce(tensors, average=None, name=None, compression=None, op=Non
 
 def allgather_async(tensor, name=None, process_set=None):
     name = _name('allgather', name, process_set)
-    work = tensor.contiguous()
+    work = _host(tensor)
     handle = _core.allgather_async(name, _engine_tensor(work, name), process_set=_sets._set_id(process_set))
-    return _submit(handle, work, _result)
+    return _submit(handle, work, lambda output: _result(output, tensor))
 
 
 def allgather(tensor, name=None, process_set=None):
@@ -382,17 +427,20 @@ def broadcast(tensor, root_rank, name=None, process_set=None):
 
 def alltoall_async(tensor, splits=None, name=None, process_set=None):
     name = _name('alltoall', name, process_set)
-    work = tensor.contiguous()
+    work = _host(tensor)
     if isinstance(splits, torch.Tensor) and splits.dtype != torch.int32:
         raise _error(_core.InvalidArgumentError, 'InvalidArgument',
                      f"'{name}': splits must be a tensor of int32 (as Horovod's), not {splits.dtype}")
-    split_list = [] if splits is None else [int(s) for s in splits]
+    split_list = [] if splits is None else [int(s) for s in (splits.tolist() if isinstance(splits, torch.Tensor)
+                                                              else splits)]
+    splits_device = splits.device if isinstance(splits, torch.Tensor) else 'cpu'
 
     def finish(output):
-        result = _result(output)
+        result = _result(output, tensor)
         if splits is None:
             return result
-        return result, torch.tensor(output[3], dtype=torch.int32)
+        # As Horovod's: on the device of the splits given.
+        return result, torch.tensor(output[3], dtype=torch.int32, device=splits_device)
     handle = _core.alltoall_async(name, _engine_tensor(work, name), split_list,
                                   process_set=_sets._set_id(process_set))
     return _submit(handle, work, finish)
@@ -412,10 +460,10 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=None, prescal
     if op == Adasum:
         raise _error(_core.UnsupportedError, 'Unsupported', 'reducescatter does not support Adasum')
     name = _name('reducescatter', name, process_set)
-    work = _scaled(tensor, prescale_factor)
+    work = _host(_scaled(tensor, prescale_factor))
 
     def finish(output):
-        return _scaled(_result(output), postscale_factor)
+        return _scaled(_result(output, tensor), postscale_factor)
     handle = _core.reducescatter_async(name, _engine_tensor(work, name), op, process_set=_sets._set_id(process_set))
     return _submit(handle, work, finish)
 
