@@ -2,7 +2,7 @@
 # The GPU checks of issue 8, for a machine with an NVIDIA GPU that may lack
 # apt and Debian's libraries. Build on Debian 12, pack, carry, run:
 #
-#   bash scripts/build.sh && bash scripts/gpu_checks.sh pack build      # on the Debian machine
+#   bash scripts/build.sh && bash scripts/gpu_checks.sh pack build [--without-nccl] [--python PY] [--out DIR]
 #   # copy build/gpu-bundle (it holds this script too) to the GPU machine, then there:
 #   bash gpu-bundle/gpu_checks.sh run gpu-bundle
 #
@@ -10,37 +10,77 @@
 # stripped) in BUILD/gpu-bundle/bin and the shared libraries `ldd` lists for
 # them in BUILD/gpu-bundle/lib, except glibc's (the GPU machine's own are
 # used; they must be glibc 2.36 or newer) and libcuda.so.1 (the driver
-# belongs to the GPU machine). libnccl.so.2 (200+ MB, loaded at run time,
-# so ldd does not list it) goes in too unless --without-nccl is given; then
-# the GPU machine's own NCCL 2.18+ is used. run sets LD_LIBRARY_PATH to the
-# bundle's lib and runs, in order:
+# belongs to the GPU machine). run uses the GPU machine's own library where
+# ldconfig knows one of the same name (its libstdc++ may be newer, and its
+# torch needs that), else the bundle's. libnccl.so.2 (200+ MB, loaded at run time, so ldd does
+# not list it) goes in too unless --without-nccl is given; then the GPU
+# machine's own NCCL 2.18+ is used (from ldconfig, or the nvidia-nccl wheel
+# of its python3). --python PY adds the Python package trainrun in
+# BUILD/gpu-bundle/python, its module _core compiled for PY's version (the
+# GPU machine's python3 with torch: its minor version must match PY's), and
+# tests/gpu/cuda_tensors_check.py. --out DIR packs into DIR, not
+# BUILD/gpu-bundle. run sets LD_LIBRARY_PATH to the bundle's
+# libraries it uses and runs, in order:
 #   1. trainrun --check-build              (NCCL version, CUDA driver, GPUs)
 #   2. NCCL conformance, np=1               (--backend nccl, CUDA buffers)
 #   3. Gloo conformance with CUDA buffers, np=2 on one GPU (staged)
 #   4. default routing takes NCCL           (no --backend; NCCL_DEBUG=VERSION shows NCCL started)
 #   5. allreduce_bench --device cuda        (np=1 through NCCL; np=2 staged through Gloo)
+#   6. with the Python package: trainrun.torch on CUDA tensors (every
+#      collective, a side stream, one DistributedOptimizer step), np=1
+#      through NCCL and np=2 staged through Gloo, with python3's torch
+# (a check passes when its command exits 0 and its output matches, across lines)
 # and ends with one line per check and "N passed, N failed"; exit 1 if any failed.
 # Without a usable GPU (no driver, no device) run checks nothing, says why
 # in one line and exits 77.
 set -uo pipefail
 
 usage() {
-  echo "usage: $0 pack BUILD_DIR [--without-nccl] | run BUNDLE_DIR [--max-bytes N]" >&2
+  echo "usage: $0 pack BUILD_DIR [--without-nccl] [--python PY] [--out DIR] | run BUNDLE_DIR [--max-bytes N]" >&2
   exit 2
 }
 
+# The Python package in BUNDLE/python/trainrun for interpreter PY: the
+# build's .py files, and _core compiled and linked by the build's own
+# commands with PY's headers and extension suffix. Prints the module's path.
+pack_python() {
+  local build=$1 py=$2 bundle=$3
+  local suffix include own
+  suffix=$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))') || exit 1
+  include=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])') || exit 1
+  own=$(cd "$build" && ls lib/python/trainrun/_core.cpython-*.so 2>/dev/null | head -1)
+  [[ -n $own ]] || { echo "gpu_checks: $build has no trainrun._core: build with -Dpython=enabled" >&2; exit 1; }
+  local module=lib/python/trainrun/_core$suffix
+  if [[ $own != "$module" ]]; then
+    mkdir -p "$build/$module.p"
+    (cd "$build" && ninja -t commands "$own" | grep -F "$own" |
+      sed "s#$(basename "$own")#_core$suffix#g; s#-I[^ ]*python3\.[0-9]*##g; s# -c # -I$include -c #" | bash -e) >&2 ||
+      { echo "gpu_checks: cannot build trainrun._core for $py" >&2; exit 1; }
+  fi
+  mkdir -p "$bundle/python" && cp -r "$build/lib/python/trainrun" "$bundle/python/" || exit 1
+  rm -rf "$bundle/python/trainrun/"*.so "$bundle/python/trainrun/"*.p
+  strip --strip-debug -o "$bundle/python/trainrun/_core$suffix" "$build/$module" || exit 1
+  cp "$(dirname "$0")/../tests/gpu/cuda_tensors_check.py" "$bundle/python/" || exit 1
+  echo "$bundle/python/trainrun/_core$suffix"
+}
+
 pack() {
-  local build=$1 with_nccl=$2
-  local bundle=$build/gpu-bundle
+  local build=$1 with_nccl=$2 py=$3 bundle=$4
   rm -rf "$bundle" && mkdir -p "$bundle/bin" "$bundle/lib" || exit 1
   local programs=("$build/trainrun" "$build/tests/conformance_cuda" "$build/examples/allreduce_bench")
   for p in "${programs[@]}"; do
     [[ -x $p ]] || { echo "gpu_checks: $p is missing: build with CUDA found (meson -Dnccl=enabled)" >&2; exit 1; }
     strip --strip-debug -o "$bundle/bin/$(basename "$p")" "$p" || exit 1
   done
-  ldd "${programs[@]}" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u | while read -r lib; do
+  local linked=("${programs[@]}")
+  if [[ -n $py ]]; then
+    local module
+    module=$(pack_python "$build" "$py" "$bundle") || exit 1
+    linked+=("$module")
+  fi
+  ldd "${linked[@]}" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u | while read -r lib; do
     case $(basename "$lib") in
-      libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|ld-linux*|libcuda.so.*) ;;
+      libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|libresolv.so.*|ld-linux*|libcuda.so.*) ;;
       *) cp -L "$lib" "$bundle/lib/" ;;
     esac
   done
@@ -68,7 +108,7 @@ check() {
   out=$("$@" 2>&1)
   status=$?
   echo "$out"
-  if [[ $status -eq 0 ]] && grep -Eq "$expect" <<<"$out"; then
+  if [[ $status -eq 0 ]] && grep -Ezq "$expect" <<<"$out"; then
     passed=$((passed + 1)); summary+=("PASS  $name")
   else
     failed=$((failed + 1)); summary+=("FAIL  $name (exit $status)")
@@ -79,7 +119,23 @@ run() {
   local bundle max_bytes=$2
   bundle=$(realpath "$1") || exit 1
   local bin=$bundle/bin
-  export LD_LIBRARY_PATH=$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  # The bundle's libraries that this machine lacks (and the bundle's NCCL, if packed).
+  local libs=$bundle/lib/used known
+  known=$(ldconfig -p 2>/dev/null | awk 'NR > 1 {print $1}')
+  rm -rf "$libs" && mkdir -p "$libs" || exit 1
+  for lib in "$bundle"/lib/*.so*; do
+    local name=${lib##*/}
+    [[ $name != libnccl.so.2 ]] && grep -qxF "$name" <<<"$known" && continue
+    ln -s "$lib" "$libs/$name"
+  done
+  echo "=== from the bundle: $(ls "$libs" | tr '\n' ' ')"
+  if [[ ! -e $libs/libnccl.so.2 ]] && ! grep -qxF libnccl.so.2 <<<"$known"; then
+    # The nvidia-nccl wheel that python3's torch loads, if any.
+    local wheel
+    wheel=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null)
+    [[ -e $wheel/libnccl.so.2 ]] && libs+=:$wheel
+  fi
+  export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export TRAINRUN_COLLECTIVE_TIMEOUT=300
   echo "=== host: $(uname -n), $(ldd --version | head -1)"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 || echo "(no nvidia-smi)"
@@ -102,6 +158,13 @@ run() {
     "$bin/trainrun" --local -np 1 --backend nccl "$bin/allreduce_bench" --device cuda --max-bytes "$max_bytes"
   check "allreduce_bench, CUDA buffers, staged through Gloo, np=2" "busbw" \
     "$bin/trainrun" --local -np 2 --backend gloo "$bin/allreduce_bench" --device cuda --max-bytes "$max_bytes"
+  if [[ -d $bundle/python ]]; then
+    local check_py=("$bundle/python/cuda_tensors_check.py")
+    check "trainrun.torch, CUDA tensors, NCCL, np=1" "NCCL version [0-9.]+.*rank 0 of 1 \(gloo, cuda\): passed" \
+      env NCCL_DEBUG=VERSION PYTHONPATH="$bundle/python" "$bin/trainrun" --local -np 1 python3 "${check_py[@]}"
+    check "trainrun.torch, CUDA tensors, staged through Gloo, np=2" "rank 1 of 2 \(gloo, cuda\): passed" \
+      env PYTHONPATH="$bundle/python" "$bin/trainrun" --local -np 2 --backend gloo python3 "${check_py[@]}"
+  fi
   printf '%s\n' "${summary[@]}"
   echo "$passed passed, $failed failed"
   [[ $failed -eq 0 ]]
@@ -110,7 +173,20 @@ run() {
 case ${1:-} in
   pack)
     [[ $# -ge 2 ]] || usage
-    pack "$2" "$([[ ${3:-} == --without-nccl ]] && echo no || echo yes)" ;;
+    build=$2
+    shift 2
+    with_nccl=yes
+    py=
+    out=$build/gpu-bundle
+    while [[ $# -gt 0 ]]; do
+      case $1 in
+        --without-nccl) with_nccl=no; shift ;;
+        --python) [[ $# -ge 2 ]] || usage; py=$2; shift 2 ;;
+        --out) [[ $# -ge 2 ]] || usage; out=$2; shift 2 ;;
+        *) usage ;;
+      esac
+    done
+    pack "$build" "$with_nccl" "$py" "$out" ;;
   run)
     [[ $# -ge 2 ]] || usage
     run "$2" "$([[ ${3:-} == --max-bytes ]] && echo "${4:-256M}" || echo 256M)" ;;
