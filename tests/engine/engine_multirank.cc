@@ -380,7 +380,11 @@ TEST_CASE("bad arguments fail at once, on the calling rank only") {
   CHECK(code([&] {
           trainrun::allreduce_async("null", {nullptr, DataType::Float32, {3}});
         }) == Error::Code::InvalidArgument);
-  CHECK(code([&] { trainrun::allreduce_async("gpu", {&x, DataType::Float32, {1}, 0}); }) == Error::Code::Unsupported);
+  // CUDA memory (device 0) goes to allreduce and broadcast only, unscaled.
+  CHECK(code([&] { trainrun::allgather_async("gpu", {&x, DataType::Float32, {1}, 0}); }) == Error::Code::Unsupported);
+  CHECK(code([&] {
+          trainrun::allreduce_async("gpu", {&x, DataType::Float32, {1}, 0}, ReduceOp::Sum, 2.0);
+        }) == Error::Code::Unsupported);
   CHECK(code([&] {
           trainrun::allreduce_async("bscale", {&x, DataType::Bool, {1}}, ReduceOp::Sum, 2.0);
         }) == Error::Code::InvalidArgument);

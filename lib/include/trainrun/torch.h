@@ -13,7 +13,8 @@
 //
 // Every call here is collective: every rank makes the same calls in the
 // same order. Parameters and gradients are dense, contiguous CPU tensors
-// (Debian's LibTorch has no CUDA). Built and installed when LibTorch is found (-Dtorch=auto);
+// (Debian's LibTorch has no CUDA; a CUDA tensor is an Error of code
+// Unsupported). Built and installed when LibTorch is found (-Dtorch=auto);
 // link with `pkg-config --libs trainrun-torch`.
 #pragma once
 
