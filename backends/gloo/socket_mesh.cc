@@ -154,7 +154,9 @@ void SocketMesh::transfer(int to, const void* send, std::size_t send_ready, std:
     pollfd pfds[2];
     nfds_t count = 0;
     if (sent < send_ready) pfds[count++] = {out_fd, POLLOUT, 0};
-    if (received < recv_needed) {
+    // Waiting to send, it keeps reading what may come: two ranks that both
+    // wait to send never block each other.
+    if (received < recv_needed || (sent < send_ready && received < recv_bytes)) {
       if (count == 1 && out_fd == in_fd) pfds[0].events |= POLLIN;
       else pfds[count++] = {in_fd, POLLIN, 0};
     }

@@ -64,6 +64,15 @@ class SocketMesh {
               std::size_t recv_bytes, std::size_t recv_needed, std::size_t& received) {
     transfer(to, send, send_ready, sent, false, from, recv, recv_bytes, recv_needed, received);
   }
+  // As stream(), but also waits until the first send_ready bytes are sent.
+  // Call it before a step that waits for other ranks (a shared-memory
+  // round): the unsent bytes may be what those ranks' peers wait for, and
+  // neither side would move again (two hosts' ranks each waiting in shared
+  // memory for a local rank that waits for the other's bytes).
+  void stream_flushed(int to, const void* send, std::size_t send_ready, std::size_t& sent, int from, void* recv,
+                      std::size_t recv_bytes, std::size_t recv_needed, std::size_t& received) {
+    transfer(to, send, send_ready, sent, true, from, recv, recv_bytes, recv_needed, received);
+  }
   void abort() noexcept;
   // A mesh of the given ranks (this rank among them) over this
   // mesh's connections, numbered by position in `ranks`; it does not own

@@ -26,9 +26,10 @@ void two_level_allgatherv(ShmCollectives& host, SocketMesh& cross, void* recv, c
     std::size_t sent = 0, received = 0;
     cross.stream(peer, block(me), bytes(me), sent, peer, block(peer), bytes(peer), 0, received);
     if (!replicated) share(me);
-    cross.stream(peer, block(me), bytes(me), sent, peer, block(peer), bytes(peer), bytes(peer), received);
+    // All of this block sent before the next shared-memory round: the other
+    // host's ranks wait for it to reach theirs.
+    cross.stream_flushed(peer, block(me), bytes(me), sent, peer, block(peer), bytes(peer), bytes(peer), received);
     if (!replicated) share(peer);
-    if (sent < bytes(me)) cross.exchange(peer, block(me) + sent, bytes(me) - sent, nullptr, 0);
     return;
   }
   // A ring among the hosts: in step s, pass on the block of host me-s.

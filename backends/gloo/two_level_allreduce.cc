@@ -59,6 +59,10 @@ void pipelined_split(ShmCollectives& host, SocketMesh& cross, std::size_t chunk_
     const Chunk& c = chunks[k];
     if (k + 1 < chunks.size()) reduce_scatter(chunks[k + 1]);
     cross.stream(peer, mine.data(), ready, sent, peer, theirs.data(), total, c.piece_end(element), received);
+    // This piece all sent before the shared-memory round: the other host's
+    // ranks need it to reach theirs (see SocketMesh::stream_flushed).
+    cross.stream_flushed(peer, mine.data(), c.piece_end(element), sent, peer, theirs.data(), total,
+                         c.piece_end(element), received);
     char* result = out + (c.first + c.piece_first) * element;
     const char* a = mine.data() + c.piece_at;
     const char* b = theirs.data() + c.piece_at;
@@ -67,7 +71,6 @@ void pipelined_split(ShmCollectives& host, SocketMesh& cross, std::size_t chunk_
     else reduce(result, b, a, c.piece_count);
     host.allgatherv(nullptr, out + c.first * element, c.counts, element);
   }
-  if (sent < total) cross.exchange(peer, mine.data() + sent, total - sent, nullptr, 0);
 }
 
 }  // namespace
