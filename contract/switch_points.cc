@@ -38,6 +38,10 @@ double replicated(double s, int hosts, int local) {
   return shm_allreduce(s, local) + rounds(hosts) * (kLink.latency_us + local * s * kLink.us_per_byte);
 }
 
+double leader(double s, int hosts, int local) {
+  return shm_allreduce(s, local) + rounds(hosts) * kLink.round(s) + kShm.round(s);
+}
+
 double split(double s, int hosts, int local) {
   const double doubling = rounds(hosts) * kLink.round(s);
   const double ring = 2 * (hosts - 1) * kLink.latency_us + 2.0 * (hosts - 1) / hosts * s * kLink.us_per_byte;
@@ -70,14 +74,23 @@ SwitchPoints model_switch_points(int hosts, int ranks_per_host) {
   }
   points.two_level_min = SwitchPoints::kNever;
   points.split_min = SwitchPoints::kNever;
+  std::size_t split_over_replicated = SwitchPoints::kNever;
   // Powers of two from 4 B to 1 GiB: the first size where each choice wins.
+  auto first = [](std::size_t& point, std::size_t s, bool wins) {
+    if (point == SwitchPoints::kNever && wins) point = s == 4 ? 0 : s;
+  };
   for (std::size_t s = 4; s <= (std::size_t(1) << 30); s *= 2) {
-    const double f = flat(s, hosts, ranks_per_host), r = replicated(s, hosts, ranks_per_host),
+    const double f = flat(s, hosts, ranks_per_host), l = leader(s, hosts, ranks_per_host),
                  p = split(s, hosts, ranks_per_host);
-    if (points.two_level_min == SwitchPoints::kNever && std::min(r, p) < f) points.two_level_min = s == 4 ? 0 : s;
-    if (points.split_min == SwitchPoints::kNever && p <= r) points.split_min = s == 4 ? 0 : s;
+    first(points.two_level_min, s, std::min(l, p) < f);
+    first(points.split_min, s, p <= l);
+    first(split_over_replicated, s, p <= replicated(s, hosts, ranks_per_host));
   }
-  if (points.split_min == SwitchPoints::kNever) points.split_min = 0;
+  // Allgather's replicated variant costs (L-1)/H of the message more on each
+  // link where allreduce's costs L-1 times it: it pays up to H times the size.
+  points.allgather_split_min = split_over_replicated == SwitchPoints::kNever
+                                   ? SwitchPoints::kNever
+                                   : split_over_replicated * static_cast<std::size_t>(hosts);
   return points;
 }
 
@@ -98,10 +111,13 @@ std::optional<SwitchPoints> switch_points(int hosts, int ranks_per_host, const s
       points.two_level_min = never ? SwitchPoints::kNever : bytes;
     } else if (key == "split" && !never) {
       points.split_min = bytes;
+    } else if (key == "leader") {
+      points.leader_min = never ? SwitchPoints::kNever : bytes;
     } else if (key == "chunk" && !never && bytes >= 4096) {
       points.chunk_bytes = bytes;
     } else {
-      error = "'" + item + "': expected two-level=SIZE|never, split=SIZE or chunk=SIZE (at least 4K)";
+      error =
+          "'" + item + "': expected two-level=SIZE|never, leader=SIZE|never, split=SIZE or chunk=SIZE (at least 4K)";
       return std::nullopt;
     }
   }
@@ -124,9 +140,13 @@ std::string describe(const SwitchPoints& points) {
   std::string text;
   if (points.two_level_min > 0) text = "TCP mesh below " + byte_size_text(points.two_level_min) + ", ";
   const std::size_t split_from = std::max(points.split_min, points.two_level_min);
-  if (split_from > points.two_level_min) {
+  const std::size_t leader_from = std::clamp(points.leader_min, points.two_level_min, split_from);
+  if (leader_from > points.two_level_min) {
     text +=
-        "two-level with every local rank carrying the whole message across below " + byte_size_text(split_from) + ", ";
+        "two-level with every local rank carrying the host's sum across below " + byte_size_text(leader_from) + ", ";
+  }
+  if (split_from > leader_from) {
+    text += "two-level with local rank 0 carrying the host's sum across below " + byte_size_text(split_from) + ", ";
   }
   return text + "two-level with each local rank carrying 1/L across from " + byte_size_text(split_from) +
          " (2 hosts: pipelined in " + byte_size_text(points.chunk_bytes) + " chunks)";

@@ -7,17 +7,23 @@
 //   flat        recursive doubling over the TCP mesh among all H*L ranks:
 //               log2(L) rounds between ranks of a host (loopback TCP) and
 //               log2(H) across, where all L ranks of a host send S at once;
-//   replicated  a shared-memory allreduce in each host (one round for small
-//               S), then every local rank allreduces the whole host sum
-//               with its counterparts on the other hosts: no second
-//               shared-memory round, but each link carries L*S;
+//   leader      a shared-memory allreduce in each host (one round for small
+//               S), then local rank 0 alone allreduces the host sum with its
+//               counterparts on the other hosts and broadcasts the result
+//               in shared memory (its peers spin for it): S on each link;
+//   replicated  (only by override, below leader=SIZE) as leader, but every
+//               local rank carries the host sum across: no broadcast, but
+//               each link carries L*S and every local rank waits on the
+//               network; measured slower than leader at every size on 2
+//               hosts x 2 ranks;
 //   split       shared-memory reduce-scatter, each local rank allreduces
 //               its 1/L block across hosts, shared-memory allgather: two
 //               rounds in the host, S on each link; with 2 hosts, in
 //               chunks of chunk_bytes that overlap (the link never waits
 //               for shared memory).
 // The costs: a round in shared memory 5 us + 0.25 ns/B (40 us + 0.25 ns/B
-// right after a network round, where it waits for the slowest local rank's),
+// right after a network round every local rank took part in, where it waits
+// for the slowest local rank's),
 // over loopback TCP 20 us + 0.5 ns/B, across hosts 30 us + 8 ns/B
 // (1 Gbit/s). The model
 // assumes the slow link: on a faster one the split starts at a larger size
@@ -26,8 +32,9 @@
 // message on the wire.
 //
 // TRAINRUN_SWITCH_POINTS (launcher --switch-points) overrides any of them:
-// "two-level=SIZE,split=SIZE,chunk=SIZE" (each optional; SIZE in bytes with
-// an optional K, M or G; two-level=never keeps every size flat).
+// "two-level=SIZE,leader=SIZE|never,split=SIZE,chunk=SIZE" (each optional;
+// SIZE in bytes with an optional K, M or G; two-level=never keeps every size
+// flat; leader=SIZE makes sizes below it replicated, never all of them).
 #pragma once
 
 #include <cstddef>
@@ -39,9 +46,13 @@ namespace trainrun::detail {
 
 struct SwitchPoints {
   static constexpr std::size_t kNever = std::numeric_limits<std::size_t>::max();
-  std::size_t two_level_min = 0;          // from this size two-level, below it flat
-  std::size_t split_min = 0;              // two-level from this size is split, below it replicated
-  std::size_t chunk_bytes = 1024 * 1024;  // the split's pipeline chunk (2 hosts)
+  std::size_t two_level_min = 0;  // from this size two-level, below it flat
+  std::size_t split_min = 0;      // two-level from this size is split, below it leader (or replicated)
+  std::size_t leader_min = 0;     // two-level below split_min: from this size leader, below it replicated
+  // Two-level allgather: from this total size each local rank carries only
+  // its own block across, below it every block of its host.
+  std::size_t allgather_split_min = 0;
+  std::size_t chunk_bytes = 256 * 1024;  // the split's pipeline chunk (2 hosts)
 };
 
 // The model's points for `hosts` hosts of `ranks_per_host` ranks each.

@@ -86,11 +86,9 @@ class GlooBackend final : public Backend {
       for (int r = 0; r < rank_; ++r) before += counts[r];
       copy(send, static_cast<char*>(recv) + before * element, counts[rank_] * element);
       if (host_shm_ && host_major_) {
-        // Replicated costs (L-1)/H of the message more on each link where
-        // allreduce's costs L-1 times it: it pays up to H times the size.
         std::size_t total = 0;
         for (std::size_t c : counts) total += c;
-        const bool replicated = total * element < points_.split_min * static_cast<std::size_t>(cross_mesh_->size());
+        const bool replicated = total * element < points_.allgather_split_min;
         return two_level_allgatherv(*host_shm_, *cross_mesh_, recv, counts, element, replicated);
       }
       if (size_ > 1) direct_allgatherv(*mesh_, recv, counts, element);

@@ -84,10 +84,15 @@ void spin_for_network_round(ShmCollectives& host, std::size_t bytes) {
 void two_level_allreduce(ShmCollectives& host, SocketMesh& cross, const SwitchPoints& points, const void* send,
                          void* recv, std::size_t count, std::size_t element, ReduceFn reduce, std::vector<char>& block,
                          std::vector<char>& scratch) {
-  spin_for_network_round(host, count * element);
-  if (count * element < points.split_min) {
+  const std::size_t bytes = count * element;
+  spin_for_network_round(host, bytes);
+  if (bytes < points.split_min) {
     host.allreduce(send, recv, count, element, reduce);
-    direct_allreduce(cross, recv, count, element, reduce, scratch);
+    if (bytes < points.leader_min) return direct_allreduce(cross, recv, count, element, reduce, scratch);
+    // Leader: local rank 0 alone carries the host sum across; the others
+    // take the result from it (the link carries it once, not L times).
+    if (host.index() == 0) direct_allreduce(cross, recv, count, element, reduce, scratch);
+    host.broadcast(recv, bytes, 0);
     return;
   }
   if (cross.size() == 2) {

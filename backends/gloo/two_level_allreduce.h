@@ -2,9 +2,11 @@
 // number of ranks L: shared memory in a host (backends/shm), the TCP mesh
 // among the ranks at the same position on every host (the "cross" mesh).
 // Which variant runs is a matter of size (contract/switch_points.h):
-//   replicated (below points.split_min): a shared-memory allreduce, then
-//     every local rank allreduces the whole host sum across hosts; the
-//     fewest rounds, for short messages;
+//   leader (below points.split_min): a shared-memory allreduce, then local
+//     rank 0 alone allreduces the host sum across hosts and broadcasts the
+//     result in shared memory: the link carries it once;
+//   replicated (below points.leader_min, only by override): as leader, but
+//     every local rank carries the host sum across, with no broadcast;
 //   split: shared-memory reduce-scatter, so local rank i holds block i of
 //     its host's sum; block i is allreduced across hosts by the ranks at
 //     position i (all L streams of a host at once, each 1/L of the data);

@@ -79,7 +79,8 @@ void add_remote_options(CLI::App& app, RemoteOptions& r) {
 void add_switch_points_option(CLI::App& app, Options& o, const char* group) {
   app.add_option("--switch-points", o.switch_points,
                  "Where allreduce across hosts changes algorithm, overriding the cost model: "
-                 "two-level=SIZE|never,split=SIZE,chunk=SIZE (sets TRAINRUN_SWITCH_POINTS; --verbose prints them)")
+                 "two-level=SIZE|never,leader=SIZE|never,split=SIZE,chunk=SIZE (sets TRAINRUN_SWITCH_POINTS; "
+                 "--verbose prints them)")
       ->check(CLI::Validator(
           [](std::string& spec) {
             std::string error;

@@ -137,12 +137,12 @@ TEST_CASE("allreduce: every dtype, op and count, in place and not") {
 }
 
 // The sizes where the gloo backend's allreduce across hosts changes
-// algorithm: the cost model's for 2-8 ranks per host (contract/switch_points.h:
-// split 1-8 KiB, pipeline chunks of 1 MiB, a last chunk short), and every
-// size TRAINRUN_SWITCH_POINTS names. This program sees only the public API,
+// algorithm: the cost model's for 2-8 hosts of 2-8 ranks (contract/switch_points.h:
+// split from 8-128 KiB, pipeline chunks of 256 KiB, a last chunk short), and
+// every size TRAINRUN_SWITCH_POINTS names. This program sees only the public API,
 // so it reads the override's numbers itself.
 static std::vector<std::size_t> switch_sizes() {
-  std::vector<std::size_t> sizes = {1024, 2048, 4096, 8192, 1u << 20, (2u << 20) + 12};
+  std::vector<std::size_t> sizes = {8192, 16384, 32768, 65536, 131072, 256u << 10, (512u << 10) + 12};
   const char* spec = std::getenv("TRAINRUN_SWITCH_POINTS");
   for (const char* at = spec; at && (at = std::strchr(at, '=')); ++at) {
     char* end = nullptr;
@@ -234,6 +234,34 @@ TEST_CASE("allgather, in place and not") {
         CHECK_MESSAGE(!bad, describe("allgather", type, ReduceOp::Sum, count, in_place) << ": " << *bad);
       }
     }
+  }
+}
+
+// Blocks larger than a connection's buffers hold, across hosts: a rank
+// must not wait in shared memory with part of its block unsent (that hung
+// for good). Only where CONFORMANCE_LARGE_BLOCKS is set (tests/integration/
+// test_ssh.cc): 16 MiB per rank.
+TEST_CASE("allgather and allreduce of blocks larger than the sockets hold") {
+  if (!std::getenv("CONFORMANCE_LARGE_BLOCKS")) return;
+  const int r = comm().rank(), n = comm().size();
+  const std::size_t count = std::size_t(4) << 20;
+  for (int repeat = 0; repeat < 3; ++repeat) {
+    std::vector<float> send(count), recv(count * n, -1.0f);
+    for (std::size_t i = 0; i < count; ++i) send[i] = static_cast<float>((r * 7 + i + repeat) % 1000);
+    comm().allgather(send.data(), recv.data(), count, DataType::Float32);
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < recv.size(); ++i) {
+      bad += recv[i] != static_cast<float>((static_cast<int>(i / count) * 7 + i % count + repeat) % 1000);
+    }
+    CHECK_MESSAGE(bad == 0, "allgather of " << count << " floats per rank: " << bad << " wrong");
+    comm().allreduce(send.data(), recv.data(), count, DataType::Float32, ReduceOp::Sum);
+    bad = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      float sum = 0;
+      for (int k = 0; k < n; ++k) sum += static_cast<float>((k * 7 + i + repeat) % 1000);
+      bad += recv[i] != sum;
+    }
+    CHECK_MESSAGE(bad == 0, "allreduce of " << count << " floats: " << bad << " wrong");
   }
 }
 

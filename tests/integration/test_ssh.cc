@@ -139,24 +139,52 @@ TEST_CASE("conformance: 2 hosts x 2 ranks, allreduce two-level (shared memory in
   CHECK(nothing_left_anywhere(tag));
 }
 
+// 16 MiB blocks on links shaped to 1 Gbit/s: more than a connection holds,
+// so a rank that waited in shared memory with part of its block unsent
+// would hang the job (it did, with the allgather's second stream step).
+TEST_CASE("conformance: 2 hosts x 2 ranks, allgather and allreduce of blocks larger than the sockets hold") {
+  auto tc = [](int h, const char* verb, std::vector<std::string> tail) {
+    std::vector<std::string> argv = {"/usr/sbin/ip", "netns", "exec", hosts().netns(h), "/usr/sbin/tc",
+                                     "qdisc",        verb,    "dev",  "eth0",           "root"};
+    argv.insert(argv.end(), tail.begin(), tail.end());
+    return run_process(argv).exit_code == 0;
+  };
+  struct Unshape {
+    std::function<void()> undo;
+    ~Unshape() { undo(); }
+  } unshape{[&] {
+    for (int h : {1, 2}) tc(h, "del", {});
+  }};
+  for (int h : {1, 2}) REQUIRE(tc(h, "replace", {"tbf", "rate", "1gbit", "burst", "128kb", "latency", "10ms"}));
+  std::string tag;
+  const ProcessResult r =
+      run_remote({"-x", "TRAINRUN_COLLECTIVE_TIMEOUT=60", "-x", "CONFORMANCE_LARGE_BLOCKS=1", "-H", "h1:2,h2:2", "-np",
+                  "4", "--backend", "gloo", program_path("CONFORMANCE"), "--test-case=*larger than the sockets*"},
+                 &tag);
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(count(r.out, "of 4 (gloo): passed") == 4);
+  CHECK(nothing_left_anywhere(tag));
+}
+
 // The switch points moved down (launcher --switch-points) so that small
 // counts cross every one of them: TCP mesh below 4 KiB, every local rank
-// carrying the whole message across below 64 KiB, pipelined in 64 KiB
-// chunks above; conformance tries the sizes around each.
+// carrying the host's sum across below 16 KiB, local rank 0 alone below 64
+// KiB, pipelined in 64 KiB chunks above; conformance tries the sizes around each.
 TEST_CASE("conformance: 2 hosts x 2 ranks, allreduce at moved switch points (--switch-points)") {
   std::string tag;
   const ProcessResult r = run_remote({"-x", "TRAINRUN_COLLECTIVE_TIMEOUT=120", "-x", "CONFORMANCE_TRANSPORT=shm", "-H",
                                       "h1:2,h2:2", "-np", "4", "--backend", "gloo", "--verbose", "--switch-points",
-                                      "two-level=4K,split=64K,chunk=64K", program_path("CONFORMANCE")},
+                                      "two-level=4K,leader=16K,split=64K,chunk=64K", program_path("CONFORMANCE")},
                                      &tag);
   INFO(r.out, r.err);
   CHECK(r.exit_code == 0);
   CHECK(count(r.out, "of 4 (gloo): passed") == 4);
   CHECK(contains(r.err,
                  "two-level allreduce (shared memory within each host, TCP mesh between hosts): TCP mesh "
-                 "below 4 KiB, two-level with every local rank carrying the whole message across below "
-                 "64 KiB, two-level with each local rank carrying 1/L across from 64 KiB (2 hosts: "
-                 "pipelined in 64 KiB chunks)"));
+                 "below 4 KiB, two-level with every local rank carrying the host's sum across below 16 KiB, "
+                 "two-level with local rank 0 carrying the host's sum across below 64 KiB, two-level with each "
+                 "local rank carrying 1/L across from 64 KiB (2 hosts: pipelined in 64 KiB chunks)"));
   CHECK(nothing_left_anywhere(tag));
 }
 
