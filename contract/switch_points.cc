@@ -22,11 +22,29 @@ constexpr Level kShmAfterLink{40.0, 0.25e-3};
 constexpr Level kLoopback{20.0, 0.5e-3};
 constexpr Level kLink{30.0, 8e-3};
 constexpr std::size_t kShmOneRoundMax = 32 * 1024;  // ShmCollectives::kSmallBytes
+constexpr double kRingMinBytes = 64 * 1024;         // direct_allreduce's, backends/gloo/direct_collectives.cc
 
 double rounds(int ranks) { return ranks > 1 ? std::ceil(std::log2(ranks)) : 0.0; }
 
+// Steps of recursive doubling among n ranks: 2 more (the fold) when n is no power of two.
+double doubling_steps(int n) {
+  const double pow2 = std::floor(std::log2(n));
+  return pow2 + (std::exp2(pow2) == n ? 0 : 2);
+}
+
+// direct_allreduce among the hosts (one rank each per flow) of `block` bytes
+// per flow, `flows` flows sharing each host's link, as it runs: 2 hosts one
+// exchange; more, recursive doubling (with a fold, 2 steps more, when the
+// count is no power of two) below 64 KiB, else a ring.
+double cross_allreduce(double block, int hosts, int flows) {
+  if (hosts == 2) return kLink.latency_us + flows * block * kLink.us_per_byte;
+  if (block < kRingMinBytes) return doubling_steps(hosts) * (kLink.latency_us + flows * block * kLink.us_per_byte);
+  return 2 * (hosts - 1) * kLink.latency_us + 2.0 * (hosts - 1) / hosts * flows * block * kLink.us_per_byte;
+}
+
 double flat(double s, int hosts, int local) {
-  return rounds(local) * kLoopback.round(s) + rounds(hosts) * (kLink.latency_us + local * s * kLink.us_per_byte);
+  return rounds(local) * kLoopback.round(s) +
+         doubling_steps(hosts) * (kLink.latency_us + local * s * kLink.us_per_byte);
 }
 
 double shm_allreduce(double s, int local) {
@@ -39,14 +57,11 @@ double replicated(double s, int hosts, int local) {
 }
 
 double leader(double s, int hosts, int local) {
-  return shm_allreduce(s, local) + rounds(hosts) * kLink.round(s) + kShm.round(s);
+  return shm_allreduce(s, local) + cross_allreduce(s, hosts, 1) + kShm.round(s);
 }
 
 double split(double s, int hosts, int local) {
-  const double doubling = rounds(hosts) * kLink.round(s);
-  const double ring = 2 * (hosts - 1) * kLink.latency_us + 2.0 * (hosts - 1) / hosts * s * kLink.us_per_byte;
-  (void)local;
-  return kShm.round(s) + kShmAfterLink.round(s) + std::min(doubling, ring);
+  return kShm.round(s) + kShmAfterLink.round(s) + cross_allreduce(s / local, hosts, local);
 }
 
 bool parse_size(const std::string& text, std::size_t& out) {

@@ -21,6 +21,9 @@
 //               rounds in the host, S on each link; with 2 hosts, in
 //               chunks of chunk_bytes that overlap (the link never waits
 //               for shared memory).
+// Each crossing is costed as direct_allreduce runs it: 2 hosts one exchange;
+// more, recursive doubling below 64 KiB (3 steps for 3 hosts: the fold
+// costs 2) and a ring from 64 KiB, per flow (the split's blocks are S/L).
 // The costs: a round in shared memory 5 us + 0.25 ns/B (40 us + 0.25 ns/B
 // right after a network round every local rank took part in, where it waits
 // for the slowest local rank's),

@@ -16,8 +16,10 @@ TEST_CASE("2 hosts x 2 ranks: two-level at every size, local rank 0 carrying the
   CHECK(p.allgather_split_min == 16 * 1024);
   // More ranks per host make the leader's shared-memory allreduce of the whole message dearer.
   CHECK(model_switch_points(2, 8).split_min < p.split_min);
-  // More hosts make the leader's recursive doubling (S per round) dearer than split's ring.
-  CHECK(model_switch_points(3, 2).split_min < p.split_min);
+  // 3 hosts: the split's blocks cross by recursive doubling with a fold (3
+  // steps) below 64 KiB, so it starts where they reach the ring's 64 KiB.
+  CHECK(model_switch_points(3, 2).split_min == 128 * 1024);
+  CHECK(model_switch_points(4, 2).split_min <= p.split_min);
 }
 
 TEST_CASE("one rank per host, or one host, never goes two-level") {
