@@ -6,8 +6,8 @@ through a contiguous copy that is copied back). CUDA tensors: allreduce and
 broadcast hand the engine device memory (NCCL, or staged by the backend;
 scale factors applied here by torch on the device); allgather, alltoall and
 reducescatter, whose outputs the engine allocates in host memory, are staged
-here through host memory and their results moved to the tensor's device. Each handle keeps its
-tensors referenced until synchronize() returns. Names default to
+here through host memory and their results moved to the tensor's device.
+Each handle keeps its tensors referenced until synchronize() returns. Names default to
 '<op>.noname.<n>', counted per op, so ranks that make the same calls in the
 same order agree; pass name= when the order differs between ranks.
 """
