@@ -92,6 +92,10 @@ class SocketMesh {
     warn_interval_ = interval;
     warn_ = std::move(warn);
   }
+  // How long a transfer keeps trying the sockets before it sleeps in poll
+  // (0: sleeps at once). Waking from poll costs a reschedule; between
+  // hosts one small message is ~10 us, so it is most of the wait.
+  void set_spin(std::chrono::nanoseconds spin) { spin_ = spin; }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -113,6 +117,7 @@ class SocketMesh {
   std::atomic<bool> aborted_{false};
   std::chrono::milliseconds warn_interval_{0};
   WaitWarning warn_;
+  std::chrono::nanoseconds spin_{0};
 };
 
 }  // namespace trainrun::detail
