@@ -64,6 +64,23 @@ double split(double s, int hosts, int local) {
   return kShm.round(s) + kShmAfterLink.round(s) + cross_allreduce(s / local, hosts, local);
 }
 
+// Reducescatter: direct_reducescatter among the hosts, a ring of H-1 steps
+// that each move one host's share (`share` bytes per flow).
+double cross_reducescatter(double share, int hosts, int flows) {
+  return (hosts - 1) * (kLink.latency_us + flows * share * kLink.us_per_byte);
+}
+
+// The host's sum in shared memory, local rank 0 carries it across, shares
+// the host's blocks in shared memory.
+double reducescatter_leader(double s, int hosts, int local) {
+  return shm_allreduce(s, local) + cross_reducescatter(s / hosts, hosts, 1) + kShm.round(s / hosts);
+}
+
+// Shared-memory reduce-scatters, each local rank carries its blocks across.
+double reducescatter_split(double s, int hosts, int local) {
+  return kShm.round(s) + kShmAfterLink.round(s / hosts) + cross_reducescatter(s / hosts / local, hosts, local);
+}
+
 bool parse_size(const std::string& text, std::size_t& out) {
   if (text.empty() || text[0] < '0' || text[0] > '9') return false;
   char* end = nullptr;
@@ -89,6 +106,7 @@ SwitchPoints model_switch_points(int hosts, int ranks_per_host) {
   }
   points.two_level_min = SwitchPoints::kNever;
   points.split_min = SwitchPoints::kNever;
+  points.reducescatter_split_min = SwitchPoints::kNever;
   std::size_t split_over_replicated = SwitchPoints::kNever;
   // Powers of two from 4 B to 1 GiB: the first size where each choice wins.
   auto first = [](std::size_t& point, std::size_t s, bool wins) {
@@ -100,6 +118,8 @@ SwitchPoints model_switch_points(int hosts, int ranks_per_host) {
     first(points.two_level_min, s, std::min(l, p) < f);
     first(points.split_min, s, p <= l);
     first(split_over_replicated, s, p <= replicated(s, hosts, ranks_per_host));
+    first(points.reducescatter_split_min, s,
+          reducescatter_split(s, hosts, ranks_per_host) <= reducescatter_leader(s, hosts, ranks_per_host));
   }
   // Allgather's replicated variant costs (L-1)/H of the message more on each
   // link where allreduce's costs L-1 times it: it pays up to H times the size.
@@ -128,11 +148,14 @@ std::optional<SwitchPoints> switch_points(int hosts, int ranks_per_host, const s
       points.split_min = bytes;
     } else if (key == "leader") {
       points.leader_min = never ? SwitchPoints::kNever : bytes;
+    } else if (key == "reducescatter-split" && !never) {
+      points.reducescatter_split_min = bytes;
     } else if (key == "chunk" && !never && bytes >= 4096) {
       points.chunk_bytes = bytes;
     } else {
-      error =
-          "'" + item + "': expected two-level=SIZE|never, leader=SIZE|never, split=SIZE or chunk=SIZE (at least 4K)";
+      error = "'" + item +
+              "': expected two-level=SIZE|never, leader=SIZE|never, split=SIZE, reducescatter-split=SIZE or chunk=SIZE "
+              "(at least 4K)";
       return std::nullopt;
     }
   }

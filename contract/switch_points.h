@@ -21,6 +21,8 @@
 //               rounds in the host, S on each link; with 2 hosts, in
 //               chunks of chunk_bytes that overlap (the link never waits
 //               for shared memory).
+// Reducescatter (backends/gloo/two_level_reducescatter.h) has a leader and
+// a split of its own, costed alike, each host's share crossing once.
 // Each crossing is costed as direct_allreduce runs it: 2 hosts one exchange;
 // more, recursive doubling below 64 KiB (3 steps for 3 hosts: the fold
 // costs 2) and a ring from 64 KiB, per flow (the split's blocks are S/L).
@@ -35,7 +37,8 @@
 // message on the wire.
 //
 // TRAINRUN_SWITCH_POINTS (launcher --switch-points) overrides any of them:
-// "two-level=SIZE,leader=SIZE|never,split=SIZE,chunk=SIZE" (each optional;
+// "two-level=SIZE,leader=SIZE|never,split=SIZE,reducescatter-split=SIZE,
+// chunk=SIZE" (each optional;
 // SIZE in bytes with an optional K, M or G; two-level=never keeps every size
 // flat; leader=SIZE makes sizes below it replicated, never all of them).
 #pragma once
@@ -55,6 +58,9 @@ struct SwitchPoints {
   // Two-level allgather: from this total size each local rank carries only
   // its own block across, below it every block of its host.
   std::size_t allgather_split_min = 0;
+  // Two-level reducescatter: from this total size each local rank carries
+  // its blocks' share across, below it local rank 0 carries the host's.
+  std::size_t reducescatter_split_min = 0;
   std::size_t chunk_bytes = 256 * 1024;  // the split's pipeline chunk (2 hosts)
 };
 

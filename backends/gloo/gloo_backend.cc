@@ -12,6 +12,7 @@
 #include "backends/gloo/socket_mesh.h"
 #include "backends/gloo/two_level_allgather.h"
 #include "backends/gloo/two_level_allreduce.h"
+#include "backends/gloo/two_level_reducescatter.h"
 #include "backends/reduction.h"
 #include "backends/core_call.h"
 #include "backends/shm/shm_collectives.h"
@@ -124,6 +125,9 @@ class GlooBackend final : public Backend {
       if (size_ == 1) return copy(send, recv, counts[0] * element);
       if (shm_) {
         shm_->reducescatter(send, recv, counts, element, reduce_function(type, op));
+      } else if (host_shm_ && host_major_) {
+        two_level_reducescatter(*host_shm_, *cross_mesh_, points_, send, recv, counts, element,
+                                reduce_function(type, op), staging_, work_, scratch_);
       } else {
         direct_reducescatter(*mesh_, send, recv, counts, element, reduce_function(type, op), work_, scratch_);
       }
@@ -323,6 +327,7 @@ class GlooBackend final : public Backend {
   bool host_major_ = false;                   // multi-host: ranks numbered host by host (two-level allgather)
   std::vector<char> scratch_;                 // direct allreduce receive segment, reused
   std::vector<char> work_;                    // reduce-scatter input in ring order, reused
+  std::vector<char> staging_;                 // two-level reducescatter: the host's sum, reused
 };
 
 }  // namespace

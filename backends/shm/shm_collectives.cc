@@ -104,11 +104,10 @@ void ShmCollectives::allreduce(const void* send, void* recv, std::size_t count, 
   }
 }
 
-void ShmCollectives::reducescatter(const void* send, void* recv, const std::vector<std::size_t>& counts,
-                                   std::size_t element, ReduceFn reduce) {
+void ShmCollectives::reducescatter(const void* send, const std::vector<std::size_t>& offsets, void* recv,
+                                   const std::vector<std::size_t>& counts, std::size_t element, ReduceFn reduce) {
   call_ = current_call_descriptor();
   const char* in = static_cast<const char*>(send);
-  const auto offsets = block_offsets(counts, element);
   const std::size_t piece = piece_bytes();
   const std::size_t rounds = rounds_for(largest_block(counts, element), piece);
   const std::size_t mine = counts[index_] * element;

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/blocks.h"
 #include "backends/reduction.h"
 #include "backends/shm/shm_layout.h"
 #include "backends/shm/shm_rounds.h"
@@ -44,7 +45,13 @@ class ShmCollectives {
   // send holds every rank's block (counts[r] elements, rank by rank); recv
   // gets this rank's reduced block. send and recv do not alias.
   void reducescatter(const void* send, void* recv, const std::vector<std::size_t>& counts, std::size_t element,
-                     ReduceFn reduce);
+                     ReduceFn reduce) {
+    reducescatter(send, block_offsets(counts, element), recv, counts, element, reduce);
+  }
+  // As above, but rank r's block starts at byte offsets[r] of send (blocks
+  // may lie anywhere: a slice of each of several longer blocks).
+  void reducescatter(const void* send, const std::vector<std::size_t>& offsets, void* recv,
+                     const std::vector<std::size_t>& counts, std::size_t element, ReduceFn reduce);
   // send == nullptr: in place, this rank's block already sits in recv.
   void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts, std::size_t element);
   void broadcast(void* data, std::size_t bytes, int root);

@@ -196,7 +196,11 @@ std::string transport_choice(const Options& options, const JobPlan& plan, const 
   const auto points = detail::switch_points(static_cast<int>(per_host.size()), per_host[0], spec, error);
   return what + ": two-level allreduce (shared memory within each host, TCP mesh between hosts): " +
          (points ? detail::describe(*points) : "bad " + std::string(protocol::kEnvSwitchPoints) + ": " + error) +
-         "; allgather two-level when ranks are numbered host by host; TCP mesh for the other collectives";
+         "; allgather and reducescatter two-level when ranks are numbered host by host" +
+         (points ? " (reducescatter: local rank 0 carrying the host's share across below " +
+                       detail::byte_size_text(points->reducescatter_split_min) + ")"
+                 : "") +
+         "; TCP mesh for the other collectives";
 }
 
 std::optional<std::string> read_text_file(const std::string& path, std::string* error) {

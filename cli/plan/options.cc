@@ -78,9 +78,9 @@ void add_remote_options(CLI::App& app, RemoteOptions& r) {
 // (contract/switch_points.h), so a bad one stops the launch.
 void add_switch_points_option(CLI::App& app, Options& o, const char* group) {
   app.add_option("--switch-points", o.switch_points,
-                 "Where allreduce across hosts changes algorithm, overriding the cost model: "
-                 "two-level=SIZE|never,leader=SIZE|never,split=SIZE,chunk=SIZE (sets TRAINRUN_SWITCH_POINTS; "
-                 "--verbose prints them)")
+                 "Where allreduce and reducescatter across hosts change algorithm, overriding the cost model: "
+                 "two-level=SIZE|never,leader=SIZE|never,split=SIZE,reducescatter-split=SIZE,chunk=SIZE (sets "
+                 "TRAINRUN_SWITCH_POINTS; --verbose prints them)")
       ->check(CLI::Validator(
           [](std::string& spec) {
             std::string error;

@@ -8,10 +8,11 @@
 // --op sum|average|min|max|product, --min-bytes, --max-bytes, --factor,
 // --iters (default: adaptive), --warmup, --csv, --device host|cuda (CUDA
 // buffers on the current device; through NCCL, or staged by --backend gloo),
-// --collective allreduce|allgather|broadcast|alltoall (default allreduce;
-// allgather: the size is the whole result, size/np from each rank; broadcast
-// from rank 0; alltoall: the size is each rank's whole send buffer, split
-// evenly among the ranks; busbw as nccl-tests computes it for each),
+// --collective allreduce|allgather|broadcast|alltoall|reducescatter (default
+// allreduce; allgather: the size is the whole result, size/np from each
+// rank; broadcast from rank 0; alltoall: the size is each rank's whole send
+// buffer, split evenly among the ranks; reducescatter: the size is the whole
+// input, size/np to each rank; busbw as nccl-tests computes it for each),
 // --budget (bytes moved per size when --iters is not given),
 // --process-set all|half (half: the first half of the ranks run the sweep
 // as a process set, Communicator::subset; the others wait for them).
@@ -104,6 +105,11 @@ int main(int argc, char** argv) {
       hooks.run = [&](std::size_t count) {
         const std::size_t each = std::max<std::size_t>(count / comm.size(), 1);
         comm.allgather(send, recv, each, type);
+      };
+    } else if (config.collective == "reducescatter") {
+      hooks.bus_factor = (n - 1) / n;
+      hooks.run = [&](std::size_t count) {
+        comm.reducescatter(send, recv, std::max<std::size_t>(count / comm.size(), 1), type, op);
       };
     } else if (config.collective == "alltoall") {
       hooks.bus_factor = (n - 1) / n;

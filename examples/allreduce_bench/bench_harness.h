@@ -29,7 +29,7 @@ struct Config {
   std::string type = "float32";
   std::string op = "sum";
   std::string device = "host";           // where the buffers live: host | cuda
-  std::string collective = "allreduce";  // allreduce | allgather | broadcast | alltoall
+  std::string collective = "allreduce";  // allreduce | allgather | broadcast | alltoall | reducescatter
   std::string process_set = "all";  // all | half: the first half of the ranks, as a process set (allreduce_bench only)
 };
 
@@ -82,7 +82,8 @@ inline bool parse_args(int argc, char** argv, Config& c, std::string& error) {
       c.op = value;
     } else if (a == "--collective") {
       if (!need(value && (std::strcmp(value, "allreduce") == 0 || std::strcmp(value, "allgather") == 0 ||
-                          std::strcmp(value, "broadcast") == 0 || std::strcmp(value, "alltoall") == 0))) {
+                          std::strcmp(value, "broadcast") == 0 || std::strcmp(value, "alltoall") == 0 ||
+                          std::strcmp(value, "reducescatter") == 0))) {
         return false;
       }
       c.collective = value;

@@ -61,8 +61,9 @@ std::optional<Config> parse_options(int argc, char** argv, int& exit_code) {
   app.add_option("--dtype", c.type, "Element type")->check(CLI::IsMember(names(true)))->capture_default_str();
   app.add_option("--op", c.op, "Reduction")->check(CLI::IsMember(names(false)))->capture_default_str();
   app.add_option("--collective", c.collective,
-                 "allreduce, allgather (the size is the whole result), broadcast (from rank 0) or alltoall")
-      ->check(CLI::IsMember({"allreduce", "allgather", "broadcast", "alltoall"}))
+                 "allreduce, allgather (the size is the whole result), broadcast (from rank 0), alltoall or "
+                 "reducescatter (the size is the whole input)")
+      ->check(CLI::IsMember({"allreduce", "allgather", "broadcast", "alltoall", "reducescatter"}))
       ->capture_default_str();
   app.add_option("--device", c.device, "Where the buffers live: host or cuda")
       ->check(CLI::IsMember({"host", "cuda"}))

@@ -10,7 +10,7 @@
 // Root only; exits 77 with the reason when the hosts cannot be made.
 //
 //   build/tests/cross_host_bench BUILD [--rounds 3] [--layouts 2x1,2x2]
-//     [--collectives allreduce,allgather,broadcast] [--programs LIST]
+//     [--collectives allreduce,allgather,broadcast,reducescatter] [--programs LIST]
 //     [--min-bytes 4] [--max-bytes 64M] [--factor 4] [--budget 64M] [--rate 1gbit] [--burst 128kb]
 //     [--trainrun-env NAME=VALUE]... [--alt-env NAME=VALUE]... [--base BUILD2]
 //
@@ -25,7 +25,7 @@
 //   mpi-links2   + --mca btl_tcp_links 2 and yield when idle
 //   gloo         plain Gloo (gloo_allreduce_bench; allreduce only), started by trainrun
 // busbw follows nccl-tests; the wire limit is what one link per host allows:
-// allreduce and allgather R*H/(H-1)*(N-1)/N, broadcast R (R: --rate in GB/s,
+// allreduce, allgather and reducescatter R*H/(H-1)*(N-1)/N, broadcast R (R: --rate in GB/s,
 // H hosts, N ranks).
 #include <sys/stat.h>
 #include <unistd.h>
@@ -50,7 +50,7 @@ struct Options {
   std::string build, base;
   int rounds = 3;
   std::vector<std::string> layouts = {"2x1", "2x2"};
-  std::vector<std::string> collectives = {"allreduce", "allgather", "broadcast"};
+  std::vector<std::string> collectives = {"allreduce", "allgather", "broadcast", "reducescatter"};
   std::vector<std::string> programs = {"trainrun", "flat", "base", "mpi", "mpi-yield", "mpi-han", "mpi-links2", "gloo"};
   std::string min_bytes = "4", max_bytes = "64M", factor = "4", budget = "64M", rate = "1gbit";
   // The token bucket's depth: small, or messages up to it cross at the
@@ -221,7 +221,7 @@ class Bench {
 void print(const std::string& layout, const std::string& collective, int rounds, double wire,
            const std::vector<std::string>& programs, std::map<std::string, Table>& tables) {
   std::printf("\n## %s float32%s, %s (hosts x ranks), median of %d alternating rounds\n", collective.c_str(),
-              collective == "allreduce" ? " sum" : "", layout.c_str(), rounds);
+              collective == "allreduce" || collective == "reducescatter" ? " sum" : "", layout.c_str(), rounds);
   std::printf("# wire limit (busbw) %.4f GB/s. best-mpi: the lowest p50 / highest busbw of the mpi* columns\n", wire);
   std::printf("%10s", "bytes");
   for (const auto& p : programs) std::printf(" %11s", (p + " us").c_str());
@@ -255,7 +255,7 @@ void print(const std::string& layout, const std::string& collective, int rounds,
 }
 
 bool parse(int argc, char** argv, Options& o) {
-  if (argc < 2) return false;
+  if (argc < 2 || argv[1][0] == '-') return false;  // --help, or options before BUILD
   o.build = argv[1];
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];

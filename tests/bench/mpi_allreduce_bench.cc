@@ -2,8 +2,9 @@
 // (examples/allreduce_bench/bench_harness.h), but straight MPI: MPI_Init and
 // MPI_Allreduce(MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), exactly what a program
 // without trainrun would write. Nothing of libtrainrun is linked in.
-// --collective allgather|broadcast times MPI_Allgather (the size is the
-// whole result) or MPI_Bcast from rank 0 instead, as allreduce_bench does.
+// --collective allgather|broadcast|reducescatter times MPI_Allgather (the
+// size is the whole result), MPI_Bcast from rank 0 or MPI_Reduce_scatter_block
+// (the size is the whole input) instead, as allreduce_bench does.
 //   mpirun -np 2 ./mpi_allreduce_bench [bench options]
 #include <mpi.h>
 
@@ -19,7 +20,8 @@ int main(int argc, char** argv) {
   std::string error;
   if (!bench::parse_args(argc, argv, config, error) || config.type != "float32" || config.op != "sum" ||
       config.collective == "alltoall") {
-    std::fprintf(stderr, "mpi_allreduce_bench: float32 sum; allreduce, allgather or broadcast only. %s\n",
+    std::fprintf(stderr,
+                 "mpi_allreduce_bench: float32 sum; allreduce, allgather, broadcast or reducescatter only. %s\n",
                  error.c_str());
     return 2;
   }
@@ -44,6 +46,12 @@ int main(int argc, char** argv) {
     hooks.run = [&](std::size_t count) {
       const int each = static_cast<int>(std::max<std::size_t>(count / size, 1));
       MPI_Allgather(send.data(), each, MPI_FLOAT, recv.data(), each, MPI_FLOAT, MPI_COMM_WORLD);
+    };
+  } else if (config.collective == "reducescatter") {
+    hooks.bus_factor = (size - 1.0) / size;
+    hooks.run = [&](std::size_t count) {
+      const int each = static_cast<int>(std::max<std::size_t>(count / size, 1));
+      MPI_Reduce_scatter_block(send.data(), recv.data(), each, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     };
   } else if (config.collective == "broadcast") {
     hooks.bus_factor = 1.0;

@@ -241,7 +241,7 @@ TEST_CASE("allgather, in place and not") {
 // must not wait in shared memory with part of its block unsent (that hung
 // for good). Only where CONFORMANCE_LARGE_BLOCKS is set (tests/integration/
 // test_ssh.cc): 16 MiB per rank.
-TEST_CASE("allgather and allreduce of blocks larger than the sockets hold") {
+TEST_CASE("allgather, allreduce and reducescatter of blocks larger than the sockets hold") {
   if (!std::getenv("CONFORMANCE_LARGE_BLOCKS")) return;
   const int r = comm().rank(), n = comm().size();
   const std::size_t count = std::size_t(4) << 20;
@@ -262,6 +262,16 @@ TEST_CASE("allgather and allreduce of blocks larger than the sockets hold") {
       bad += recv[i] != sum;
     }
     CHECK_MESSAGE(bad == 0, "allreduce of " << count << " floats: " << bad << " wrong");
+    // send: n blocks of count / 4 (each rank's 4 MiB); rank k adds k + 1 to element i.
+    const std::size_t block = count / 4;
+    send.resize(block * n);
+    for (std::size_t i = 0; i < send.size(); ++i) send[i] = static_cast<float>((i + repeat) % 1000 * (r + 1));
+    comm().reducescatter(send.data(), recv.data(), block, DataType::Float32, ReduceOp::Sum);
+    bad = 0;
+    for (std::size_t i = 0; i < block; ++i) {
+      bad += recv[i] != static_cast<float>((r * block + i + repeat) % 1000 * (n * (n + 1) / 2));
+    }
+    CHECK_MESSAGE(bad == 0, "reducescatter of " << block << " floats per rank: " << bad << " wrong");
   }
 }
 

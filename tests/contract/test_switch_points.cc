@@ -14,6 +14,9 @@ TEST_CASE("2 hosts x 2 ranks: two-level at every size, local rank 0 carrying the
   CHECK(p.chunk_bytes == 256 * 1024);
   // Allgather: replicated where allreduce's replicated would beat split (8 KiB), times the hosts.
   CHECK(p.allgather_split_min == 16 * 1024);
+  // Reducescatter: local rank 0 carries the host's share below where allreduce's does.
+  CHECK(p.reducescatter_split_min == 128 * 1024);
+  CHECK(model_switch_points(3, 4).reducescatter_split_min < model_switch_points(3, 4).split_min);
   // More ranks per host make the leader's shared-memory allreduce of the whole message dearer.
   CHECK(model_switch_points(2, 8).split_min < p.split_min);
   // 3 hosts: the split's blocks cross by recursive doubling with a fold (3
@@ -39,6 +42,7 @@ TEST_CASE("an override replaces the parts it names and keeps the model's others"
   REQUIRE(replicated);
   CHECK(replicated->leader_min == 4096);
   CHECK(switch_points(2, 2, "leader=never", error)->leader_min == SwitchPoints::kNever);
+  CHECK(switch_points(2, 2, "reducescatter-split=16K", error)->reducescatter_split_min == 16 * 1024);
   const auto never = switch_points(2, 2, "two-level=never", error);
   REQUIRE(never);
   CHECK(never->two_level_min == SwitchPoints::kNever);
@@ -52,7 +56,10 @@ TEST_CASE("a bad override names the part that is wrong") {
   CHECK(!switch_points(2, 2, "two-level=4X", error));
   CHECK(error == "'two-level=4X': the value is not a size in bytes (e.g. 64K, 1M)");
   CHECK(!switch_points(2, 2, "ring=4K", error));
-  CHECK(error == "'ring=4K': expected two-level=SIZE|never, leader=SIZE|never, split=SIZE or chunk=SIZE (at least 4K)");
+  CHECK(error ==
+        "'ring=4K': expected two-level=SIZE|never, leader=SIZE|never, split=SIZE, reducescatter-split=SIZE or "
+        "chunk=SIZE (at least 4K)");
+  CHECK(!switch_points(2, 2, "reducescatter-split=never", error));
   CHECK(!switch_points(2, 2, "chunk=1K", error));
   CHECK(!switch_points(2, 2, "split=never", error));
   CHECK(!switch_points(2, 2, "split", error));

@@ -267,6 +267,27 @@ TEST_CASE("uneven alltoall and reducescatter, scales, groups") {
   CHECK(g[2][299999] == 3 * ranks);
 }
 
+// Rows that do not divide evenly, each rank's share several pipeline
+// chunks long (tests/integration/test_ssh.cc runs it across hosts, where
+// reducescatter goes two-level): rank 0 gets one row more than the others.
+TEST_CASE("uneven reducescatter of long rows") {
+  const int n = size(), r = rank();
+  constexpr std::int64_t kColumns = 1000;
+  const std::int64_t rows = 200 * n + 1;
+  std::vector<float> full(static_cast<std::size_t>(rows * kColumns));
+  for (std::size_t i = 0; i < full.size(); ++i) full[i] = static_cast<float>(i % 1000 * (r + 1));
+  const auto rs = trainrun::synchronize(
+      trainrun::reducescatter_async("long.reducescatter", {full.data(), DataType::Float32, {rows, kColumns}}));
+  const std::int64_t mine = r == 0 ? 201 : 200, first = r == 0 ? 0 : 200 * r + 1;
+  REQUIRE(rs.shape == std::vector<std::int64_t>{mine, kColumns});
+  const auto* got = reinterpret_cast<const float*>(rs.data.data());
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < static_cast<std::size_t>(mine * kColumns); ++i) {
+    bad += got[i] != static_cast<float>((first * kColumns + i) % 1000 * (n * (n + 1) / 2));
+  }
+  CHECK_MESSAGE(bad == 0, bad << " of " << mine * kColumns << " elements wrong on rank " << r);
+}
+
 TEST_CASE("every mismatch raises on every rank within 2 s") {
   if (size() < 2) return;  // needs a rank that disagrees
   const int last = size() - 1;

@@ -142,7 +142,8 @@ TEST_CASE("conformance: 2 hosts x 2 ranks, allreduce two-level (shared memory in
 // 16 MiB blocks on links shaped to 1 Gbit/s: more than a connection holds,
 // so a rank that waited in shared memory with part of its block unsent
 // would hang the job (it did, with the allgather's second stream step).
-TEST_CASE("conformance: 2 hosts x 2 ranks, allgather and allreduce of blocks larger than the sockets hold") {
+TEST_CASE(
+    "conformance: 2 hosts x 2 ranks, allgather, allreduce and reducescatter of blocks larger than the sockets hold") {
   auto tc = [](int h, const char* verb, std::vector<std::string> tail) {
     std::vector<std::string> argv = {"/usr/sbin/ip", "netns", "exec", hosts().netns(h), "/usr/sbin/tc",
                                      "qdisc",        verb,    "dev",  "eth0",           "root"};
@@ -170,13 +171,16 @@ TEST_CASE("conformance: 2 hosts x 2 ranks, allgather and allreduce of blocks lar
 // The switch points moved down (launcher --switch-points) so that small
 // counts cross every one of them: TCP mesh below 4 KiB, every local rank
 // carrying the host's sum across below 16 KiB, local rank 0 alone below 64
-// KiB, pipelined in 64 KiB chunks above; conformance tries the sizes around each.
+// KiB, pipelined in 64 KiB chunks above; reducescatter's leader below 16
+// KiB (513 elements per rank of 4: 8208 B in 4-byte types, 16416 B in
+// 8-byte ones); conformance tries the sizes around each.
 TEST_CASE("conformance: 2 hosts x 2 ranks, allreduce at moved switch points (--switch-points)") {
   std::string tag;
-  const ProcessResult r = run_remote({"-x", "TRAINRUN_COLLECTIVE_TIMEOUT=120", "-x", "CONFORMANCE_TRANSPORT=shm", "-H",
-                                      "h1:2,h2:2", "-np", "4", "--backend", "gloo", "--verbose", "--switch-points",
-                                      "two-level=4K,leader=16K,split=64K,chunk=64K", program_path("CONFORMANCE")},
-                                     &tag);
+  const ProcessResult r =
+      run_remote({"-x", "TRAINRUN_COLLECTIVE_TIMEOUT=120", "-x", "CONFORMANCE_TRANSPORT=shm", "-H", "h1:2,h2:2", "-np",
+                  "4", "--backend", "gloo", "--verbose", "--switch-points",
+                  "two-level=4K,leader=16K,split=64K,chunk=64K,reducescatter-split=16K", program_path("CONFORMANCE")},
+                 &tag);
   INFO(r.out, r.err);
   CHECK(r.exit_code == 0);
   CHECK(count(r.out, "of 4 (gloo): passed") == 4);
@@ -184,7 +188,23 @@ TEST_CASE("conformance: 2 hosts x 2 ranks, allreduce at moved switch points (--s
                  "two-level allreduce (shared memory within each host, TCP mesh between hosts): TCP mesh "
                  "below 4 KiB, two-level with every local rank carrying the host's sum across below 16 KiB, "
                  "two-level with local rank 0 carrying the host's sum across below 64 KiB, two-level with each "
-                 "local rank carrying 1/L across from 64 KiB (2 hosts: pipelined in 64 KiB chunks)"));
+                 "local rank carrying 1/L across from 64 KiB (2 hosts: pipelined in 64 KiB chunks); allgather and "
+                 "reducescatter two-level when ranks are numbered host by host (reducescatter: local rank 0 carrying "
+                 "the host's share across below 16 KiB)"));
+  CHECK(nothing_left_anywhere(tag));
+}
+
+// Reducescatter across hosts goes two-level; the engine's uneven rows are
+// the only way to give ranks blocks of different sizes.
+TEST_CASE("conformance: 2 hosts x 2 ranks, the engine's uneven reducescatter, pipelined in 64 KiB chunks") {
+  std::string tag;
+  const ProcessResult r =
+      run_remote({"-x", "TRAINRUN_COLLECTIVE_TIMEOUT=120", "-H", "h1:2,h2:2", "-np", "4", "--backend", "gloo",
+                  "--switch-points", "chunk=64K", program_path("ENGINE_MULTIRANK"), "--test-case=*reducescatter*"},
+                 &tag);
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(count(r.out, "of 4 (gloo): passed") == 4);
   CHECK(nothing_left_anywhere(tag));
 }
 
