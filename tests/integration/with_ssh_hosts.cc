@@ -3,7 +3,9 @@
 // (tests/integration/ssh_hosts.h: h1..h4, each with its own sshd), so
 // that tests in other languages (the Python Runner's, tests/python/ssh)
 // use real SSH hosts too. PROGRAM sees SSH_HOSTS_LAUNCHER_ADDRESS (the
-// launcher's address on the hosts' bridge) and SSH_HOSTS (h1,h2,h3,h4).
+// launcher's address on the hosts' bridge), SSH_HOSTS (h1,h2,h3,h4), and
+// SSH_HOSTS_NETNS / SSH_HOSTS_VETHS (each host's namespace and the bridge
+// end of its link, in that order).
 // Exits with PROGRAM's status, 77 (skip) saying why when the hosts cannot
 // be made here; the hosts are removed either way.
 #include <sys/wait.h>
@@ -46,5 +48,14 @@ int main(int argc, char** argv) {
   if (!hosts) return 77;
   ::setenv("SSH_HOSTS_LAUNCHER_ADDRESS", hosts->launcher_address().c_str(), 1);
   ::setenv("SSH_HOSTS", "h1,h2,h3,h4", 1);
+  // Host h's network namespace and the launcher-side end of its link, by
+  // host (for programs that shape the links, tests/bench/tcp_streams_bench.sh).
+  std::string netns, veths;
+  for (int h = 1; h <= trainrun::test::SshHosts::kHosts; ++h) {
+    netns += (h > 1 ? "," : "") + hosts->netns(h);
+    veths += (h > 1 ? "," : "") + hosts->veth(h);
+  }
+  ::setenv("SSH_HOSTS_NETNS", netns.c_str(), 1);
+  ::setenv("SSH_HOSTS_VETHS", veths.c_str(), 1);
   return run_and_wait(hosts->client_argv(std::vector<std::string>(argv + 1, argv + argc)));
 }
