@@ -31,11 +31,17 @@ slurm_tmp_tops() {
   done | sort -u | tr '\n' ' '
 }
 
+# A port no socket uses, below the kernel's ephemeral range (a connection's
+# local port there made slurmctld's bind fail with "Address already in
+# use" once), and not $1 (the port already picked for the other daemon).
 slurm_free_port() {
-  local port
+  local port first
+  read -r first _ < /proc/sys/net/ipv4/ip_local_port_range
+  ((first > 11000)) || first=32768
   while :; do
-    port=$((20000 + RANDOM % 20000))
-    ss -Hltn "sport = :$port" 2>/dev/null | grep -q . || { echo "$port"; return; }
+    port=$((10000 + RANDOM % (first - 10000)))
+    [[ $port == "${1:-}" ]] && continue
+    ss -Htan "sport = :$port" 2>/dev/null | grep -q . || { echo "$port"; return; }
   done
 }
 
@@ -92,7 +98,7 @@ slurm_start() {
     { cat "$d/log/munged.log"; echo "FAIL: munged did not start"; exit 1; }
   local ctld_port d_port
   ctld_port=$(slurm_free_port)
-  d_port=$(slurm_free_port)
+  d_port=$(slurm_free_port "$ctld_port")
   cat > "$d/slurm.conf" <<CONF
 ClusterName=trainrun-test
 SlurmctldHost=$ctld_host
