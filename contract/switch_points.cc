@@ -22,7 +22,6 @@ constexpr Level kShmAfterLink{40.0, 0.25e-3};
 constexpr Level kLoopback{20.0, 0.5e-3};
 constexpr Level kLink{30.0, 8e-3};
 constexpr std::size_t kShmOneRoundMax = 32 * 1024;  // ShmCollectives::kSmallBytes
-constexpr double kRingMinBytes = 64 * 1024;         // direct_allreduce's, backends/gloo/direct_collectives.cc
 
 double rounds(int ranks) { return ranks > 1 ? std::ceil(std::log2(ranks)) : 0.0; }
 
@@ -38,7 +37,9 @@ double doubling_steps(int n) {
 // count is no power of two) below 64 KiB, else a ring.
 double cross_allreduce(double block, int hosts, int flows) {
   if (hosts == 2) return kLink.latency_us + flows * block * kLink.us_per_byte;
-  if (block < kRingMinBytes) return doubling_steps(hosts) * (kLink.latency_us + flows * block * kLink.us_per_byte);
+  if (block < cross_ring_min(hosts)) {
+    return doubling_steps(hosts) * (kLink.latency_us + flows * block * kLink.us_per_byte);
+  }
   return 2 * (hosts - 1) * kLink.latency_us + 2.0 * (hosts - 1) / hosts * flows * block * kLink.us_per_byte;
 }
 
@@ -97,6 +98,11 @@ bool parse_size(const std::string& text, std::size_t& out) {
 }
 
 }  // namespace
+
+std::size_t cross_ring_min(int hosts) {
+  const bool power_of_two = hosts > 0 && (hosts & (hosts - 1)) == 0;
+  return power_of_two ? 64 * 1024 : 16 * 1024;  // 64 KiB: direct_allreduce's (backends/gloo/direct_collectives.cc)
+}
 
 SwitchPoints model_switch_points(int hosts, int ranks_per_host) {
   SwitchPoints points;

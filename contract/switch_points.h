@@ -23,9 +23,9 @@
 //               for shared memory).
 // Reducescatter (backends/gloo/two_level_reducescatter.h) has a leader and
 // a split of its own, costed alike, each host's share crossing once.
-// Each crossing is costed as direct_allreduce runs it: 2 hosts one exchange;
-// more, recursive doubling below 64 KiB (3 steps for 3 hosts: the fold
-// costs 2) and a ring from 64 KiB, per flow (the split's blocks are S/L).
+// Each crossing is costed as it runs: 2 hosts one exchange; more,
+// recursive doubling below cross_ring_min (3 steps for 3 hosts: the fold
+// costs 2) and a ring from it, per flow (the split's blocks are S/L).
 // The costs: a round in shared memory 5 us + 0.25 ns/B (40 us + 0.25 ns/B
 // right after a network round every local rank took part in, where it waits
 // for the slowest local rank's),
@@ -63,6 +63,13 @@ struct SwitchPoints {
   std::size_t reducescatter_split_min = 0;
   std::size_t chunk_bytes = 256 * 1024;  // the split's pipeline chunk (2 hosts)
 };
+
+// From how many bytes an allreduce among the hosts (the cross mesh) runs a
+// ring instead of recursive doubling: 16 KiB when the host count is no
+// power of two (doubling's fold costs 2 more steps of the whole message;
+// 3 x 2, 16 KiB leader: 180 us by ring, 276 by doubling; 8 KiB: 155
+// against 138), else direct_allreduce's own choice (64 KiB).
+std::size_t cross_ring_min(int hosts);
 
 // The model's points for `hosts` hosts of `ranks_per_host` ranks each.
 SwitchPoints model_switch_points(int hosts, int ranks_per_host);

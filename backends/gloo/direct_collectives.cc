@@ -105,10 +105,10 @@ void ring_allgather(SocketMesh& mesh, char* base, const std::vector<std::size_t>
 }  // namespace
 
 void direct_allreduce(SocketMesh& mesh, void* data, std::size_t count, std::size_t element, ReduceFn reduce,
-                      std::vector<char>& scratch) {
+                      std::vector<char>& scratch, std::size_t ring_min) {
   if (mesh.size() == 1 || count == 0) return;
   // With two ranks recursive doubling is one exchange against the ring's two.
-  const std::size_t ring_min = mesh.size() == 2 ? 4 * kRingMinBytes : kRingMinBytes;
+  if (ring_min == 0) ring_min = mesh.size() == 2 ? 4 * kRingMinBytes : kRingMinBytes;
   if (count * element >= ring_min && count >= static_cast<std::size_t>(mesh.size())) {
     // Reduce-scatter leaves block rank+1 complete here; the allgather spreads them.
     const auto offsets = block_offsets(even_blocks(count, mesh.size()), element);

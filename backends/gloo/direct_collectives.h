@@ -17,9 +17,10 @@
 namespace trainrun::detail {
 
 // In place: `data` holds count elements of `element` bytes. Picks the
-// algorithm by size.
+// algorithm by size: the ring from `ring_min` bytes (0: 64 KiB, 256 KiB
+// between 2 ranks).
 void direct_allreduce(SocketMesh& mesh, void* data, std::size_t count, std::size_t element, ReduceFn reduce,
-                      std::vector<char>& scratch);
+                      std::vector<char>& scratch, std::size_t ring_min = 0);
 // send holds every rank's block (counts[r] elements each, rank by rank); recv
 // gets this rank's reduced block. `work` and `scratch` are reusable buffers.
 void direct_reducescatter(SocketMesh& mesh, const void* send, void* recv, const std::vector<std::size_t>& counts,

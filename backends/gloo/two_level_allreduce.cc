@@ -73,6 +73,12 @@ void pipelined_split(ShmCollectives& host, SocketMesh& cross, std::size_t chunk_
   }
 }
 
+// Among the hosts: a ring from where contract/switch_points.h says.
+void cross_allreduce(SocketMesh& cross, void* data, std::size_t count, std::size_t element, ReduceFn reduce,
+                     std::vector<char>& scratch) {
+  direct_allreduce(cross, data, count, element, reduce, scratch, cross_ring_min(cross.size()));
+}
+
 }  // namespace
 
 void spin_for_network_round(ShmCollectives& host, std::size_t bytes) {
@@ -88,10 +94,10 @@ void two_level_allreduce(ShmCollectives& host, SocketMesh& cross, const SwitchPo
   spin_for_network_round(host, bytes);
   if (bytes < points.split_min) {
     host.allreduce(send, recv, count, element, reduce);
-    if (bytes < points.leader_min) return direct_allreduce(cross, recv, count, element, reduce, scratch);
+    if (bytes < points.leader_min) return cross_allreduce(cross, recv, count, element, reduce, scratch);
     // Leader: local rank 0 alone carries the host sum across; the others
     // take the result from it (the link carries it once, not L times).
-    if (host.index() == 0) direct_allreduce(cross, recv, count, element, reduce, scratch);
+    if (host.index() == 0) cross_allreduce(cross, recv, count, element, reduce, scratch);
     host.broadcast(recv, bytes, 0);
     return;
   }
@@ -104,7 +110,7 @@ void two_level_allreduce(ShmCollectives& host, SocketMesh& cross, const SwitchPo
   const std::size_t mine = counts[host.index()];
   block.resize(mine * element);
   host.reducescatter(send, block.data(), counts, element, reduce);
-  if (mine > 0) direct_allreduce(cross, block.data(), mine, element, reduce, scratch);
+  if (mine > 0) cross_allreduce(cross, block.data(), mine, element, reduce, scratch);
   host.allgatherv(block.data(), recv, counts, element);
 }
 

@@ -16,13 +16,20 @@ TEST_CASE("2 hosts x 2 ranks: two-level at every size, local rank 0 carrying the
   CHECK(p.allgather_split_min == 16 * 1024);
   // Reducescatter: local rank 0 carries the host's share below where allreduce's does.
   CHECK(p.reducescatter_split_min == 128 * 1024);
-  CHECK(model_switch_points(3, 4).reducescatter_split_min < model_switch_points(3, 4).split_min);
+  CHECK(model_switch_points(4, 4).reducescatter_split_min < model_switch_points(4, 4).split_min);
   // More ranks per host make the leader's shared-memory allreduce of the whole message dearer.
   CHECK(model_switch_points(2, 8).split_min < p.split_min);
   // 3 hosts: the split's blocks cross by recursive doubling with a fold (3
   // steps) below 64 KiB, so it starts where they reach the ring's 64 KiB.
   CHECK(model_switch_points(3, 2).split_min == 128 * 1024);
   CHECK(model_switch_points(4, 2).split_min <= p.split_min);
+}
+
+TEST_CASE("among a host count that is no power of two the crossing rings from 16 KiB") {
+  CHECK(cross_ring_min(3) == 16 * 1024);
+  CHECK(cross_ring_min(6) == 16 * 1024);
+  CHECK(cross_ring_min(2) == 64 * 1024);
+  CHECK(cross_ring_min(4) == 64 * 1024);
 }
 
 TEST_CASE("one rank per host, or one host, never goes two-level") {

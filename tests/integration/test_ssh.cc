@@ -219,6 +219,21 @@ TEST_CASE("a bad TRAINRUN_SWITCH_POINTS fails init across hosts, naming the part
   CHECK(nothing_left_anywhere(tag));
 }
 
+// 3 hosts: the crossing rings from 16 KiB (no power of two,
+// contract/switch_points.h cross_ring_min), and reducescatter's blocks
+// cross by the ring among the hosts.
+TEST_CASE("conformance: 3 hosts x 2 ranks, allreduce and reducescatter") {
+  std::string tag;
+  const ProcessResult r =
+      run_remote({"-x", "TRAINRUN_COLLECTIVE_TIMEOUT=120", "-H", "h1:2,h2:2,h3:2", "-np", "6", "--backend", "gloo",
+                  program_path("CONFORMANCE"), "--test-case=allreduce*,reducescatter*"},
+                 &tag);
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(count(r.out, "of 6 (gloo): passed") == 6);
+  CHECK(nothing_left_anywhere(tag));
+}
+
 TEST_CASE("conformance: 16 ranks on 4 hosts") {
   std::string tag;
   ProcessOptions options;
