@@ -34,7 +34,7 @@ double doubling_steps(int n) {
 // direct_allreduce among the hosts (one rank each per flow) of `block` bytes
 // per flow, `flows` flows sharing each host's link, as it runs: 2 hosts one
 // exchange; more, recursive doubling (with a fold, 2 steps more, when the
-// count is no power of two) below 64 KiB, else a ring.
+// count is no power of two) below cross_ring_min, else a ring.
 double cross_allreduce(double block, int hosts, int flows) {
   if (hosts == 2) return kLink.latency_us + flows * block * kLink.us_per_byte;
   if (block < cross_ring_min(hosts)) {
@@ -101,7 +101,8 @@ bool parse_size(const std::string& text, std::size_t& out) {
 
 std::size_t cross_ring_min(int hosts) {
   const bool power_of_two = hosts > 0 && (hosts & (hosts - 1)) == 0;
-  return power_of_two ? 64 * 1024 : 16 * 1024;  // 64 KiB: direct_allreduce's (backends/gloo/direct_collectives.cc)
+  if (!power_of_two) return 16 * 1024;
+  return hosts == 2 ? 256 * 1024 : 64 * 1024;  // direct_allreduce's own (backends/gloo/direct_collectives.cc)
 }
 
 SwitchPoints model_switch_points(int hosts, int ranks_per_host) {

@@ -68,7 +68,8 @@ struct SwitchPoints {
 // ring instead of recursive doubling: 16 KiB when the host count is no
 // power of two (doubling's fold costs 2 more steps of the whole message;
 // 3 x 2, 16 KiB leader: 180 us by ring, 276 by doubling; 8 KiB: 155
-// against 138), else direct_allreduce's own choice (64 KiB).
+// against 138), else direct_allreduce's own choice (256 KiB between 2,
+// 64 KiB among more).
 std::size_t cross_ring_min(int hosts);
 
 // The model's points for `hosts` hosts of `ranks_per_host` ranks each.
