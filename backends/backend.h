@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/device_fusion.h"
 #include "contract/world.h"
 #include "trainrun/error.h"
 #include "trainrun/types.h"
@@ -62,6 +63,9 @@ class Backend {
     throw Error(Error::Code::Unsupported, "backend " + name() + " has no point-to-point recv");
   }
   virtual void abort() noexcept = 0;
+  // The engine's fusion of CUDA buffers; null where this backend takes
+  // host memory only (then the engine reduces CUDA tensors one by one).
+  virtual DeviceFusion* device_fusion() { return nullptr; }
 
   // A backend over `ranks` of this one (positions in this backend's world,
   // ascending, this rank among them or not), for a process set. Collective

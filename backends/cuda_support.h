@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "backends/backend.h"
+#include "backends/device_fusion.h"
 #include "backends/routing.h"
 
 namespace trainrun::detail {
@@ -31,6 +32,12 @@ class CudaSupport {
   virtual void* staging(std::size_t bytes, const void* device_buffer) = 0;
   // Device memory of at least `bytes` on the device of `device_buffer`, reused.
   virtual void* device_scratch(std::size_t bytes, const void* device_buffer) = 0;
+  // The engine's fusion buffer: as device_scratch, but its own memory.
+  virtual void* fusion_buffer(std::size_t bytes, const void* device_buffer) = 0;
+  // DeviceFusion::enqueue_copies, on the NCCL communicator's stream once
+  // open_nccl made one, else on a blocking stream of this CudaSupport's
+  // (the staged path's cuMemcpy, on the legacy stream, waits for it).
+  virtual void enqueue_copies(const std::vector<DeviceCopy>& copies) = 0;
 
   // Agrees with every other rank how CUDA buffers travel: collective, every
   // rank calls it at the same point (its first CUDA buffer, or start-up

@@ -134,6 +134,15 @@ void RoutedBackend::reducescatter(const void* send, void* recv, const std::vecto
 
 void RoutedBackend::barrier() { host_->barrier(); }
 
+void* RoutedBackend::fusion_buffer(std::size_t bytes, const void* like) {
+  if (route("tensor", like).route == Route::Host) {
+    throw Error(Error::Code::Internal, "engine: a CUDA fusion buffer was asked for a batch of host memory");
+  }
+  return cuda_->fusion_buffer(bytes, like);
+}
+
+void RoutedBackend::enqueue_copies(const std::vector<DeviceCopy>& copies) { cuda_->enqueue_copies(copies); }
+
 void RoutedBackend::refuse_cuda(const char* op, const void* buf) {
   if (!buf || !cuda_ || !cuda_->driver_loaded()) return;
   const BufferInfo where = cuda_->inspect(buf);

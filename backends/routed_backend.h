@@ -5,6 +5,9 @@
 // a GPU job. A CUDA buffer never takes the copying path when the job runs
 // NCCL. It also accepts send == recv for alltoall and reducescatter (the
 // input is copied aside), so the backends below never see aliased buffers.
+// CUDA buffers the engine fuses go through its DeviceFusion: the fusion
+// buffer and the copies live with the CUDA support, on the stream of the
+// path the job chose.
 // Used from one thread at a time, like every Backend; abort() from any.
 // Owns the CPU backend, the NCCL backend (made on first use) and the CUDA
 // support.
@@ -22,7 +25,7 @@
 
 namespace trainrun::detail {
 
-class RoutedBackend final : public Backend {
+class RoutedBackend final : public Backend, private DeviceFusion {
  public:
   // `cuda` is null in builds without CUDA. Under CudaPolicy::Nccl the NCCL
   // communicator is made here, collectively; otherwise at the first CUDA buffer.
@@ -50,8 +53,12 @@ class RoutedBackend final : public Backend {
   // ranks), made as this one's was: at start under CudaPolicy::Nccl, else
   // at the set's first CUDA buffer.
   std::unique_ptr<Backend> subset(const std::vector<int>& ranks, World* member, const std::string& set) override;
+  DeviceFusion* device_fusion() override { return cuda_ ? this : nullptr; }
 
  private:
+  void* fusion_buffer(std::size_t bytes, const void* like) override;
+  void enqueue_copies(const std::vector<DeviceCopy>& copies) override;
+
   enum class Route { Host, Nccl, Staged };
   struct Routed {
     Route route;

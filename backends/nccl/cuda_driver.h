@@ -20,9 +20,10 @@ namespace trainrun::detail {
 #define TRAINRUN_CUDA_DRIVER_FUNCTIONS(X)                                                    \
   X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet)                       \
   X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxGetCurrent)              \
-  X(cuCtxSetCurrent) X(cuPointerGetAttributes) X(cuStreamCreate) X(cuStreamDestroy)        \
+  X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuPointerGetAttributes) X(cuStreamCreate) X(cuStreamDestroy)        \
   X(cuStreamQuery) X(cuMemAlloc) X(cuMemFree) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemcpy) \
-  X(cuGetErrorName) X(cuGetErrorString)
+  X(cuMemcpyDtoDAsync) X(cuModuleLoadData) X(cuModuleGetFunction) X(cuModuleUnload)        \
+  X(cuLaunchKernel) X(cuGetErrorName) X(cuGetErrorString)
 // clang-format on
 
 class CudaDriver {

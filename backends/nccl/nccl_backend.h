@@ -64,6 +64,8 @@ class NcclBackend final : public Backend {
   // Never called: a process set's NCCL communicator is a new one, made by
   // the set's RoutedBackend with its own ncclUniqueId (CudaSupport::open_nccl).
   std::unique_ptr<Backend> subset(const std::vector<int>& ranks, World* member, const std::string& set) override;
+  // The communicator's stream: work enqueued on it runs in order with the collectives.
+  CUstream stream() const { return stream_; }
 
  private:
   // Checks that the communicator is usable, makes the context current and

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "backends/nccl/cuda_device.h"
+#include "backends/nccl/fusion_copy.h"
 #include "backends/nccl/nccl_backend.h"
 #include "backends/nccl/nccl_library.h"
 #include "backends/nccl/shared_library.h"
@@ -50,6 +51,16 @@ std::string probe(const World& world, const NcclLibrary*& nccl, const CudaDriver
 NcclCudaSupport::~NcclCudaSupport() {
   release(staging_);
   release(scratch_);
+  release(fusion_);
+  if (driver_) unload_copy_kernel();
+  if (own_stream_) {
+    try {
+      ScopedCudaContext scope(*driver_, own_stream_context_);
+      driver_->cuStreamDestroy(own_stream_);
+    } catch (const Error&) {
+      // the driver is shutting down with the process
+    }
+  }
 }
 
 bool NcclCudaSupport::driver_loaded() {
@@ -106,6 +117,89 @@ void* NcclCudaSupport::staging(std::size_t bytes, const void* device_buffer) {
 
 void* NcclCudaSupport::device_scratch(std::size_t bytes, const void* device_buffer) {
   return reserve(scratch_, bytes, device_buffer, false);
+}
+
+void* NcclCudaSupport::fusion_buffer(std::size_t bytes, const void* device_buffer) {
+  if (fusion_.pointer && fusion_.bytes < bytes) {
+    // Copies and a collective queued on the old buffer may still run.
+    ScopedCudaContext scope(*driver_, fusion_.context);
+    driver_->check(driver_->cuCtxSynchronize(), "cuCtxSynchronize");
+  }
+  return reserve(fusion_, bytes, device_buffer, false);
+}
+
+CUstream NcclCudaSupport::copy_stream(CUcontext context) {
+  if (nccl_stream_) return nccl_stream_;
+  if (own_stream_ && own_stream_context_ != context) {
+    ScopedCudaContext scope(*driver_, own_stream_context_);
+    driver_->cuStreamDestroy(own_stream_);  // its work still runs to the end
+    own_stream_ = nullptr;
+  }
+  if (!own_stream_) {
+    // Blocking: it starts after the legacy stream's earlier work, and the
+    // legacy stream's later work (the staged cuMemcpy) waits for it.
+    driver_->check(driver_->cuStreamCreate(&own_stream_, CU_STREAM_DEFAULT), "cuStreamCreate");
+    own_stream_context_ = context;
+  }
+  return own_stream_;
+}
+
+CUfunction NcclCudaSupport::copy_kernel(CUcontext context) {
+  if (kernel_.context == context) return kernel_.function;
+  unload_copy_kernel();
+  kernel_.context = context;
+  if (kFusionCopyPtx[0] == '\0') return nullptr;
+  // A driver too old for the PTX, or a JIT failure: copies one by one.
+  if (driver_->cuModuleLoadData(&kernel_.module, kFusionCopyPtx) != CUDA_SUCCESS) {
+    kernel_.module = nullptr;
+  } else if (driver_->cuModuleGetFunction(&kernel_.function, kernel_.module, kFusionCopyKernel) != CUDA_SUCCESS) {
+    kernel_.function = nullptr;
+  }
+  return kernel_.function;
+}
+
+void NcclCudaSupport::unload_copy_kernel() noexcept {
+  if (kernel_.module) {
+    try {
+      ScopedCudaContext scope(*driver_, kernel_.context);
+      driver_->cuModuleUnload(kernel_.module);
+    } catch (const Error&) {
+      // the driver is shutting down with the process
+    }
+  }
+  kernel_ = {};
+}
+
+void NcclCudaSupport::enqueue_copies(const std::vector<DeviceCopy>& copies) {
+  std::vector<FusionCopyEntry> entries;
+  for (const DeviceCopy& c : copies) {
+    if (c.bytes > 0) entries.push_back({device_pointer(c.to), device_pointer(c.from), c.bytes});
+  }
+  if (entries.empty()) return;
+  const CUcontext context = context_of(copies[0].to, copies[0].from);
+  ScopedCudaContext scope(*driver_, context);
+  const CUstream stream = copy_stream(context);
+  const CUfunction kernel = copy_kernel(context);
+  if (!kernel) {
+    for (const FusionCopyEntry& e : entries) {
+      driver_->check(driver_->cuMemcpyDtoDAsync(e.to, e.from, e.bytes, stream), "cuMemcpyDtoDAsync");
+    }
+    return;
+  }
+  for (std::size_t first = 0; first < entries.size(); first += kFusionCopyTableSize) {
+    FusionCopyTable table{};
+    table.count = static_cast<int>(std::min<std::size_t>(kFusionCopyTableSize, entries.size() - first));
+    unsigned long long largest = 0;
+    for (int i = 0; i < table.count; ++i) {
+      table.entries[i] = entries[first + i];
+      largest = std::max(largest, table.entries[i].bytes);
+    }
+    const unsigned blocks = fusion_copy_blocks(largest);
+    void* parameters[] = {&table};
+    driver_->check(driver_->cuLaunchKernel(kernel, blocks, static_cast<unsigned>(table.count), 1, kFusionCopyThreads, 1,
+                                           1, 0, stream, parameters, nullptr),
+                   "cuLaunchKernel (fusion copies)");
+  }
 }
 
 void* NcclCudaSupport::reserve(Allocation& allocation, std::size_t bytes, const void* device_buffer, bool pinned) {
@@ -171,7 +265,9 @@ CudaSupport::Nccl NcclCudaSupport::open_nccl(const BackendContext& context, Back
     throw Error(Error::Code::Internal, "rank 0 published a malformed ncclUniqueId");
   }
   std::memcpy(id.internal, said[0].data() + kReady.size(), sizeof id.internal);
-  return {std::make_unique<NcclBackend>(world, *nccl, *driver, device, id), device};
+  auto backend = std::make_unique<NcclBackend>(world, *nccl, *driver, device, id);
+  nccl_stream_ = backend->stream();
+  return {std::move(backend), device};
 }
 
 std::vector<std::string> exchange_nccl_readiness(const BackendContext& context, Backend& host,

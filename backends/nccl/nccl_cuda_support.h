@@ -4,7 +4,8 @@
 // through pinned host memory, and starts the NCCL backend once every rank
 // has said whether it can run NCCL (through the rendezvous store).
 // Used from one thread at a time, the backend's. Owns its pinned staging
-// memory and device scratch, both grown on demand and reused.
+// memory, device scratch and the engine's device fusion buffer, each grown
+// on demand and reused, and the staged path's copy stream.
 #pragma once
 
 #include <cuda.h>
@@ -30,6 +31,8 @@ class NcclCudaSupport final : public CudaSupport {
   void copy(void* to, const void* from, std::size_t bytes) override;
   void* staging(std::size_t bytes, const void* device_buffer) override;
   void* device_scratch(std::size_t bytes, const void* device_buffer) override;
+  void* fusion_buffer(std::size_t bytes, const void* device_buffer) override;
+  void enqueue_copies(const std::vector<DeviceCopy>& copies) override;
   Nccl open_nccl(const BackendContext& context, Backend& host, CudaPolicy policy) override;
   std::unique_ptr<CudaSupport> fresh() const override { return std::make_unique<NcclCudaSupport>(); }
 
@@ -44,11 +47,26 @@ class NcclCudaSupport final : public CudaSupport {
   CUcontext context_of(const void* a, const void* b = nullptr);
   void* reserve(Allocation& allocation, std::size_t bytes, const void* device_buffer, bool pinned);
   void release(Allocation& allocation) noexcept;
+  // The stream enqueue_copies uses in `context` (see CudaSupport).
+  CUstream copy_stream(CUcontext context);
+  // The fusion copy kernel (fusion_copy.h) in `context`, loaded at its
+  // first use there; null when the build or the driver has none.
+  CUfunction copy_kernel(CUcontext context);
+  void unload_copy_kernel() noexcept;
 
   const CudaDriver* driver_ = nullptr;
   unsigned long long loads_checked_ = ~0ull;  // SharedLibrary::loads_so_far() at the last check
   Allocation staging_;
   Allocation scratch_;
+  Allocation fusion_;
+  CUstream nccl_stream_ = nullptr;  // the NCCL backend's, once open_nccl made it
+  CUstream own_stream_ = nullptr;   // the staged path's, made at its first copy
+  CUcontext own_stream_context_ = nullptr;
+  struct {
+    CUcontext context = nullptr;  // where it was loaded (or found missing)
+    CUmodule module = nullptr;
+    CUfunction function = nullptr;
+  } kernel_;
 };
 
 // Every rank's start-up record, exchanged through the rendezvous store

@@ -40,4 +40,14 @@ void copy(void* to, const void* from, std::size_t bytes) {
   check(cudaMemcpy(to, from, bytes, cudaMemcpyDefault), "cudaMemcpy");
 }
 
+void* allocate_pinned(std::size_t bytes) {
+  void* pointer = nullptr;
+  check(cudaHostAlloc(&pointer, bytes ? bytes : 1, cudaHostAllocPortable), "cudaHostAlloc");
+  return pointer;
+}
+
+void release_pinned(void* pointer) noexcept { cudaFreeHost(pointer); }
+
+void synchronize() { check(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
+
 }  // namespace cuda_memory

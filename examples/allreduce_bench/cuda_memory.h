@@ -16,5 +16,10 @@ void* allocate(std::size_t bytes);
 void release(void* pointer) noexcept;
 // Between host and device memory, either way; synchronous.
 void copy(void* to, const void* from, std::size_t bytes);
+// Pinned host memory, as trainrun's staging uses; freed by release_pinned.
+void* allocate_pinned(std::size_t bytes);
+void release_pinned(void* pointer) noexcept;
+// Waits until the current device has finished all its work.
+void synchronize();
 
 }  // namespace cuda_memory

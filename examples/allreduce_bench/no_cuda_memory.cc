@@ -13,5 +13,8 @@ bool usable(std::string& why) {
 void* allocate(std::size_t) { throw std::runtime_error("built without CUDA"); }
 void release(void*) noexcept {}
 void copy(void*, const void*, std::size_t) { throw std::runtime_error("built without CUDA"); }
+void* allocate_pinned(std::size_t) { throw std::runtime_error("built without CUDA"); }
+void release_pinned(void*) noexcept {}
+void synchronize() { throw std::runtime_error("built without CUDA"); }
 
 }  // namespace cuda_memory

@@ -83,8 +83,20 @@ void Executor::run(const Batch& batch, const std::vector<Response>& responses, c
   if (traced) timeline_.end(names[0], span);
 }
 
+template <typename Fn>
+void Executor::traced(const std::vector<std::string>& names, const std::string& phase, Fn&& fn) {
+  for (const auto& name : names) {
+    if (timeline_.active()) timeline_.begin(name, phase);
+  }
+  fn();
+  for (const auto& name : names) {
+    if (timeline_.active()) timeline_.end(name, phase);
+  }
+}
+
 void Executor::allreduce_fused(const Batch& batch, const Request& r, const std::vector<Work*>& works,
                                const std::vector<std::string>& names) {
+  if (r.on_cuda()) return allreduce_fused_on_device(batch, r, works, names);
   char* buffer = scratch(batch.bytes);
   const std::size_t element = size_of(r.type);
   auto each = [&](const char* phase, auto&& fn) {
@@ -100,20 +112,41 @@ void Executor::allreduce_fused(const Batch& batch, const Request& r, const std::
     std::memcpy(at, w->data[item.member], item.bytes);
     scale_in_place(at, item.bytes / element, r.type, r.prescale);
   });
-  const std::string span = label(OpType::Allreduce);
-  for (const auto& name : names) {
-    if (timeline_.active()) timeline_.begin(name, span);
-  }
-  backend_.allreduce(buffer, buffer, batch.bytes / element, r.type, r.reduce_op);
-  for (const auto& name : names) {
-    if (timeline_.active()) timeline_.end(name, span);
-  }
+  traced(names, label(OpType::Allreduce),
+         [&] { backend_.allreduce(buffer, buffer, batch.bytes / element, r.type, r.reduce_op); });
   each("MEMCPY_OUT_FUSION_BUFFER", [&](const FusionItem& item, Work* w) {
     if (!w) return;
     char* at = buffer + item.offset;
     scale_in_place(at, item.bytes / element, r.type, r.postscale);
     std::memcpy(w->data[item.member], at, item.bytes);
   });
+}
+
+void Executor::allreduce_fused_on_device(const Batch& batch, const Request& r, const std::vector<Work*>& works,
+                                         const std::vector<std::string>& names) {
+  // Requests on CUDA memory are never scaled and never joined (engine_api,
+  // Coordinator), so the batch is copies and one reduction.
+  for (const Work* w : works) {
+    if (!w) throw Error(Error::Code::Internal, "engine: a joined rank in a fused CUDA batch");
+  }
+  DeviceFusion* fusion = backend_.device_fusion();
+  if (!fusion) {  // a build without CUDA: the backend takes the tensors one by one, as it can
+    for (std::size_t i = 0; i < batch.items.size(); ++i) allreduce_alone(batch.items[i], r, works[i], names[i]);
+    return;
+  }
+  const void* first = works[0]->data[batch.items[0].member];
+  char* buffer = static_cast<char*>(fusion->fusion_buffer(batch.bytes, first));
+  std::vector<DeviceCopy> in, out;
+  for (std::size_t i = 0; i < batch.items.size(); ++i) {
+    const FusionItem& item = batch.items[i];
+    void* tensor = works[i]->data[item.member];
+    in.push_back({buffer + item.offset, tensor, item.bytes});
+    out.push_back({tensor, buffer + item.offset, item.bytes});
+  }
+  traced(names, "MEMCPY_IN_FUSION_BUFFER", [&] { fusion->enqueue_copies(in); });
+  traced(names, label(OpType::Allreduce),
+         [&] { backend_.allreduce(buffer, buffer, batch.bytes / size_of(r.type), r.type, r.reduce_op); });
+  traced(names, "MEMCPY_OUT_FUSION_BUFFER", [&] { fusion->enqueue_copies(out); });
 }
 
 void Executor::allreduce_alone(const FusionItem& item, const Request& r, Work* work, const std::string& name) {

@@ -1,7 +1,10 @@
 // Executor: runs planned batches on the backend, on the engine thread:
 // packs a fused batch into the fusion buffer, reduces it with one backend
 // call and unpacks it; runs everything else alone, in place where the op
-// allows. A rank that has joined has no Work for an op and contributes
+// allows. A batch of CUDA tensors packs into the backend's device fusion
+// buffer (backends/device_fusion.h) with batched device copies, enqueued in
+// stream order with the reduction: nothing waits for the device here, as
+// an unfused CUDA allreduce does not. A rank that has joined has no Work for an op and contributes
 // neutral input (the reduce op's identity, or no rows). The fusion buffer
 // is mapped once (MADV_HUGEPAGE: first touch of 4 KiB pages runs at ~1.3
 // GB/s here) and reused. Not thread-safe; owned by the Engine.
@@ -34,6 +37,11 @@ class Executor {
  private:
   void allreduce_fused(const Batch& batch, const Request& r, const std::vector<Work*>& works,
                        const std::vector<std::string>& names);
+  void allreduce_fused_on_device(const Batch& batch, const Request& r, const std::vector<Work*>& works,
+                                 const std::vector<std::string>& names);
+  // Runs `fn` inside a timeline span `phase` of every tensor in `names`.
+  template <typename Fn>
+  void traced(const std::vector<std::string>& names, const std::string& phase, Fn&& fn);
   void allreduce_alone(const FusionItem& item, const Request& r, Work* work, const std::string& name);
   void allgather(const Request& r, Work* work);
   void alltoall(const Request& r, Work& work);

@@ -45,8 +45,8 @@ std::vector<Batch> plan_batches(const std::vector<Response>& responses, std::siz
     const std::size_t members = r.members.empty() ? 1 : r.members.size();
     for (std::size_t m = 0; m < members; ++m) {
       const std::size_t bytes = member_bytes(r, m);
-      // CUDA memory runs in place: the fusion buffer is host memory.
-      if (bytes >= kInPlaceMinBytes || bytes > threshold || r.on_cuda()) {
+      const std::size_t in_place_min = r.on_cuda() ? kDeviceInPlaceMinBytes : kInPlaceMinBytes;
+      if (bytes >= in_place_min || bytes > threshold) {
         alone({i, m, 0, bytes});
         continue;
       }

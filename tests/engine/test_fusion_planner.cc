@@ -52,16 +52,34 @@ TEST_CASE("the threshold caps a batch; 0 turns fusion off") {
   for (const auto& b : batches) CHECK_FALSE(b.fused);
 }
 
-TEST_CASE("allreduces of CUDA memory run in place, alone: the fusion buffer is host memory") {
-  std::vector<Response> responses = {allreduce("gpu.a", 3), allreduce("gpu.b", 3), allreduce("host", 3)};
-  responses[0].request.device = responses[1].request.device = 0;
+TEST_CASE("allreduces of CUDA memory fuse among themselves, never with host memory") {
+  std::vector<Response> responses = {allreduce("gpu.a", 3), allreduce("host", 3), allreduce("gpu.b", 3),
+                                     allreduce("gpu1.c", 3)};
+  responses[0].request.device = responses[2].request.device = 0;
+  responses[3].request.device = 1;  // another device: another batch
   const auto batches = plan_batches(responses, 64u << 20);
   REQUIRE(batches.size() == 3);
-  CHECK_FALSE(batches[0].fused);
+  CHECK(batches[0].fused);
+  REQUIRE(batches[0].items.size() == 2);
   CHECK(batches[0].items[0].response == 0);
+  CHECK(batches[0].items[1].response == 2);
+  CHECK(batches[0].items[1].offset == kFusionAlignment);
   CHECK_FALSE(batches[1].fused);
   CHECK(batches[1].items[0].response == 1);
-  CHECK(batches[2].items[0].response == 2);
+  CHECK_FALSE(batches[2].fused);
+  CHECK(batches[2].items[0].response == 3);
+}
+
+TEST_CASE("CUDA tensors up to the device's in-place size fuse; larger ones run alone") {
+  std::vector<Response> responses = {allreduce("mid", kInPlaceMinBytes / 4), allreduce("mid2", kInPlaceMinBytes / 4),
+                                     allreduce("huge", kDeviceInPlaceMinBytes / 4)};
+  for (auto& r : responses) r.request.device = 0;
+  const auto batches = plan_batches(responses, 64u << 20);
+  REQUIRE(batches.size() == 2);
+  CHECK_FALSE(batches[0].fused);
+  CHECK(batches[0].items[0].response == 2);
+  CHECK(batches[1].fused);
+  CHECK(batches[1].items.size() == 2);
 }
 
 TEST_CASE("large tensors run in place, alone, and a batch of one is not fused") {
