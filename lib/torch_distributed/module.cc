@@ -1,8 +1,10 @@
 // Entry point of `trainrun._c10d`, the torch.distributed backend
 // "trainrun" (docs/design.md §11): the class ProcessGroupTrainrun (a
-// subclass of torch's torch.distributed.ProcessGroup, with its holder,
-// c10::intrusive_ptr, through torch's own pybind11 internals: Debian's
-// pybind11 2.10 and torch 1.13 share internals v4), and the calls that
+// subclass of torch's torch.distributed.ProcessGroup in torch 1.13, of its
+// Backend in torch 2.x, with its holder, c10::intrusive_ptr, through
+// torch's own pybind11 internals: Debian's pybind11 2.10 and torch 1.13
+// share internals v4; against another torch, scripts/build_c10d.py builds
+// with that torch's own pybind11 and ABI flags), and the calls that
 // trainrun.torch.distributed makes: world() for init_process_group,
 // prepare_subset()/take_subset() for new_group. The core's collectives
 // come from trainrun._core's capsule (lib/python/core_group.h).
@@ -110,8 +112,8 @@ c10::intrusive_ptr<ProcessGroupTrainrun> take_subset(const std::vector<int>& ran
 PYBIND11_MODULE(_c10d, m) {
   using trainrun::c10d::ProcessGroupTrainrun;
   m.doc() = "trainrun's torch.distributed backend; use `import trainrun.torch.distributed`.";
-  py::module_::import("torch.distributed");  // registers torch's ProcessGroup class first
-  py::class_<ProcessGroupTrainrun, ::c10d::ProcessGroup, c10::intrusive_ptr<ProcessGroupTrainrun>>(
+  py::module_::import("torch.distributed");  // registers torch's ProcessGroup (and Backend) classes first
+  py::class_<ProcessGroupTrainrun, trainrun::c10d::BackendBase, c10::intrusive_ptr<ProcessGroupTrainrun>>(
       m, "ProcessGroupTrainrun", "A torch.distributed process group on trainrun's collectives.");
   m.def("world", &trainrun::c10d::make_world, py::arg("rank"), py::arg("size"),
         "The process group over trainrun's world; torch's rank and size must be trainrun's.");

@@ -11,6 +11,7 @@
 
 #include "lib/torch_distributed/composed_collectives.h"
 #include "lib/torch_distributed/core_types.h"
+#include "lib/torch_distributed/stream_order.h"
 #include "lib/torch_distributed/trainrun_work.h"
 
 namespace trainrun::c10d {
@@ -19,7 +20,7 @@ using ::c10d::OpType;
 using python::CoreGroup;
 
 ProcessGroupTrainrun::ProcessGroupTrainrun(CoreGroup& group, std::unique_ptr<CoreGroup> owned)
-    : ProcessGroup(group.rank(), group.size()), group_(group), owned_(std::move(owned)),
+    : BackendBase(group.rank(), group.size()), group_(group), owned_(std::move(owned)),
       who_("rank " + std::to_string(group.job_rank(group.rank())) + " (" + group.hostname() + ")") {}
 
 // Python drops the last reference with the GIL held (DDP's Reducer, torch's
@@ -41,8 +42,8 @@ void ProcessGroupTrainrun::refuse(const char* op, const std::string& why) const 
 
 void ProcessGroupTrainrun::check_tensor(const char* op, const at::Tensor& t) const {
   if (!t.defined()) refuse(op, "the tensor is undefined");
-  if (!t.device().is_cpu()) {
-    refuse(op, "tensors on " + t.device().str() + " are not supported by backend trainrun (CPU tensors only)");
+  if (!t.device().is_cpu() && !t.device().is_cuda()) {
+    refuse(op, "tensors on " + t.device().str() + " are not supported by backend trainrun (CPU and CUDA tensors)");
   }
   if (t.is_sparse()) refuse(op, "sparse tensors are not supported by backend trainrun");
   if (!core_type(t.scalar_type())) {
@@ -82,10 +83,17 @@ OrderedWorker::Done ProcessGroupTrainrun::completion(c10::intrusive_ptr<Trainrun
 }
 
 ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::enqueue(OpType type, const char* op, Tensors outputs,
-                                                            std::function<void(CoreGroup&)> run) {
+                                                            std::function<void(CoreGroup&)> run,
+                                                            const Tensors& inputs) {
+  Tensors involved = outputs;
+  involved.insert(involved.end(), inputs.begin(), inputs.end());
+  const std::string mixed = mixed_devices(involved);
+  if (!mixed.empty()) refuse(op, "every tensor of one op must be on one device, not on " + mixed);
+  std::shared_ptr<const StreamOrder> order = StreamOrder::mark(involved);
   auto work = c10::make_intrusive<TrainrunWork>(rank_, type, std::move(outputs));
-  const std::uint64_t ticket =
-      worker_->submit([this, run = std::move(run)] { run(group_); }, completion(work, op, who_));
+  OrderedWorker::Task task = [this, run = std::move(run)] { run(group_); };
+  if (order) task = [order, task = std::move(task)] { order->run(task); };
+  const std::uint64_t ticket = worker_->submit(std::move(task), completion(work, op, who_));
   work->run_on_wait(worker_, ticket);
   return work;
 }

@@ -1,6 +1,9 @@
 // ProcessGroupTrainrun: trainrun's collectives as a torch.distributed
-// backend (c10d::ProcessGroup, torch 1.13), registered under the name
-// "trainrun" by trainrun.torch.distributed (docs/design.md §11).
+// backend (c10d::ProcessGroup in torch 1.13, c10d::Backend in torch 2.x:
+// torch_compat.h), registered under the name "trainrun" by
+// trainrun.torch.distributed (docs/design.md §11). CPU and CUDA tensors:
+// the core routes CUDA buffers (NCCL, or staged through host memory), and
+// StreamOrder (stream_order.h) keeps torch's stream semantics.
 // Point-to-point ops do not take that queue (a receive that waits would
 // hold up every collective behind it): each (direction, peer, tag) has a
 // worker of its own, so sends and receives run beside the collectives and
@@ -14,8 +17,6 @@
 // autograd threads); their order is the order they reach the queue.
 #pragma once
 
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
-
 #include <functional>
 #include <map>
 #include <mutex>
@@ -26,12 +27,13 @@
 
 #include "lib/python/core_group.h"
 #include "lib/torch_distributed/ordered_worker.h"
+#include "lib/torch_distributed/torch_compat.h"
 
 namespace trainrun::c10d {
 
 class TrainrunWork;
 
-class ProcessGroupTrainrun : public ::c10d::ProcessGroup {
+class ProcessGroupTrainrun : public BackendBase {
  public:
   // Over the job's world (`group` not owned) or a set (owned).
   ProcessGroupTrainrun(python::CoreGroup& group, std::unique_ptr<python::CoreGroup> owned);
@@ -69,11 +71,14 @@ class ProcessGroupTrainrun : public ::c10d::ProcessGroup {
   // What completes `work` when an op ends: core errors already name the
   // rank, its host and the core op; others get "rank R (HOST): op: ".
   static OrderedWorker::Done completion(c10::intrusive_ptr<TrainrunWork> work, const char* op, std::string who);
-  // Queues `run` under `op`'s name; the Work's result is `outputs`.
-  WorkPtr enqueue(::c10d::OpType type, const char* op, Tensors outputs, std::function<void(python::CoreGroup&)> run);
+  // Queues `run` under `op`'s name; the Work's result is `outputs`. The op's
+  // tensors (`outputs` and `inputs`) must share one device; on CUDA, `run`
+  // keeps the caller's stream order (StreamOrder).
+  WorkPtr enqueue(::c10d::OpType type, const char* op, Tensors outputs, std::function<void(python::CoreGroup&)> run,
+                  const Tensors& inputs = {});
   // A RuntimeError "rank R (HOST): op: why" on the caller's thread.
   [[noreturn]] void refuse(const char* op, const std::string& why) const;
-  // The one tensor of `tensors`, checked (CPU, dense, a type the core has).
+  // The one tensor of `tensors`, checked (CPU or CUDA, dense, a type the core has).
   at::Tensor& single(const char* op, Tensors& tensors) const;
   void check_tensor(const char* op, const at::Tensor& t) const;
   void check_root(const char* op, int64_t root) const;

@@ -67,7 +67,7 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::allgather(std::vector<Tensor
     refuse(op, "output tensor " + std::to_string(rank_) + " has " + std::to_string(out[rank_].numel()) +
                    " elements, the input " + std::to_string(in.numel()));
   }
-  return enqueue(OpType::ALLGATHER, op, out, [out, in](CoreGroup& g) mutable { allgather_list(g, out, in); });
+  return enqueue(OpType::ALLGATHER, op, out, [out, in](CoreGroup& g) mutable { allgather_list(g, out, in); }, {in});
 }
 
 ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::_allgather_base(at::Tensor& output, at::Tensor& input,
@@ -75,7 +75,8 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::_allgather_base(at::Tensor& 
   const char* op = "_allgather_base";
   check_blocks(op, input, output, "output");
   at::Tensor out = output, in = input;
-  return enqueue(OpType::_ALLGATHER_BASE, op, {out}, [out, in](CoreGroup& g) mutable { allgather_flat(g, out, in); });
+  return enqueue(OpType::_ALLGATHER_BASE, op, {out}, [out, in](CoreGroup& g) mutable { allgather_flat(g, out, in); },
+                 {in});
 }
 
 ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::gather(std::vector<Tensors>& outputs, Tensors& inputs,
@@ -85,7 +86,8 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::gather(std::vector<Tensors>&
   check_root(op, opts.rootRank);
   const int root = static_cast<int>(opts.rootRank);
   Tensors out = root_list(op, outputs, in, "output", root);
-  return enqueue(OpType::GATHER, op, out, [out, in, root](CoreGroup& g) mutable { gather_list(g, out, in, root); });
+  return enqueue(OpType::GATHER, op, out, [out, in, root](CoreGroup& g) mutable { gather_list(g, out, in, root); },
+                 {in});
 }
 
 ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::scatter(Tensors& outputs, std::vector<Tensors>& inputs,
@@ -95,7 +97,8 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::scatter(Tensors& outputs, st
   check_root(op, opts.rootRank);
   const int root = static_cast<int>(opts.rootRank);
   Tensors in = root_list(op, inputs, out, "input", root);
-  return enqueue(OpType::SCATTER, op, {out}, [out, in, root](CoreGroup& g) mutable { scatter_list(g, out, in, root); });
+  return enqueue(
+      OpType::SCATTER, op, {out}, [out, in, root](CoreGroup& g) mutable { scatter_list(g, out, in, root); }, in);
 }
 
 ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::reduce_scatter(Tensors& outputs, std::vector<Tensors>& inputs,
@@ -108,7 +111,7 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::reduce_scatter(Tensors& outp
   const at::Tensor in = at::cat(parts);
   const auto reduce_op = opts.reduceOp.op_;
   return enqueue(OpType::REDUCE_SCATTER, op, {out},
-                 [out, in, reduce_op](CoreGroup& g) mutable { reduce_scatter_flat(g, out, in, reduce_op); });
+                 [out, in, reduce_op](CoreGroup& g) mutable { reduce_scatter_flat(g, out, in, reduce_op); }, {in});
 }
 
 ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
@@ -119,7 +122,7 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::_reduce_scatter_base(at::Ten
   at::Tensor out = output, in = input;
   const auto reduce_op = opts.reduceOp.op_;
   return enqueue(OpType::_REDUCE_SCATTER_BASE, op, {out},
-                 [out, in, reduce_op](CoreGroup& g) mutable { reduce_scatter_flat(g, out, in, reduce_op); });
+                 [out, in, reduce_op](CoreGroup& g) mutable { reduce_scatter_flat(g, out, in, reduce_op); }, {in});
 }
 
 // Splits count rows (dim 0); empty splits mean equal blocks.
@@ -158,7 +161,7 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::alltoall_base(at::Tensor& ou
   const std::vector<std::size_t> in_counts = counts(input, input_splits, "input");
   at::Tensor out = output, in = input;
   return enqueue(OpType::ALLTOALL_BASE, op, {out},
-                 [=](CoreGroup& g) mutable { alltoall_flat(g, out, in, out_counts, in_counts); });
+                 [=](CoreGroup& g) mutable { alltoall_flat(g, out, in, out_counts, in_counts); }, {in});
 }
 
 ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::alltoall(Tensors& outputs, Tensors& inputs,
@@ -179,17 +182,19 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::alltoall(Tensors& outputs, T
   const at::Tensor in = at::cat(in_parts);
   const std::vector<std::size_t> out_counts = counts_of(outputs), in_counts = counts_of(inputs);
   Tensors out = outputs;
-  return enqueue(OpType::ALLTOALL, op, out, [=](CoreGroup& g) mutable {
-    int64_t total = 0;
-    for (const at::Tensor& o : out) total += o.numel();
-    at::Tensor flat_out = at::empty({total}, in.options());
-    alltoall_flat(g, flat_out, in, out_counts, in_counts);
-    int64_t offset = 0;
-    for (at::Tensor& o : out) {
-      o.copy_(flat_out.narrow(0, offset, o.numel()).view(o.sizes()));
-      offset += o.numel();
-    }
-  });
+  return enqueue(OpType::ALLTOALL, op, out,
+                 [=](CoreGroup& g) mutable {
+                   int64_t total = 0;
+                   for (const at::Tensor& o : out) total += o.numel();
+                   at::Tensor flat_out = at::empty({total}, in.options());
+                   alltoall_flat(g, flat_out, in, out_counts, in_counts);
+                   int64_t offset = 0;
+                   for (at::Tensor& o : out) {
+                     o.copy_(flat_out.narrow(0, offset, o.numel()).view(o.sizes()));
+                     offset += o.numel();
+                   }
+                 },
+                 {in});
 }
 
 }  // namespace trainrun::c10d

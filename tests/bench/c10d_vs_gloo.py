@@ -30,32 +30,14 @@ import time
 
 import torch
 import torch.distributed as dist
-import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 import trainrun.torch.distributed  # noqa: F401
+from gradient_set import GradientSet, read_sizes  # this folder
 from python_vs_ddp import load_example  # this folder: examples/pytorch/mnist.py as a module
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-
-
-class GradientSet(nn.Module):
-    """Parameters of the given sizes; the loss touches each once."""
-
-    def __init__(self, sizes):
-        super().__init__()
-        self.params = nn.ParameterList([nn.Parameter(torch.zeros(n)) for n in sizes])
-
-    def forward(self, x):
-        return sum(p.sum() for p in self.params) * x.mean()
-
-
-def read_sizes(path):
-    with open(path) as f:
-        return [int(line) for line in f if line.strip() and not line.startswith('#')]
 
 
 def slowest(seconds, group):

@@ -49,6 +49,16 @@ def collectives(dev, r, n):
     group = hvd.grouped_allreduce([torch.full((s,), float(r + 1), device=dev) for s in sizes], op=hvd.Sum)
     for s, got in zip(sizes, group):
         check(f'grouped_allreduce member of {s}', got, torch.full((s,), float(n * (n + 1) // 2), device=dev))
+    # In place on views 1 element (4 bytes) past their storage's start: the
+    # engine's fusion copies then take their unaligned path.
+    bases = [torch.zeros(s + 1, device=dev) for s in (3, 1000, 70001)]
+    views = [b[1:] for b in bases]
+    for v in views:
+        v.fill_(float(r + 1))
+    hvd.synchronize(hvd.grouped_allreduce_async_(views, op=hvd.Sum))
+    for v, base in zip(views, bases):
+        want = torch.cat([torch.zeros(1, device=dev), torch.full((v.numel(),), float(n * (n + 1) // 2), device=dev)])
+        check(f'grouped_allreduce_ in place, a view of {v.numel()} at an odd offset', base, want)
     big = torch.full((16 << 20,), float(r + 1), device=dev)  # 64 MiB
     hvd.allreduce_(big, op=hvd.Sum)
     check('allreduce_ 64 MiB', big, torch.full((16 << 20,), float(n * (n + 1) // 2), device=dev))

@@ -5,10 +5,16 @@
 
 Run the script under trainrun (`trainrun -np 4 python3 train.py`): rank and
 world size come from trainrun's world, and collectives run on trainrun's
-core (shared memory on one host, its TCP mesh across hosts). Every op is
-queued to one worker thread per process group, so it is asynchronous to
-the caller and runs in the same order on every rank. The store torch
-passes is not used. CPU tensors; send/recv are not supported yet.
+core (shared memory on one host, its TCP mesh across hosts; CUDA tensors
+through NCCL when every rank can run it, else staged through host memory).
+Every op is queued to one worker thread per process group, so it is
+asynchronous to the caller and runs in the same order on every rank; on
+CUDA tensors it starts after the work the caller's current stream had
+queued, and its Work completes when the tensors are final. The store torch
+passes is not used. send/recv take CPU tensors.
+
+torch 1.13 (Debian 12) and torch 2.x: in 2.x the backend is registered for
+the cpu and cuda device types, and torch's ProcessGroup wraps it.
 
 new_group(): trainrun's process sets are made by every rank of the world
 (torch's own rule for new_group), so this module wraps
@@ -16,6 +22,9 @@ torch.distributed.new_group to make the set on every rank before torch
 calls the backend on the members.
 """
 import functools
+import inspect
+
+import torch
 
 import torch.distributed as _dist
 import torch.distributed.distributed_c10d as _c10d_module
@@ -40,12 +49,24 @@ def _uses_trainrun(backend):
     return str(backend).lower() == BACKEND
 
 
+def _trainrun_backend(group):
+    """`group` as trainrun's backend object, or None when it is another's.
+
+    torch 1.13's group is the backend itself; torch 2.x's wraps one per device type."""
+    if isinstance(group, _c10d.ProcessGroupTrainrun):
+        return group
+    try:
+        backend = group._get_backend(torch.device("cpu"))
+    except (AttributeError, RuntimeError):
+        return None
+    return backend if isinstance(backend, _c10d.ProcessGroupTrainrun) else None
+
+
 def _world_group():
-    """The default group when it is trainrun's, else None (the core's world is used)."""
+    """The default group's backend when it is trainrun's, else None (the core's world is used)."""
     if not _dist.is_initialized():
         return None
-    group = _c10d_module._get_default_group()
-    return group if isinstance(group, _c10d.ProcessGroupTrainrun) else None
+    return _trainrun_backend(_c10d_module._get_default_group())
 
 
 def _wrap_new_group(new_group):
@@ -63,7 +84,10 @@ def _wrap_new_group(new_group):
 
 def _register():
     if BACKEND.upper() not in _dist.Backend._plugins:
-        _dist.Backend.register_backend(BACKEND, _create, extended_api=True)
+        options = {"extended_api": True}
+        if "devices" in inspect.signature(_dist.Backend.register_backend).parameters:
+            options["devices"] = ["cpu", "cuda"]  # torch 2.x: one backend object serves both
+        _dist.Backend.register_backend(BACKEND, _create, **options)
     if not getattr(_c10d_module.new_group, "_trainrun_wrapped", False):
         wrapped = _wrap_new_group(_c10d_module.new_group)
         _c10d_module.new_group = wrapped
