@@ -15,10 +15,14 @@ bundle=$tmp/gpu-bundle
 out=$(bash "$src/scripts/gpu_checks.sh" pack "$build" --without-nccl --python /usr/bin/python3 --out "$bundle" 2>&1) ||
   fail "pack: $out"
 echo "$out"
-for f in bin/trainrun bin/conformance_cuda bin/allreduce_bench gpu_checks.sh python/cuda_tensors_check.py \
-         python/trainrun/torch/mpi_ops.py; do
+for f in bin/trainrun bin/conformance_cuda bin/allreduce_bench bin/engine_cuda_bench bin/staging_latency_bench \
+         data/resnet50_sizes.txt gpu_checks.sh build_c10d.py python/cuda_tensors_check.py python/c10d_cuda_check.py \
+         python/ddp_gpu_bench.py python/trainrun/torch/mpi_ops.py c10d-src/lib/torch_distributed/process_group.cc \
+         c10d-src/lib/python/core_group.h c10d-src/lib/include/trainrun/types.h; do
   [[ -e $bundle/$f ]] || fail "not in the bundle: $f"
 done
+# trainrun._c10d is built on the GPU machine against its own torch, never carried.
+! compgen -G "$bundle/python/trainrun/_c10d*" >/dev/null || fail "the bundle carries a trainrun._c10d"
 for f in libnccl.so.2 libc.so.6 libcuda.so.1; do
   [[ ! -e $bundle/lib/$f ]] || fail "$f is in the bundle (the GPU machine's own is used)"
 done
