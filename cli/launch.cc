@@ -316,6 +316,20 @@ SupervisorOptions supervisor_options(const Options& options, ReportRecorder& rep
   return supervision;
 }
 
+// Signals that came after the supervisor's last look: a stop signal while
+// the job was torn down (a failure's teardown, maybe for a restart) counts
+// as one that came during it; after a clean end it has nothing to stop.
+// SIGUSR1/2 have no rank left to go to.
+void take_late_signals(JobState& state, OutputRouter& output) {
+  for (int sig : take_pending_signals({SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2})) {
+    if (sig == SIGUSR1 || sig == SIGUSR2) {
+      output.note("trainrun: received " + signal_name(sig) + " as the ranks ended: not forwarded");
+    } else if (state.tearing_down()) {
+      state.stop_signal(sig);
+    }
+  }
+}
+
 // The agents started and supervised to the job's end, its summary printed,
 // its output and report collected. Returns trainrun's exit status.
 int run_job(const Options& options, const PlannedJob& planned, const SrunMode* srun, ReportRecorder& report,
@@ -341,9 +355,16 @@ int run_job(const Options& options, const PlannedJob& planned, const SrunMode* s
     if (elastic->discovery) elastic->discovery->start();
   }
   supervisor.run(agents, jobs);
+  take_late_signals(state, output);
+  if (attempt) {
+    attempt->restarting = restarts(state, attempt);
+    // A stop signal during the restart's teardown ends the job instead.
+    if (attempt->restarting && state.late_signal()) {
+      state.end_by_late_signal();
+      attempt->restarting = false;
+    }
+  }
   report.finished(state);
-
-  if (attempt) attempt->restarting = restarts(state, attempt);
   // A restart was announced when the rank failed: no summary.
   const std::string summary = attempt && attempt->restarting ? "" : state.summary();
   const bool said = summary.find("did not reach the rendezvous") != std::string::npos || supervisor.noted(summary);
@@ -418,11 +439,17 @@ int launch(const Options& given, ReportRecorder& report) {
   // torchrun's --max-restarts: after a rank fails, every rank is stopped and
   // the whole job starts again through the same path (a fresh rendezvous
   // and job id), at most N times; the last failure ends the job.
+  // The job's signals stay blocked from one attempt to the next (main blocks
+  // them for the whole launch): a stop signal between attempts waits for the
+  // next attempt's supervisor, which stops that attempt at once.
   Attempt attempt;
   attempt.max = options.dry_run ? 0 : std::max(options.reset_limit, 0);
   while (true) {
     const int status = launch_planned(options, srun_mode, report, nullptr, &attempt);
     if (!attempt.restarting) return status;
+    for (int sig : take_pending_signals({SIGUSR1, SIGUSR2})) {
+      std::cerr << "trainrun: received " << signal_name(sig) << " while the job restarts: no rank to forward it to\n";
+    }
     report.restarted();
     ++attempt.number;
   }

@@ -1,5 +1,7 @@
 // trainrun's entry point: the hidden agent mode, or parse the command line
 // and launch. Exit codes are documented in man/trainrun.1.
+#include <signal.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -9,6 +11,7 @@
 #include "cli/agent/agent.h"
 #include "cli/doctor.h"
 #include "cli/job/job_state.h"
+#include "cli/job/supervisor.h"
 #include "cli/launch.h"
 #include "cli/mpirun/mpirun_launcher.h"
 #include "cli/plan/options.h"
@@ -65,6 +68,11 @@ int main(int argc, char** argv) {
                                                 : "",
                         std::vector<std::string>(argv, argv + argc));
   int status = kExitLaunch;
+  // The job's signals are read by the supervisor of each attempt (or by the
+  // mpirun launcher); blocked from here to the end, so that one that comes
+  // between attempts or as the job ends never kills trainrun before its
+  // summary and report (docs/design.md §2).
+  const BlockedJobSignals blocked;
   try {
     // Elastic jobs need trainrun's agents: launch() says so for mpirun too.
     const bool mpirun = options.launcher == "mpirun" && !options.elastic();
@@ -74,5 +82,6 @@ int main(int argc, char** argv) {
     report.failed("launch_failed", std::string("trainrun: error: ") + e.what());
   }
   report.write(status);
+  take_pending_signals({SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT});  // the job is over
   return status;
 }

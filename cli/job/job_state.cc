@@ -69,9 +69,16 @@ JobState::Action JobState::exited(int rank, int raw_status) {
 
 JobState::Action JobState::stop_signal(int sig) {
   // During a teardown (the user's or a failure's) a Ctrl-C means: no more grace.
-  if (tearing_down_) return sig == SIGINT ? Action::Kill : Action::None;
+  if (tearing_down_) {
+    if (!stop_signal_ && !late_signal_) late_signal_ = sig;
+    return sig == SIGINT ? Action::Kill : Action::None;
+  }
   stop_signal_ = sig;
   return begin_teardown();
+}
+
+void JobState::end_by_late_signal() {
+  if (late_signal_) stop_signal_ = late_signal_;
 }
 
 JobState::Action JobState::timed_out(double limit_s) {

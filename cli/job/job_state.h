@@ -42,8 +42,15 @@ class JobState {
   // ends with `reason` and the status of `rank`'s failure, or kExitLaunch
   // without one.
   Action elastic_failure(const std::string& reason, std::optional<int> rank);
-  // SIGINT/SIGTERM/SIGHUP to trainrun: Teardown the first time, Kill on a second SIGINT.
+  // SIGINT/SIGTERM/SIGHUP to trainrun: Teardown the first time, Kill on a
+  // second SIGINT. One that comes during another cause's teardown (a
+  // failure's, which may be a restart's) is kept as late_signal().
   Action stop_signal(int sig);
+  // The first stop signal that came while another cause tore the job down.
+  std::optional<int> late_signal() const { return late_signal_; }
+  // The job ends as stopped by late_signal() (exit 128 + signal, outcome
+  // "signal"): a restart it came during is cancelled. Needs a late signal.
+  void end_by_late_signal();
   Action timed_out(double limit_s);
   // Ranks that never reached the rendezvous; Teardown if any.
   Action start_timeout(const std::vector<int>& missing, int limit_s);
@@ -85,6 +92,7 @@ class JobState {
   bool tearing_down_ = false;
   std::optional<int> cause_;        // rank whose failure ended the job
   std::optional<int> stop_signal_;  // signal that stopped trainrun
+  std::optional<int> late_signal_;  // see late_signal()
   std::string launch_failure_;      // start timeout, lost host
   std::optional<double> timeout_s_;
   std::string elastic_reason_;  // why an elastic job gave up

@@ -55,6 +55,16 @@ BlockedJobSignals::BlockedJobSignals() {
 
 BlockedJobSignals::~BlockedJobSignals() { ::sigprocmask(SIG_SETMASK, &previous_, nullptr); }
 
+std::vector<int> take_pending_signals(std::initializer_list<int> which) {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : which) sigaddset(&set, sig);
+  std::vector<int> taken;
+  const timespec now{0, 0};
+  for (int sig; (sig = ::sigtimedwait(&set, nullptr, &now)) > 0;) taken.push_back(sig);
+  return taken;
+}
+
 Supervisor::Supervisor(SupervisorOptions options, JobState& state, OutputRouter& output,
                        const rendezvous::KvTable* rendezvous)
     : options_(options), state_(state), output_(output), rendezvous_(rendezvous) {
@@ -209,6 +219,8 @@ void Supervisor::on_signal() {
     const JobState::Action action = state_.stop_signal(sig);
     if (action == JobState::Action::Teardown) {
       output_.note("trainrun: received " + signal_name(sig) + ", stopping the job (again to kill at once)");
+    } else if (!options_.on_failure.empty() && state_.late_signal() == sig && action != JobState::Action::Kill) {
+      output_.note("trainrun: received " + signal_name(sig) + " while the job stops for a restart: no restart");
     } else if (action == JobState::Action::Kill) {
       output_.note("trainrun: received " + signal_name(sig) + " again, killing the job");
     }

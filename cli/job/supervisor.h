@@ -13,6 +13,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <initializer_list>
 #include <vector>
 
 #include "cli/agent/agent_link.h"
@@ -76,6 +77,11 @@ class BlockedJobSignals {
  private:
   sigset_t previous_{};
 };
+
+// The signals of `which` that reached this process and wait, blocked and
+// unread, taken so that they are never delivered when the mask returns;
+// each named once, in signal order.
+std::vector<int> take_pending_signals(std::initializer_list<int> which);
 
 class Supervisor {
  public:

@@ -9,10 +9,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/integration/trainrun_runner.h"
@@ -216,4 +218,68 @@ TEST_CASE("--max-restarts 2: a torch DDP job whose rank fails once exits 0 after
   CHECK(count(always.out, "[1] rank 1 fails in run ") == 3);
   CHECK(contains(always.err, "trainrun: job failed: rank 1 "));
   CHECK(nothing_left(tag));
+}
+
+namespace {
+
+// trainrun -np 2 --max-restarts 50 --report DIR/report.json PROGRAM, with a
+// signal sent `delay` after the first "restarting the job" line: a job in
+// the middle of a restart (ranks being stopped, the next attempt starting).
+ProcessResult signalled_while_restarting(const TempDir& dir, const std::string& program, int sig,
+                                         std::chrono::milliseconds delay, std::string* json, std::string* tag) {
+  ProcessOptions options;
+  options.env.push_back(unique_tag());
+  *tag = options.env.back();
+  const std::string report = dir.path + "/report.json";
+  Child job({trainrun_bin(), "-np", "2", "--max-restarts", "50", "--grace", "2", "--report", report, program}, options);
+  REQUIRE(job.wait_for_output("; restarting the job (restart 1 of 50)", std::chrono::seconds(30)));
+  std::this_thread::sleep_for(delay);
+  job.signal(sig);
+  const ProcessResult r = job.wait();
+  *json = read_all(report);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("SIGTERM, SIGINT or SIGHUP while the job restarts: 143, 130, 129, the summary, the report, no restart") {
+  const struct {
+    int sig;
+    int code;
+    const char* name;
+    int delay_ms;
+  } cases[] = {{SIGTERM, 143, "SIGTERM", 0},   {SIGTERM, 143, "SIGTERM", 20}, {SIGTERM, 143, "SIGTERM", 60},
+               {SIGTERM, 143, "SIGTERM", 150}, {SIGINT, 130, "SIGINT", 0},    {SIGINT, 130, "SIGINT", 40},
+               {SIGHUP, 129, "SIGHUP", 10},    {SIGTERM, 143, "SIGTERM", 5},  {SIGTERM, 143, "SIGTERM", 100}};
+  for (const auto& c : cases) {
+    const std::string name = c.name;
+    CAPTURE(name);
+    CAPTURE(c.delay_ms);
+    const TempDir dir;
+    const std::string program = failing_program(dir, 1000);  // rank 1 fails every run
+    std::string json, tag;
+    const ProcessResult r =
+        signalled_while_restarting(dir, program, c.sig, std::chrono::milliseconds(c.delay_ms), &json, &tag);
+    CHECK(r.exit_code == c.code);
+    CHECK(contains(r.err, "trainrun: stopped by " + std::string(c.name) + "; all ranks were terminated"));
+    CHECK_FALSE(contains(r.err, "restarting the job (restart 3 of 50)"));
+    CHECK(contains(json, "\"outcome\": \"signal\""));
+    CHECK(nothing_left(tag));
+  }
+}
+
+TEST_CASE("SIGUSR1 while the job restarts never kills trainrun: the job goes on to its end") {
+  for (int delay_ms : {0, 15, 50, 120}) {
+    CAPTURE(delay_ms);
+    const TempDir dir;
+    // Rank 1 fails on its first two runs; every rank ignores SIGUSR1.
+    const std::string failing = failing_program(dir, 2);
+    const std::string program = dir.write("ignoring.sh", "#!/bin/sh\ntrap '' USR1\nexec '" + failing + "'\n", 0755);
+    std::string json, tag;
+    const ProcessResult r =
+        signalled_while_restarting(dir, program, SIGUSR1, std::chrono::milliseconds(delay_ms), &json, &tag);
+    CHECK(r.exit_code == 0);
+    CHECK(contains(json, "\"outcome\": \"success\""));
+    CHECK(nothing_left(tag));
+  }
 }

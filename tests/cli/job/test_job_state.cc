@@ -66,6 +66,24 @@ TEST_CASE("a Ctrl-C during a failure's teardown kills, and the failure stays the
   CHECK(s.exit_code() == 3);
 }
 
+TEST_CASE("a SIGTERM during a failure's teardown is kept: it ends the job when a restart would follow") {
+  JobState s = four();
+  s.exited(1, exit_status(3));
+  CHECK(s.stop_signal(SIGTERM) == Action::None);
+  CHECK(s.stop_signal(SIGHUP) == Action::None);
+  CHECK(s.late_signal() == SIGTERM);  // the first one
+  CHECK(s.exit_code() == 3);          // unless the launcher says the signal ends it
+  CHECK(s.outcome() == "rank_failed");
+  s.end_by_late_signal();
+  CHECK(s.exit_code() == 143);
+  CHECK(s.outcome() == "signal");
+  CHECK(s.summary() == "trainrun: stopped by SIGTERM; all ranks were terminated");
+  JobState stopped = four();
+  stopped.stop_signal(SIGINT);
+  stopped.stop_signal(SIGTERM);
+  CHECK_FALSE(stopped.late_signal());  // a signal's own teardown has its cause
+}
+
 TEST_CASE("timeout: 124; start timeout and lost hosts: 125, naming ranks and hosts") {
   JobState t = four();
   CHECK(t.timed_out(90) == Action::Teardown);
