@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 #include "lib/torch_distributed/core_types.h"
 
@@ -134,19 +136,47 @@ void reduce_scatter_flat(CoreGroup& g, at::Tensor& output, const at::Tensor& inp
   d.commit();
 }
 
-// One small allreduce first, so that every rank takes the same path: the
-// largest block any rank sends, and whether every block everywhere is that.
+namespace {
+
+// Every rank's counts, sent and expected, so that every rank takes the same
+// path (the largest block any rank sends; whether every block everywhere
+// is that) and finds the same disagreement: rank s sending n elements to
+// rank r, which expects m, is an error on every rank naming both, before
+// any element moves.
+std::int64_t agreed_block(CoreGroup& g, const std::vector<std::size_t>& output_counts,
+                          const std::vector<std::size_t>& input_counts, bool& equal) {
+  const std::size_t size = static_cast<std::size_t>(g.size());
+  std::vector<std::int64_t> mine;
+  for (std::size_t c : input_counts) mine.push_back(dim(c));
+  for (std::size_t c : output_counts) mine.push_back(dim(c));
+  std::vector<std::int64_t> all(2 * size * size);
+  g.allgather(mine.data(), all.data(), mine.size(), DataType::Int64);
+  auto sends = [&](std::size_t from, std::size_t to) { return all[from * 2 * size + to]; };
+  auto expects = [&](std::size_t at, std::size_t from) { return all[at * 2 * size + size + from]; };
+  for (std::size_t from = 0; from < size; ++from) {
+    for (std::size_t to = 0; to < size; ++to) {
+      if (sends(from, to) != expects(to, from)) {
+        throw std::runtime_error("split sizes disagree: rank " + std::to_string(from) + " sends " +
+                                 std::to_string(sends(from, to)) + " elements to rank " + std::to_string(to) +
+                                 ", which expects " + std::to_string(expects(to, from)) + " (nothing was sent)");
+      }
+    }
+  }
+  const auto [low, high] = std::minmax_element(all.begin(), all.end());
+  equal = *low == *high;
+  return *high;
+}
+
+}  // namespace
+
 void alltoall_flat(CoreGroup& g, at::Tensor& output, const at::Tensor& input,
                    const std::vector<std::size_t>& output_counts, const std::vector<std::size_t>& input_counts) {
-  const auto [low, high] = std::minmax_element(input_counts.begin(), input_counts.end());
-  const auto [out_low, out_high] = std::minmax_element(output_counts.begin(), output_counts.end());
-  std::int64_t bounds[2] = {dim(std::max(*high, *out_high)), -dim(std::min(*low, *out_low))};
-  g.allreduce(bounds, bounds, 2, DataType::Int64, ReduceOp::Max);
-  const std::int64_t block = bounds[0];
+  bool equal = false;
+  const std::int64_t block = agreed_block(g, output_counts, input_counts, equal);
   if (block == 0) return;
   Dense d(output);
   const at::Tensor in = flat(input);
-  if (block == -bounds[1]) {
+  if (equal) {
     g.alltoall(in.data_ptr(), d.work.data_ptr(), static_cast<std::size_t>(block), type_of(in));
     return d.commit();
   }

@@ -36,7 +36,8 @@ void scatter_list(CoreGroup& g, at::Tensor& output, const std::vector<at::Tensor
 void reduce_scatter_flat(CoreGroup& g, at::Tensor& output, const at::Tensor& input, ::c10d::ReduceOp::RedOpType op);
 // Block r of input (input_counts[r] elements) to rank r; block r of output
 // (output_counts[r]) from rank r. Equal counts run as one core alltoall;
-// others pad every block to the largest any rank sends.
+// others pad every block to the largest any rank sends. Counts that do not
+// match the senders' throw on every rank, naming both ranks and sizes.
 void alltoall_flat(CoreGroup& g, at::Tensor& output, const at::Tensor& input,
                    const std::vector<std::size_t>& output_counts, const std::vector<std::size_t>& input_counts);
 
