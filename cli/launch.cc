@@ -337,7 +337,12 @@ int run_job(const Options& options, const PlannedJob& planned, const SrunMode* s
             RemoteAgents& remote_agents) {
   const JobPlan& plan = planned.plan;
   const std::vector<JobSpec> jobs = host_jobs(options, plan, job);
-  OutputRouter output(job_output_options(options, plan));
+  OutputRouter::Options output_options = job_output_options(options, plan);
+  if (attempt && attempt->number > 0) {  // every attempt's bytes stay in the files
+    output_options.attempt_banner =
+        "==== trainrun: restart " + std::to_string(attempt->number) + " of " + std::to_string(attempt->max) + " ====";
+  }
+  OutputRouter output(output_options);
   std::vector<std::string> rank_hosts;
   for (const RankSlot& slot : plan.ranks) rank_hosts.push_back(display_name(plan.hosts[slot.host_index]));
   JobState state(static_cast<int>(plan.ranks.size()), rank_hosts);

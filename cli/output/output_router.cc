@@ -10,6 +10,7 @@
 #include <ctime>
 #include <cstring>
 
+#include "cli/output/owned_files.h"
 #include "trainrun/error.h"
 
 namespace trainrun::cli {
@@ -27,15 +28,11 @@ std::string timestamp_now() {
   return text;
 }
 
+constexpr const char* kWhat = "--output-filename";
+
 // Writes at most this much after a POLLOUT: a pipe that polls writable has at
 // least PIPE_BUF free, so a write this size does not block.
 constexpr std::size_t kConsoleChunk = 4096;
-
-void make_directory(const std::string& path) {
-  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
-    throw Error(Error::Code::Io, "--output-filename: cannot create " + path + ": " + std::strerror(errno));
-  }
-}
 
 // 0, or the errno of the write that failed.
 int write_all(int fd, std::string_view data) {
@@ -53,13 +50,7 @@ int write_all(int fd, std::string_view data) {
 
 OutputRouter::OutputRouter(Options options) : options_(std::move(options)) {
   if (options_.directory.empty()) return;
-  // mkdir -p for the directory itself, then one folder per rank.
-  std::string path;
-  for (std::size_t i = 0; i <= options_.directory.size(); ++i) {
-    if (i == options_.directory.size() || (options_.directory[i] == '/' && i > 0)) {
-      make_directory(options_.directory.substr(0, i));
-    }
-  }
+  make_user_directory(options_.directory, kWhat);
   for (int rank = 0; rank < options_.size; ++rank) open_files(rank);
 }
 
@@ -68,11 +59,12 @@ void OutputRouter::open_files(int rank) {
   std::string number = std::to_string(rank);
   if (number.size() < static_cast<std::size_t>(width)) number.insert(0, width - number.size(), '0');
   const std::string folder = options_.directory + "/rank." + number;
-  make_directory(folder);
+  make_own_directory(folder, kWhat);
+  const bool append = !options_.attempt_banner.empty();
   for (int stream : {1, 2}) {
     const std::string file = folder + (stream == 1 ? "/stdout" : "/stderr");
-    UniqueFd fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (!fd) throw Error(Error::Code::Io, "--output-filename: cannot create " + file + ": " + std::strerror(errno));
+    UniqueFd fd = open_own_file(file, append, kWhat);
+    if (append) write_all(fd.get(), options_.attempt_banner + "\n");
     files_[{rank, stream}] = {std::move(fd), file};
   }
 }

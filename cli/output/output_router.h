@@ -32,7 +32,10 @@ class OutputRouter {
     bool timestamp = false;       // each line starts with the local time it arrived (--timestamp-output)
     std::set<int> console_ranks;  // empty: all
     std::string directory;        // empty: no files
-    int size = 1;                 // number of ranks (file name width)
+    // Non-empty: a later attempt of a restarted job; its files keep what
+    // earlier attempts wrote and this line starts the attempt's part.
+    std::string attempt_banner;
+    int size = 1;  // number of ranks (file name width)
     int stdout_fd = 1;
     int stderr_fd = 2;
   };

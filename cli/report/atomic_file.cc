@@ -1,6 +1,8 @@
 #include "cli/report/atomic_file.h"
 
 #include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,9 +13,13 @@
 namespace trainrun::cli {
 
 std::string write_atomically(const std::string& path, const std::string& text) {
-  const std::string temp = path + ".tmp." + std::to_string(::getpid());
-  UniqueFd file(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  // An unpredictable name, created exclusively (mkostemp: O_EXCL, so no
+  // planted link is followed) in the target's folder, then renamed over
+  // the target (which replaces a link there rather than writing through it).
+  std::string temp = path + ".tmp.XXXXXX";
+  UniqueFd file(::mkostemp(temp.data(), O_CLOEXEC));
   if (!file) return std::strerror(errno);
+  ::fchmod(file.get(), 0644);
   const int fd = file.get();
   std::size_t done = 0;
   int error = 0;

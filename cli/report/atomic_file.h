@@ -7,8 +7,10 @@
 namespace trainrun::cli {
 
 // Writes `text` to `path` through a temporary file in the same directory
-// and rename(). Returns "" or the error's text ("No space left on device");
-// on an error nothing is left of the temporary file.
+// (an unpredictable name, created exclusively: a link planted there is
+// never followed) and rename(), which replaces a link at `path` rather than
+// writing through it. Returns "" or the error's text ("No space left on
+// device"); on an error nothing is left of the temporary file.
 std::string write_atomically(const std::string& path, const std::string& text);
 
 }  // namespace trainrun::cli

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <map>
 #include <string>
 
@@ -155,4 +156,54 @@ TEST_CASE("an unwritable output directory is one clear error") {
   const ProcessResult r = run_trainrun({"-np", "1", "--output-filename", "/proc/no/such/dir", rank_program()});
   CHECK(r.exit_code != 0);
   CHECK(contains(r.err, "--output-filename: cannot create /proc/no"));
+}
+
+namespace {
+
+// `shell` run as user nobody (a second real user), as an intruder would.
+bool as_nobody(const std::string& shell) {
+  return std::system(("runuser -u nobody -- /bin/sh -c '" + shell + "'").c_str()) == 0;
+}
+
+std::string contents(const std::string& path) {
+  std::string text;
+  if (FILE* f = std::fopen(path.c_str(), "r")) {
+    char buffer[256];
+    for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, f)) > 0;) text.append(buffer, n);
+    std::fclose(f);
+  }
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("--output-filename where another user planted links or folders: refused in one line, nothing overwritten") {
+  if (::geteuid() != 0 || std::system("command -v runuser >/dev/null") != 0) {
+    MESSAGE("skipped: planting files as a second user needs root and runuser");
+    return;
+  }
+  TempDir dir;
+  ::chmod(dir.path.c_str(), 01777);  // a folder everyone may write to, as /tmp
+  const std::string victim = dir.path + "/victim";
+  {
+    std::FILE* f = std::fopen(victim.c_str(), "w");
+    std::fputs("precious\n", f);
+    std::fclose(f);
+  }
+  REQUIRE(as_nobody("mkdir " + dir.path + "/out && mkdir " + dir.path + "/out/rank.00 && ln -s " + victim + " " +
+                    dir.path + "/out/rank.00/stdout"));
+  REQUIRE(as_nobody("ln -s " + dir.path + "/out " + dir.path + "/rank.00"));
+  std::string tag;
+  // The folder named is the intruder's.
+  ProcessResult r = run_trainrun({"-np", "2", "--output-filename", dir.path + "/out", rank_program()}, &tag);
+  CHECK(r.exit_code != 0);
+  CHECK(contains(r.err, "trainrun: error: --output-filename: " + dir.path +
+                            "/out belongs to user nobody (uid 65534), not to root (uid 0): refusing to write there\n"));
+  CHECK(nothing_left(tag));
+  // The folder named is root's, but the intruder planted rank.00 in it.
+  r = run_trainrun({"-np", "2", "--output-filename", dir.path, rank_program()}, &tag);
+  CHECK(r.exit_code != 0);
+  CHECK(contains(r.err, "--output-filename: " + dir.path + "/rank.00 is a symbolic link: refusing to follow it\n"));
+  CHECK(nothing_left(tag));
+  CHECK(contents(victim) == "precious\n");
 }

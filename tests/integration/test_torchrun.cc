@@ -283,3 +283,16 @@ TEST_CASE("SIGUSR1 while the job restarts never kills trainrun: the job goes on 
     CHECK(nothing_left(tag));
   }
 }
+
+TEST_CASE("--max-restarts with --output-filename: the files keep every attempt, each restart under its own line") {
+  const TempDir dir;
+  const std::string program = failing_program(dir, 1);
+  std::string tag;
+  const ProcessResult r =
+      run_trainrun({"-np", "2", "--max-restarts", "2", "--output-filename", dir.path + "/out", program}, &tag);
+  CHECK(r.exit_code == 0);
+  CHECK(read_all(dir.path + "/out/rank.01/stdout") ==
+        "run 0 restart 0 of 2\n==== trainrun: restart 1 of 2 ====\nrun 1 restart 1 of 2\n");
+  CHECK(read_all(dir.path + "/out/rank.00/stdout") == "==== trainrun: restart 1 of 2 ====\n");
+  CHECK(nothing_left(tag));
+}
