@@ -130,12 +130,12 @@ void add_horovodrun_settings(CLI::App& app, Options& o) {
       ->delimiter(',')  // the scan hands both values over as one "MIN,MAX" (cli/plan/argv_scan.h)
       ->allow_extra_args(false)
       ->group(kGroup);
-  app.add_option_function<std::string>(
+  // Whole seconds, as the ranks read TRAINRUN_COLLECTIVE_TIMEOUT (contract/world.cc).
+  app.add_option_function<long long>(
          "--gloo-timeout-seconds",
-         [&o](const std::string& s) { o.env_forward.push_back("TRAINRUN_COLLECTIVE_TIMEOUT=" + s); },
-         "horovodrun: seconds a collective may block [-x TRAINRUN_COLLECTIVE_TIMEOUT=S]")
-      ->check(CLI::Number)
-      ->check(CLI::Range(0.001, 1e9))
+         [&o](long long s) { o.env_forward.push_back("TRAINRUN_COLLECTIVE_TIMEOUT=" + std::to_string(s)); },
+         "horovodrun: whole seconds a collective may block [-x TRAINRUN_COLLECTIVE_TIMEOUT=S]")
+      ->check(CLI::Range(1LL, 30LL * 86400))
       ->group(kGroup);
   note_flag(app, o, "--disable-cache",
             "--disable-cache: trainrun checks the hosts at every launch and caches nothing; no effect",

@@ -14,7 +14,9 @@
 #include "contract/decimal.h"
 #include "contract/environment.h"
 #include "contract/switch_points.h"
+#include "contract/world.h"
 #include "rendezvous/unique_fd.h"
+#include "trainrun/error.h"
 
 namespace trainrun::cli {
 namespace {
@@ -262,6 +264,27 @@ std::optional<std::set<int>> parse_rank_list(const std::string& text, int size, 
   return ranks;
 }
 
+// Why the ranks would refuse a trainrun setting handed to them (-x, --env,
+// horovodrun's options, a config file), read as the ranks will read it
+// (world_from_env); "" when they take them all.
+std::string refused_by_ranks(const std::vector<std::pair<std::string, std::string>>& forwarded) {
+  const std::string prefix = "TRAINRUN_";
+  auto lookup = [&](const char* name) -> const char* {
+    if (std::string(name).rfind(prefix, 0) != 0) return nullptr;
+    const char* value = nullptr;
+    for (const auto& [n, v] : forwarded) {
+      if (n == name) value = v.c_str();  // the last one wins, as in the ranks' environment
+    }
+    return value;
+  };
+  try {
+    (void)detail::world_from_env(lookup);
+  } catch (const Error& e) {
+    return std::string(e.what()) + " (a setting for the ranks, which would refuse it)";
+  }
+  return "";
+}
+
 PlanResult make_plan(const Options& o, const std::string& local_host_name, const GetEnv& getenv,
                      const ReadFile& read_file) {
   PlanResult result;
@@ -337,6 +360,7 @@ PlanResult make_plan(const Options& o, const std::string& local_host_name, const
   plan.omp_threads_default = default_omp_threads(plan, getenv);
   if (plan.omp_threads_default) plan.forwarded.emplace_back(protocol::kEnvOmpNumThreads, "1");
   append_engine_settings(o, plan.forwarded);
+  if (std::string why = refused_by_ranks(plan.forwarded); !why.empty()) return fail(why);
   result.plan = std::move(plan);
   return result;
 }

@@ -165,3 +165,35 @@ TEST_CASE("a host's job larger than one agent frame (64 MiB) starts every rank")
   CHECK(r.err == kOmpNote);  // several ranks share a host
   CHECK(nothing_left(tag));
 }
+
+TEST_CASE("a setting the ranks would refuse is refused before anything starts: exit 2, one line") {
+  const std::string config = "/tmp/trainrun-bad-setting-" + std::to_string(::getpid()) + ".yaml";
+  {
+    std::FILE* f = std::fopen(config.c_str(), "w");
+    REQUIRE(f);
+    std::fputs("library_options:\n  gloo_timeout_seconds: 1e400\n", f);
+    std::fclose(f);
+  }
+  const struct {
+    std::vector<std::string> args;
+    std::string line;
+  } cases[] = {
+      {{"-x", "TRAINRUN_COLLECTIVE_TIMEOUT=2.5"},
+       "TRAINRUN_COLLECTIVE_TIMEOUT='2.5' is not an integer (a setting for the ranks, which would refuse it)"},
+      {{"--env", "TRAINRUN_SHM=2"},
+       "TRAINRUN_SHM='2' is out of range [0, 1] (a setting for the ranks, which would refuse it)"},
+      {{"--config-file", config},
+       "TRAINRUN_COLLECTIVE_TIMEOUT='1e400' is not an integer (a setting for the ranks, which would refuse it)"},
+      {{"--gloo-timeout-seconds", "0.5"},
+       "--gloo-timeout-seconds: Value 0.5 not in range 1 to 2592000 (see trainrun --help)"},
+      {{"--gloo-timeout-seconds", "5000000"},
+       "--gloo-timeout-seconds: Value 5000000 not in range 1 to 2592000 (see trainrun --help)"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = c.args;
+    for (const char* a : {"-np", "2", "true"}) args.push_back(a);
+    CAPTURE(c.line);
+    check_usage_error(args, c.line);
+  }
+  ::unlink(config.c_str());
+}
