@@ -6,6 +6,7 @@
 #include <string>
 
 #include "lib/torch_distributed/core_types.h"
+#include "lib/torch_distributed/ordered_worker.h"
 
 namespace trainrun::c10d {
 namespace {
@@ -156,9 +157,9 @@ std::int64_t agreed_block(CoreGroup& g, const std::vector<std::size_t>& output_c
   for (std::size_t from = 0; from < size; ++from) {
     for (std::size_t to = 0; to < size; ++to) {
       if (sends(from, to) != expects(to, from)) {
-        throw std::runtime_error("split sizes disagree: rank " + std::to_string(from) + " sends " +
-                                 std::to_string(sends(from, to)) + " elements to rank " + std::to_string(to) +
-                                 ", which expects " + std::to_string(expects(to, from)) + " (nothing was sent)");
+        throw AgreedError("split sizes disagree: rank " + std::to_string(from) + " sends " +
+                          std::to_string(sends(from, to)) + " elements to rank " + std::to_string(to) +
+                          ", which expects " + std::to_string(expects(to, from)) + " (nothing was sent)");
       }
     }
   }

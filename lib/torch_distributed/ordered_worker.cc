@@ -45,10 +45,14 @@ bool OrderedWorker::run_if_next(std::uint64_t ticket) {
 }
 
 void OrderedWorker::execute(Entry& entry) {
-  std::string error = broken_;
-  if (error.empty()) {
+  std::string error;
+  if (!broken_.empty()) {
+    error = "group unusable since an earlier op failed: " + broken_;
+  } else {
     try {
       entry.run();
+    } catch (const AgreedError& e) {
+      error = e.what();
     } catch (const std::exception& e) {
       error = e.what();
       if (error.empty()) error = "failed";

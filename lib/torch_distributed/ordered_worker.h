@@ -7,9 +7,11 @@
 // hop less, most of a small collective's time; a task nobody waits for
 // (DDP's, whose futures carry on) runs here, so async ops stay async.
 // Thread-safe: every call from any thread. The first failure breaks the
-// worker: every task after it fails at once with the same message (a
-// group whose peer died cannot run another collective). The destructor
-// runs what was submitted, then joins.
+// worker: every task after it fails at once, "group unusable since an
+// earlier op failed: " and that failure (a group whose peer died cannot
+// run another collective), unless it was an AgreedError: every rank found
+// the same fault before any byte moved, so the group is still in step.
+// The destructor runs what was submitted, then joins.
 #pragma once
 
 #include <condition_variable>
@@ -17,10 +19,19 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
 namespace trainrun::c10d {
+
+// A task's failure that every rank of the group meets at the same op,
+// before any byte of it moved (split sizes that disagree): the op fails,
+// the group goes on.
+class AgreedError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 class OrderedWorker {
  public:
