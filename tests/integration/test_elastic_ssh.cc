@@ -152,8 +152,8 @@ TEST_CASE("an unplugged host (no FIN): the survivors blocked in its collective a
   const ProcessResult r = lose_host_mid_job(
       4, [] { g_hosts->unplug(4); }, &tag);
   // Once, then the change names the host (issue 23, item 10).
-  CHECK(count(r.err, "lost connection to h4 (no answer for 10 s)") == 1);
-  CHECK(contains(r.err, "trainrun: lost connection to h4 (no answer for 10 s)\n"));
+  CHECK(count(r.err, "lost connection to h4 (no answer for 8 s)") == 1);
+  CHECK(contains(r.err, "trainrun: lost connection to h4 (no answer for 8 s)\n"));
   CHECK(contains(r.err, "trainrun: elastic: host h4 lost; generation 1: 2 rank(s) on 1 host(s)"));
   // h4's agent hears no Ping for 20 s, then ends its ranks.
   CHECK(nothing_left(tag, seconds(20 + 5 + 3)));
