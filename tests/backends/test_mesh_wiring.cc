@@ -210,3 +210,43 @@ TEST_CASE("mesh wiring: a rank that never comes is named at the deadline") {
           "direct mesh: no authenticated connection with rank 1 (127.0.0.1:" + l1.port + ") before the start timeout");
   }
 }
+
+TEST_CASE("mesh wiring: a peer refused at first is tried again until it listens; never, and it is named") {
+  const Secret secret = secret_of(4);
+  // Rank 0's port, with nothing listening on it for the first 300 ms.
+  std::string port;
+  {
+    Listener reserve;
+    port = reserve.port;
+  }
+  const auto peers = peers_at({port, "0"});
+  Listener l1;
+  const auto deadline = MeshWiring::Clock::now() + 60s;
+  auto rank1 =
+      std::async(std::launch::async, [&] { return MeshWiring(1, secret, l1.fd, peers, [](auto&) {}).run(deadline); });
+  std::this_thread::sleep_for(300ms);
+  const int fd0 = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  const int one = 1;
+  ::setsockopt(fd0, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(std::stoi(port)));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd0, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  REQUIRE(::listen(fd0, SOMAXCONN) == 0);
+  auto fds0 = MeshWiring(0, secret, fd0, peers, [](auto&) {}).run(deadline);
+  auto fds1 = rank1.get();
+  check_connected(fds0[1].get(), fds1[0].get());
+  close_all(fds0);
+  close_all(fds1);
+  ::close(fd0);
+  // Nobody ever listens: the error names the peer and says it was retried.
+  Listener l2;
+  try {
+    MeshWiring(1, secret, l2.fd, peers, [](auto&) {}).run(MeshWiring::Clock::now() + 300ms);
+    FAIL("no error");
+  } catch (const trainrun::Error& e) {
+    CHECK(std::string(e.what()) == "direct mesh: cannot connect to rank 0 (127.0.0.1:" + port +
+                                       "): Connection refused (ECONNREFUSED) (tried until the start timeout)");
+  }
+}
