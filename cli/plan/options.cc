@@ -325,6 +325,12 @@ ParseResult finish(const CLI::App& app, ParseResult result) {
     result.exit_code = 2;
     return result;
   }
+  for (const char* option : {"--elastic-hang-timeout", "--elastic-timeout"}) {
+    if (!o.elastic() && app.count(option)) {
+      o.notes.push_back(std::string(option) +
+                        ": only elastic jobs (--min-np, --max-np, --host-discovery-script) use it; no effect");
+    }
+  }
   if (o.log_level == "TRACE" || o.log_level == "DEBUG") o.verbose = true;
   if (!o.binding_args.empty()) {  // horovodrun hands them to mpirun
     if (o.launcher == "mpirun") o.mpi_args += (o.mpi_args.empty() ? "" : " ") + o.binding_args;

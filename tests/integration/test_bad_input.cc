@@ -197,3 +197,15 @@ TEST_CASE("a setting the ranks would refuse is refused before anything starts: e
   }
   ::unlink(config.c_str());
 }
+
+TEST_CASE("--elastic-hang-timeout or --elastic-timeout on a job that is not elastic: a note, the job runs") {
+  for (const char* option : {"--elastic-hang-timeout", "--elastic-timeout"}) {
+    CAPTURE(option);
+    std::string tag;
+    const ProcessResult r = run_trainrun({option, "5", "-np", "1", "true"}, &tag);
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.err, std::string("trainrun: note: ") + option +
+                              ": only elastic jobs (--min-np, --max-np, --host-discovery-script) use it; no effect\n"));
+    CHECK(nothing_left(tag));
+  }
+}
