@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "cli/plan/job_plan.h"
 #include "cli/plan/printable.h"
@@ -131,6 +134,19 @@ void read_config(const YAML::Node& root, ConfigTokens& out, const std::function<
   }
 }
 
+// The first key a mapping (at any depth) holds twice, as "section.key";
+// yaml-cpp keeps one of them silently.
+std::string duplicate_key(const YAML::Node& node, const std::string& prefix) {
+  if (!node.IsMap()) return "";
+  std::set<std::string> seen;
+  for (const auto& entry : node) {
+    const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "";
+    if (!seen.insert(key).second) return prefix + key;
+    if (std::string inner = duplicate_key(entry.second, prefix + key + "."); !inner.empty()) return inner;
+  }
+  return "";
+}
+
 }  // namespace
 
 ConfigTokens config_file_tokens(const std::string& path, const std::function<bool(const std::string&)>& given) {
@@ -142,9 +158,19 @@ ConfigTokens config_file_tokens(const std::string& path, const std::function<boo
     return out;
   }
   try {
-    const YAML::Node root = YAML::Load(*text);
+    const std::vector<YAML::Node> documents = YAML::LoadAll(*text);
+    if (documents.size() > 1) {
+      out.error = "--config-file " + printable(path) + ": holds " + std::to_string(documents.size()) +
+                  " YAML documents; one is read, so one may be given";
+      return out;
+    }
+    const YAML::Node root = documents.empty() ? YAML::Node() : documents.front();
     if (root && !root.IsNull() && !root.IsMap()) {
       out.error = "--config-file " + printable(path) + ": not a YAML mapping of settings";
+      return out;
+    }
+    if (const std::string key = duplicate_key(root, ""); !key.empty()) {
+      out.error = "--config-file " + printable(path) + ": the key " + quoted(key) + " is given twice";
       return out;
     }
     read_config(root, out, given);

@@ -209,3 +209,27 @@ TEST_CASE("--elastic-hang-timeout or --elastic-timeout on a job that is not elas
     CHECK(nothing_left(tag));
   }
 }
+
+TEST_CASE("a config file with a key given twice or a second YAML document: exit 2, one line") {
+  const std::string base = "/tmp/trainrun-config-" + std::to_string(::getpid());
+  const struct {
+    const char* text;
+    const char* why;
+  } cases[] = {
+      {"params:\n  fusion_threshold_mb: 1\n  fusion_threshold_mb: 2\n",
+       "the key 'params.fusion_threshold_mb' is given twice"},
+      {"params:\n  fusion_threshold_mb: 1\nparams:\n  cycle_time_ms: 2\n", "the key 'params' is given twice"},
+      {"params:\n  fusion_threshold_mb: 1\n---\nparams:\n  cycle_time_ms: 2\n",
+       "holds 2 YAML documents; one is read, so one may be given"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.why);
+    const std::string path = base + ".yaml";
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    REQUIRE(f);
+    std::fputs(c.text, f);
+    std::fclose(f);
+    check_usage_error({"--config-file", path, "-np", "1", "true"}, "--config-file " + path + ": " + c.why);
+    ::unlink(path.c_str());
+  }
+}
