@@ -1,6 +1,7 @@
 #include "cli/launch.h"
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -157,6 +158,26 @@ report::StackDumps::Options stack_dump_options(const Options& options) {
   else if (inherited && std::atof(inherited) > 0) o.stall_warning_s = std::atof(inherited);
   o.output_dir = options.output_dir;
   return o;
+}
+
+// The launcher holds ~5 descriptors per remote host (its SSH session, the
+// pump's socketpair and wake pipe) and one rendezvous connection per rank;
+// the local agent, which inherits the limit, 2 pipes per local rank
+// (measured: -np 8 starts with 24 and fails with 20, -np 32 with 72 and
+// 64). A limit below that would fail mid-start with "Too many open files":
+// say so first, with the numbers (the server has already raised the soft
+// limit to the hard one).
+std::optional<std::string> too_few_descriptors(std::size_t remote_hosts, std::size_t ranks, std::size_t local_ranks) {
+  const std::size_t needed = std::max(5 * remote_hosts + ranks, 2 * local_ranks) + 8;
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= needed) {
+    return std::nullopt;
+  }
+  return "a job of " + std::to_string(ranks) + " rank(s) (" + std::to_string(local_ranks) + " here, " +
+         std::to_string(remote_hosts) + " remote host(s)) needs about " + std::to_string(needed) +
+         " open files, but this process may open " + std::to_string(limit.rlim_cur) + " (ulimit -n; hard limit " +
+         (limit.rlim_max == RLIM_INFINITY ? std::string("unlimited") : std::to_string(limit.rlim_max)) +
+         "): raise it, e.g. ulimit -n " + std::to_string(needed);
 }
 
 // Multi-host: every remote host checked at once, its agent started; nothing
@@ -411,6 +432,14 @@ int launch_planned(const Options& options, const SrunMode* srun, ReportRecorder&
     }
     const std::string transport = transport_choice(options, planned->plan, &std::getenv);
     if (!transport.empty()) std::cerr << "trainrun: " << transport << "\n";
+  }
+  std::size_t local_ranks = 0;
+  for (const RankSlot& slot : planned->plan.ranks) local_ranks += !srun && !planned->remote.is_remote(slot.host_index);
+  if (const auto why = too_few_descriptors(srun ? 0 : planned->remote.remote_hosts().size(), planned->plan.ranks.size(),
+                                           local_ranks)) {
+    std::cerr << "trainrun: error: " << *why << "\n";
+    report.failed("launch_failed", "trainrun: error: " + *why);
+    return kExitLaunch;
   }
   RemoteAgents remote_agents;
   const std::optional<int> failed = srun ? std::nullopt : start_remote(options, planned->remote, remote_agents, report);

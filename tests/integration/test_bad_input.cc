@@ -233,3 +233,17 @@ TEST_CASE("a config file with a key given twice or a second YAML document: exit 
     ::unlink(path.c_str());
   }
 }
+
+TEST_CASE("too low a limit of open files for the job: exit 125 before anything starts, with the numbers") {
+  ProcessOptions options;
+  options.env.push_back(unique_tag());
+  const std::string tag = options.env.back();
+  const ProcessResult r = run_process(
+      {"/bin/sh", "-c", "ulimit -n 20 && exec '" + trainrun_bin() + "' -np 8 '" + rank_program() + "'"}, options);
+  CHECK(r.exit_code == 125);
+  CHECK(contains(r.err,
+                 "trainrun: error: a job of 8 rank(s) (8 here, 0 remote host(s)) needs about 24 open files, "
+                 "but this process may open 20 (ulimit -n; hard limit 20): raise it, e.g. ulimit -n 24\n"));
+  CHECK_FALSE(contains(r.err, "Too many open files"));
+  CHECK(nothing_left(tag));
+}
