@@ -346,6 +346,7 @@ void take_late_signals(JobState& state, OutputRouter& output) {
     if (sig == SIGUSR1 || sig == SIGUSR2) {
       output.note("trainrun: received " + signal_name(sig) + " as the ranks ended: not forwarded");
     } else if (state.tearing_down()) {
+      output.note("trainrun: received " + signal_name(sig) + " as the ranks stopped");
       state.stop_signal(sig);
     }
   }

@@ -556,7 +556,7 @@ TEST_CASE("ranks silent for longer than the silence limit: the hosts are not tak
   CHECK(nothing_left_anywhere(tag));
 }
 
-TEST_CASE("an unplugged host (no FIN): 'lost connection' within 15 s (10 s on an idle machine), its agent ends its ranks") {
+TEST_CASE("an unplugged host (no FIN): 'lost connection' within 15 s (10 idle), and its agent ends its ranks") {
   std::string tag;
   const FaultResult f = fault_mid_job(
       "h1:1,h4:1", [] { hosts().unplug(4); }, &tag);
