@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <thread>
 
 #include "backends/gloo/mesh_handshake.h"
 #include "rendezvous/net.h"
@@ -93,21 +92,10 @@ MeshWiring::MeshWiring(int rank, const rendezvous::Secret& secret, int listener,
 MeshWiring::~MeshWiring() = default;
 
 void MeshWiring::start_outgoing(int peer, Clock::time_point deadline) {
-  // A refused or unreachable peer is tried again until the deadline: at
-  // 32 hosts a connect met EHOSTUNREACH while the neighbours' addresses were
-  // still being resolved, and a listener's backlog may overflow for a moment.
   int error = 0;
-  UniqueFd fd;
-  for (auto pause = std::chrono::milliseconds(10);; pause = std::min(2 * pause, std::chrono::milliseconds(500))) {
-    fd = net::connect_tcp(peers_[peer].host, peers_[peer].port, deadline, &error);
-    const bool transient = error == ECONNREFUSED || error == EHOSTUNREACH || error == ENETUNREACH ||
-                           error == ECONNRESET || error == EAGAIN;
-    if (fd || !transient || Clock::now() + pause >= deadline) break;
-    std::this_thread::sleep_for(pause);
-  }
+  UniqueFd fd = net::connect_tcp(peers_[peer].host, peers_[peer].port, deadline, &error);
   if (!fd) {
-    throw Error(Error::Code::Io, "direct mesh: cannot connect to " + peers_[peer].name + ": " + net::errno_text(error) +
-                                     " (tried until the start timeout)");
+    throw Error(Error::Code::Io, "direct mesh: cannot connect to " + peers_[peer].name + ": " + net::errno_text(error));
   }
   Connection c;
   c.fd = std::move(fd);
