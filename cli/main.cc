@@ -1,6 +1,5 @@
 // trainrun's entry point: the hidden agent mode, or parse the command line
 // and launch. Exit codes are documented in man/trainrun.1.
-#include <signal.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -82,6 +81,6 @@ int main(int argc, char** argv) {
     report.failed("launch_failed", std::string("trainrun: error: ") + e.what());
   }
   report.write(status);
-  take_pending_signals({SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT});  // the job is over
+  discard_pending_job_signals();  // the job is over
   return status;
 }

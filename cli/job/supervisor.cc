@@ -55,15 +55,25 @@ BlockedJobSignals::BlockedJobSignals() {
 
 BlockedJobSignals::~BlockedJobSignals() { ::sigprocmask(SIG_SETMASK, &previous_, nullptr); }
 
-std::vector<int> take_pending_signals(std::initializer_list<int> which) {
-  sigset_t set;
-  sigemptyset(&set);
-  for (int sig : which) sigaddset(&set, sig);
+namespace {
+
+std::vector<int> take_pending(const sigset_t& set) {
   std::vector<int> taken;
   const timespec now{0, 0};
   for (int sig; (sig = ::sigtimedwait(&set, nullptr, &now)) > 0;) taken.push_back(sig);
   return taken;
 }
+
+}  // namespace
+
+std::vector<int> take_pending_signals(std::initializer_list<int> which) {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : which) sigaddset(&set, sig);
+  return take_pending(set);
+}
+
+void discard_pending_job_signals() { take_pending(job_signals()); }
 
 Supervisor::Supervisor(SupervisorOptions options, JobState& state, OutputRouter& output,
                        const rendezvous::KvTable* rendezvous)

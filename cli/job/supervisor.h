@@ -82,6 +82,8 @@ class BlockedJobSignals {
 // unread, taken so that they are never delivered when the mask returns;
 // each named once, in signal order.
 std::vector<int> take_pending_signals(std::initializer_list<int> which);
+// Every job signal (BlockedJobSignals' set) that waits unread, dropped: the job is over.
+void discard_pending_job_signals();
 
 class Supervisor {
  public:
