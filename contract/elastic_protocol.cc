@@ -65,5 +65,6 @@ std::string ready_key(int worker) { return std::string(kKeyReadyPrefix) + std::t
 std::string alive_key(int worker) { return std::string(kKeyAlivePrefix) + std::to_string(worker); }
 std::string probe_key(int worker) { return std::string(kKeyProbePrefix) + std::to_string(worker); }
 std::string reach_key(int worker) { return std::string(kKeyReachPrefix) + std::to_string(worker); }
+std::string left_key(int worker) { return std::string(kKeyLeftPrefix) + std::to_string(worker); }
 
 }  // namespace trainrun::elastic_protocol

@@ -19,6 +19,10 @@
 //   reach.{w}     "STUCK_MS W ...": worker w's collectives have been stuck
 //                 that long, and it could not reach workers W ... (one per
 //                 other host); the launcher resolves a partition from these
+//   left.{w}      "G CAUSE": worker w left generation G on its own (CAUSE:
+//                 the error of the collective that failed) and waits for the next; when it has been stuck
+//                 for the hang timeout and reaches every peer (no partition
+//                 to resolve), the launcher re-forms the same workers
 //
 // A worker joins generation g only if gen.{g} lists it; the backend of
 // generation g rendezvouses in its own scopes (gloo.{g}, nccl.{g}), so a
@@ -41,6 +45,7 @@ inline constexpr std::string_view kKeyReadyPrefix = "ready.";
 inline constexpr std::string_view kKeyAlivePrefix = "alive.";
 inline constexpr std::string_view kKeyProbePrefix = "probe.";
 inline constexpr std::string_view kKeyReachPrefix = "reach.";
+inline constexpr std::string_view kKeyLeftPrefix = "left.";
 // How often a worker rewrites alive.{w}; the hang timeout's floor is a few of these.
 inline constexpr std::chrono::milliseconds kHeartbeat{500};
 
@@ -75,5 +80,6 @@ std::string ready_key(int worker);           // "ready.{w}"
 std::string alive_key(int worker);           // "alive.{w}"
 std::string probe_key(int worker);           // "probe.{w}"
 std::string reach_key(int worker);           // "reach.{w}"
+std::string left_key(int worker);            // "left.{w}"
 
 }  // namespace trainrun::elastic_protocol

@@ -39,7 +39,8 @@ struct UnlessForked {
 
 std::mutex g_mutex;
 std::unique_ptr<Communicator, UnlessForked> g_communicator;
-// Declared after the communicator: destroyed first, since it aborts its backend.
+// Declared after the communicator: destroyed first, since it aborts its
+// backend. Outlives it between generations (detail::leave_generation).
 std::unique_ptr<detail::GenerationWatcher, UnlessForked> g_watcher;
 int g_generation = 0;  // communicators made (non-elastic backend scopes)
 int g_joined = -1;     // elastic: the generation last joined
@@ -163,9 +164,13 @@ int last_joined_generation() {
   return g_joined;
 }
 
-void abort_current_backend() noexcept {
+void leave_generation(const std::string& cause) {
+  if (forked_after_init()) return;
   std::lock_guard lock(g_mutex);
   if (g_communicator) CommunicatorAccess::backend(*g_communicator).abort();
+  if (g_watcher) g_watcher->leave(cause);
+  g_communicator.reset();
+  note_shut_down();
 }
 
 }  // namespace detail

@@ -7,6 +7,7 @@
 
 #include "cli/elastic/partition.h"
 #include "cli/plan/host_list.h"
+#include "cli/plan/printable.h"
 #include "contract/decimal.h"
 #include "rendezvous/kv_table.h"
 
@@ -125,7 +126,7 @@ void ElasticDriver::fail_host(const std::string& host, bool blacklisted) {
     return entry.second.host != host && entry.second.phase == Phase::Active;
   });
   if (blacklisted && !others) {
-    supervisor_.note("trainrun: elastic: blacklisted " + blacklist_.describe(host, now) +
+    note_after_cause("blacklisted " + blacklist_.describe(host, now) +
                      ": no new ranks there; its running ranks stay, it is the job's last host");
     return;
   }
@@ -133,8 +134,16 @@ void ElasticDriver::fail_host(const std::string& host, bool blacklisted) {
   supervisor_.stop_host(host);
   const std::string why = blacklisted ? "blacklisted " + blacklist_.describe(host, now) + ": its ranks stop"
                                       : "host " + host + " is no longer listed by the discovery script";
-  supervisor_.note("trainrun: elastic: " + why);
   if (active) membership_changed(why, std::nullopt);
+  else note_after_cause(why);
+}
+
+// A membership change's line comes with the next generation (or the wait
+// for --min-np): what follows from its cause joins that line, after the
+// cause, rather than being printed before it. Alone, it is a line now.
+void ElasticDriver::note_after_cause(const std::string& what) {
+  if (why_.empty()) supervisor_.note("trainrun: elastic: " + what);
+  else why_ += "; " + what;
 }
 
 void ElasticDriver::membership_changed(const std::string& why, std::optional<int> cause) {
@@ -316,6 +325,7 @@ void ElasticDriver::check_hung(Clock::time_point now) {
     if (it != workers_.end() && it->second.phase == Phase::Active) remove_hung(id, now);
   }
   if (!publish_at_) check_partition(now);
+  if (!publish_at_) check_left();
 }
 
 // Host pairs that cannot reach each other, as the workers stuck for the hang
@@ -369,6 +379,31 @@ void ElasticDriver::check_partition(Clock::time_point now) {
                          keep + " go(es) on (" + (decision->tie ? "as many workers, and rank 0" : "more workers") +
                          "), the workers on " + host_list(dropped) + " stop",
                      std::nullopt);
+}
+
+// A worker that left the current generation on its own (left.{w}: its
+// collective timed out or lost a connection) while no member is lost waits
+// for a next generation that nothing else would publish. Once it has been
+// stuck for the hang timeout and reached every peer (no partition to
+// resolve), the same workers re-form.
+void ElasticDriver::check_left() {
+  if (options_.hang_timeout.count() <= 0) return;
+  for (const auto& [id, w] : workers_) {
+    const auto left = table_.get(table_key(ep::left_key(id)));
+    const auto report = table_.get(table_key(ep::reach_key(id)));
+    const std::string generation = std::to_string(generation_);
+    if (w.phase != Phase::Active || !left || left->rfind(generation + " ", 0) != 0 || !report) continue;
+    std::istringstream words(*report);
+    long long stuck_ms = 0;
+    std::string unreachable;
+    if (!(words >> stuck_ms) || stuck_ms < options_.hang_timeout.count() || words >> unreachable) continue;
+    for (const auto& [other, _] : workers_) table_.set(table_key(ep::reach_key(other)), "0");  // acted upon
+    membership_changed(state_.who(id) + " left generation " + generation + " (" +
+                           printable(left->substr(generation.size() + 1), 300) +
+                           ") and reaches every peer: the same workers re-form",
+                       std::nullopt);
+    return;
+  }
 }
 
 // SIGKILL for it alone (SIGTERM would wait for a stopped process); its host

@@ -102,6 +102,7 @@ class ElasticDriver : public ElasticControl {
   void fail_host(const std::string& host, bool blacklisted);
   bool remove_workers(const std::string& host);
   void membership_changed(const std::string& why, std::optional<int> cause);
+  void note_after_cause(const std::string& what);
   void publish();
   void update_hosts(const std::vector<HostSlots>& hosts);
   void shrink_host(const std::string& host, int slots);
@@ -112,6 +113,7 @@ class ElasticDriver : public ElasticControl {
   void check_hung(Clock::time_point now);
   void remove_hung(int id, Clock::time_point now);
   void check_partition(Clock::time_point now);
+  void check_left();
   std::set<std::pair<std::string, std::string>> reported_cuts() const;
   bool usable(const std::string& host) const;
   int count(Phase phase) const;

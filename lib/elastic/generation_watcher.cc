@@ -17,8 +17,9 @@ bool removes_member(const ep::Assignment& joined, const ep::Assignment& next) {
 
 GenerationWatcher::GenerationWatcher(std::unique_ptr<rendezvous::Store> store, ep::Assignment joined, Backend& backend,
                                      int worker, std::unique_ptr<PeerProbe> probe)
-    : store_(std::move(store)), joined_(std::move(joined)), backend_(backend), alive_key_(ep::alive_key(worker)),
-      probe_(std::move(probe)), newest_(joined_.generation), thread_([this] { watch(); }) {}
+    : store_(std::move(store)), joined_(std::move(joined)), backend_(&backend), alive_key_(ep::alive_key(worker)),
+      left_key_(ep::left_key(worker)), probe_(std::move(probe)), newest_(joined_.generation),
+      thread_([this] { watch(); }) {}
 
 GenerationWatcher::~GenerationWatcher() {
   {
@@ -27,6 +28,13 @@ GenerationWatcher::~GenerationWatcher() {
   }
   wake_.notify_all();
   thread_.join();
+}
+
+void GenerationWatcher::leave(const std::string& cause) {
+  std::lock_guard lock(mutex_);
+  backend_ = nullptr;
+  left_ = std::to_string(joined_.generation) + " " + cause;
+  if (probe_) probe_->hold();
 }
 
 bool GenerationWatcher::sleep_unless_stopped(std::chrono::milliseconds pause) {
@@ -43,6 +51,7 @@ void GenerationWatcher::watch() noexcept {
   while (!stop_.load()) {
     try {
       beat();
+      tell_left();
       if (probe_) probe_->tick(*store_);
       if (!next_seen) next_seen = wait_for_next();
       else if (!sleep_unless_stopped(ep::kHeartbeat)) return;
@@ -73,6 +82,23 @@ void GenerationWatcher::beat() {
   next_beat_ = now + ep::kHeartbeat;
 }
 
+void GenerationWatcher::tell_left() {
+  std::optional<std::string> value;
+  {
+    std::lock_guard lock(mutex_);
+    value = std::move(left_);
+    left_.reset();
+  }
+  if (!value) return;
+  try {
+    store_->set(ep::kScope, left_key_, *value);
+  } catch (...) {
+    std::lock_guard lock(mutex_);
+    if (!left_) left_ = std::move(value);  // again on the next tick
+    throw;
+  }
+}
+
 // A malformed assignment still means the membership changed: commit() then
 // makes every rank re-form, and init reports the malformed text.
 void GenerationWatcher::on_next(const std::string& text) {
@@ -80,7 +106,8 @@ void GenerationWatcher::on_next(const std::string& text) {
   const std::optional<ep::Assignment> next = ep::decode_assignment(text);
   if (!next || removes_member(joined_, *next)) {
     member_lost_ = true;
-    backend_.abort();
+    std::lock_guard lock(mutex_);
+    if (backend_) backend_->abort();
   }
 }
 

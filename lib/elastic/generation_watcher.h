@@ -10,13 +10,20 @@
 // it lives, so that the launcher can tell a stopped or frozen process
 // (SIGSTOP, a frozen cgroup, a machine swapping to death) from a slow one.
 // Thread-safe: newest_generation() from any thread. Owned next to the
-// communicator and destroyed (joined) before it: the backend must outlive it.
+// communicator and destroyed (joined) before it, or told to leave() it: the
+// backend must outlive it while it is attached. A worker that leaves its
+// generation on its own (a collective failed: timeout, lost connection) keeps
+// its watcher until it joins the next: the launcher still sees it beat, and
+// its probe still reports it stuck, so that a partition is resolved as it
+// would be had the collective waited (cli/elastic/partition.h).
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "backends/backend.h"
@@ -43,6 +50,10 @@ class GenerationWatcher {
   int newest_generation() const { return newest_.load(); }
   // Whether the next generation removed a member of the joined one.
   bool member_lost() const { return member_lost_.load(); }
+  // The backend is about to be destroyed: never abort it again; the probe
+  // counts this worker stuck until the watcher is destroyed, and left.{w}
+  // tells the launcher this worker waits for the next generation, and why.
+  void leave(const std::string& cause);
 
   // The longest a single store wait lasts: bounds how long destruction (a
   // re-form's shutdown) takes, at the price of 20 requests/s per worker on
@@ -56,17 +67,20 @@ class GenerationWatcher {
   void watch() noexcept;
   bool wait_for_next();
   void beat();
+  void tell_left();
   void on_next(const std::string& text);
   bool sleep_unless_stopped(std::chrono::milliseconds pause);
 
   std::unique_ptr<rendezvous::Store> store_;  // the thread's alone
   const elastic_protocol::Assignment joined_;
-  Backend& backend_;
+  Backend* backend_;  // under mutex_; null once left
   const std::string alive_key_;
+  const std::string left_key_;
   const std::unique_ptr<PeerProbe> probe_;
   std::chrono::steady_clock::time_point next_beat_{};
   std::atomic<int> newest_;
   std::atomic<bool> member_lost_{false};
+  std::optional<std::string> left_;  // under mutex_: left.{w}'s value, until written
   std::atomic<bool> stop_{false};
   std::mutex mutex_;
   std::condition_variable wake_;

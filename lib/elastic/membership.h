@@ -4,6 +4,8 @@
 // has seen. Implemented in lib/init.cc, which owns both; thread-safe.
 #pragma once
 
+#include <string>
+
 namespace trainrun::detail {
 
 struct Membership {
@@ -17,8 +19,10 @@ struct Membership {
 Membership membership();
 // The generation this process last joined, -1 before its first; survives shutdown().
 int last_joined_generation();
-// Aborts the current communicator's backend, if any, so that its engine
-// stops at once and shutdown() does not wait for peers that are gone.
-void abort_current_backend() noexcept;
+// shutdown() for a worker that leaves its generation to join the next:
+// aborts the backend first, so that the engine stops at once instead of
+// waiting for peers that are gone, and keeps the generation's watcher
+// (heartbeat, partition probe) until init() joins the next generation.
+void leave_generation(const std::string& cause);
 
 }  // namespace trainrun::detail

@@ -23,7 +23,7 @@ PeerProbe::PeerProbe(const World& world, ep::Assignment joined) : worker_(world.
 
 std::chrono::milliseconds PeerProbe::stuck_for(std::chrono::steady_clock::time_point now) {
   const CollectiveProgress p = collective_progress();
-  if (p.waiting == 0 || p.finished != finished_) {
+  if (!held_ && (p.waiting == 0 || p.finished != finished_)) {
     finished_ = p.finished;
     moved_at_ = now;
   }

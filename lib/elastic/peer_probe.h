@@ -13,6 +13,7 @@
 // The GenerationWatcher's thread alone uses it (and its store).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -37,6 +38,10 @@ class PeerProbe {
   // Called on every heartbeat: publishes the listener once, drains it, and
   // probes when due. Store errors pass through (the watcher retries).
   void tick(rendezvous::Store& store);
+  // This worker left its generation after a collective failed and waits
+  // for the next: stuck from its last progress on, whatever the backend's
+  // counters say (they start again with the next backend). Any thread.
+  void hold() noexcept { held_ = true; }
 
  private:
   void publish(rendezvous::Store& store);
@@ -53,6 +58,7 @@ class PeerProbe {
   std::chrono::steady_clock::time_point next_probe_{};
   std::uint64_t finished_ = 0;                      // collectives finished at the last change
   std::chrono::steady_clock::time_point moved_at_;  // when they last moved (or none waited)
+  std::atomic<bool> held_{false};
 };
 
 }  // namespace trainrun::detail

@@ -36,11 +36,10 @@ void join_world(const std::string& cause) {
   }
 }
 
-// Leaves the broken world, aborting the backend first so that shutdown does
-// not wait for peers that are gone, and joins the next generation.
+// Leaves the broken world (still beating: detail::leave_generation) and
+// joins the next generation.
 void reform(const std::string& cause) {
-  detail::abort_current_backend();
-  shutdown();
+  detail::leave_generation(cause);
   join_world(cause);
 }
 

@@ -23,6 +23,9 @@
 //                        as a program that returns an error from main does
 //   --return-at S:W:C    the same, through exit() alone: a program that ends
 //                        without trainrun::shutdown(), its threads still running
+//   --pause-at S:W:MS    worker W sleeps MS ms before step S's collective, in
+//                        the generation where the job first reached S: a peer
+//                        slower than the collective timeout
 //   --fail-on-host H:C[:FILE]  a worker whose TRAINRUN_HOSTNAME is H exits with C
 //                        at its first step (while FILE exists, when given)
 //                        at its first step
@@ -44,12 +47,12 @@
 
 namespace {
 
-enum class Leave { Crash, Shutdown, Return };
+enum class Leave { Crash, Shutdown, Return, Pause };
 
 struct ExitAt {
   std::int64_t step;
   int worker;
-  int code;
+  int code;  // Leave::Pause: the ms to sleep
   Leave how = Leave::Crash;
 };
 
@@ -91,13 +94,14 @@ Options parse(int argc, char** argv) {
     else if (flag == "--ops" && (value == "core" || value == "engine")) o.engine_ops = value == "engine";
     else if (flag == "--collective" && (value == "allreduce" || value == "broadcast" || value == "alltoall")) {
       o.collective = value;
-    } else if (flag == "--exit-at" || flag == "--shutdown-at" || flag == "--return-at") {
+    } else if (flag == "--exit-at" || flag == "--shutdown-at" || flag == "--return-at" || flag == "--pause-at") {
       const auto a = value.find(':'), b = value.rfind(':');
-      if (a == std::string::npos || a == b) usage(flag + " takes STEP:WORKER:CODE");
+      if (a == std::string::npos || a == b) usage(flag + " takes STEP:WORKER:CODE (--pause-at: STEP:WORKER:MS)");
       o.exits.push_back({number(value.substr(0, a)), static_cast<int>(number(value.substr(a + 1, b - a - 1))),
                          static_cast<int>(number(value.substr(b + 1))),
                          flag == "--exit-at"       ? Leave::Crash
                          : flag == "--shutdown-at" ? Leave::Shutdown
+                         : flag == "--pause-at"    ? Leave::Pause
                                                    : Leave::Return});
     } else if (flag == "--fail-on-host") {
       const auto a = value.find(':'), b = value.find(':', a + 1);
@@ -164,7 +168,9 @@ class Worker {
     const int generation = trainrun::elastic::generation();
     const auto first = first_reached_.emplace(step_, generation).first->second;
     for (const ExitAt& e : o_.exits) {
-      if (e.step == step_ && e.worker == id_ && first == generation) exit_now(id_, e.code, step_, e.how);
+      if (e.step != step_ || e.worker != id_ || first != generation) continue;
+      if (e.how == Leave::Pause) std::this_thread::sleep_for(std::chrono::milliseconds(e.code));
+      else exit_now(id_, e.code, step_, e.how);
     }
   }
 

@@ -81,6 +81,33 @@ TEST_CASE("a worker stopped with SIGSTOP is killed within --elastic-hang-timeout
   CHECK(nothing_left(tag, seconds(5)));
 }
 
+// A peer slower than the collective timeout, every process alive: the
+// workers whose collective timed out leave their generation, go on beating
+// (never "no heartbeat"), and once stuck for the hang timeout with every
+// peer reachable, the launcher re-forms the same workers (issue 37, item 5).
+TEST_CASE("a peer slower than the collective timeout: the same workers re-form and finish") {
+  std::string tag;
+  Child job = start({"--local", "-np", "2", "--min-np", "2", "--gloo-timeout-seconds", "2", "--elastic-hang-timeout",
+                     "4", elastic_program(), "--steps", "20", "--mb", "1", "--pause-at", "5:1:12000"},
+                    &tag);
+  const ProcessResult r = job.wait();
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(contains(r.err, "trainrun: elastic: worker 0 (host "));
+  // Why it left, as the worker saw it: its collective timed out.
+  CHECK(contains(r.err, ") left generation 0 ("));
+  CHECK(contains(r.err, ": allreduce: no progress with rank 1 "));
+  CHECK(contains(r.err, ") and reaches every peer: the same workers re-form; generation 1: 2 rank(s) on 1 host(s)"));
+  CHECK(!contains(r.err, "no heartbeat"));
+  CHECK(count(r.out, "done at step 20 size 2") == 2);
+  CHECK(!contains(r.out, "wrong result"));
+  const std::vector<ElasticStep> steps = elastic_steps(r.out);
+  REQUIRE(!steps.empty());
+  CHECK(steps.back().step == 20);
+  CHECK(steps.back().generation >= 1);
+  CHECK(nothing_left(tag, seconds(5)));
+}
+
 TEST_CASE("--elastic-hang-timeout below 2 s (4 heartbeats) is refused with one line; 0 turns it off") {
   const ProcessResult r =
       run_trainrun({"--local", "-np", "2", "--min-np", "1", "--elastic-hang-timeout", "0.5", "/bin/true"});
