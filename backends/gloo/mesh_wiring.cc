@@ -91,11 +91,16 @@ MeshWiring::MeshWiring(int rank, const rendezvous::Secret& secret, int listener,
 
 MeshWiring::~MeshWiring() = default;
 
-void MeshWiring::start_outgoing(int peer, Clock::time_point deadline) {
+void MeshWiring::start_outgoing(int peer, Clock::time_point deadline, std::chrono::milliseconds pause) {
   int error = 0;
   UniqueFd fd = net::connect_tcp(peers_[peer].host, peers_[peer].port, deadline, &error);
+  if (!fd && (error == EHOSTUNREACH || error == ENETUNREACH) && Clock::now() + pause < deadline) {
+    retries_.push_back({peer, Clock::now() + pause, std::min(2 * pause, kRetryMost)});
+    return;
+  }
   if (!fd) {
-    throw Error(Error::Code::Io, "direct mesh: cannot connect to " + peers_[peer].name + ": " + net::errno_text(error));
+    throw Error(Error::Code::Io, "direct mesh: cannot connect to " + peers_[peer].name + ": " + net::errno_text(error) +
+                                     (pause > kRetryFirst ? " (tried again until the start timeout)" : ""));
   }
   Connection c;
   c.fd = std::move(fd);
@@ -209,6 +214,19 @@ void MeshWiring::fail_timeout() const {
               "direct mesh: no authenticated connection with " + missing + " before the start timeout");
 }
 
+// Connects again to the peers whose retry is due; returns when the next is.
+MeshWiring::Clock::time_point MeshWiring::start_due_retries(Clock::time_point deadline) {
+  const auto now = Clock::now();
+  const auto split =
+      std::stable_partition(retries_.begin(), retries_.end(), [&](const Retry& r) { return r.at > now; });
+  const std::vector<Retry> due(split, retries_.end());
+  retries_.erase(split, retries_.end());
+  for (const Retry& r : due) start_outgoing(r.peer, deadline, r.pause);
+  Clock::time_point next = Clock::time_point::max();
+  for (const Retry& r : retries_) next = std::min(next, r.at);
+  return next;
+}
+
 std::vector<UniqueFd> MeshWiring::run(Clock::time_point deadline, const std::function<void()>& check) {
   for (int peer = 0; peer < rank_; ++peer) start_outgoing(peer, deadline);
   std::vector<pollfd> pfds;
@@ -217,7 +235,7 @@ std::vector<UniqueFd> MeshWiring::run(Clock::time_point deadline, const std::fun
     const auto now = Clock::now();
     if (now >= deadline) fail_timeout();
     if (check && now - checked >= kCheckInterval) check(), checked = now;
-    auto wake = check ? std::min(deadline, now + kCheckInterval) : deadline;
+    auto wake = std::min(check ? std::min(deadline, now + kCheckInterval) : deadline, start_due_retries(deadline));
     for (Connection& c : pending_) {
       if (c.outgoing) continue;
       if (c.expires <= now) drop(c, "no answer within " + std::to_string(handshake_timeout_.count()) + " ms");

@@ -5,7 +5,13 @@
 // that sends a bad answer, none in time, or closes is dropped with one line
 // on stderr and the rank keeps accepting; it never fails the job. A
 // connector whose connection was dropped before it was accepted (e.g. evicted
-// among a flood of strangers) connects again. Not thread-safe; one use.
+// among a flood of strangers) connects again. A peer whose host cannot be
+// reached for the moment (EHOSTUNREACH, ENETUNREACH: at 32 hosts, neighbour
+// resolution still under way) is tried again, kRetryFirst apart and
+// doubling up to kRetryMost, until the deadline, while the loop serves the
+// other connections and `check` (an elastic job's newer generation ends the
+// wait); any other refusal (ECONNREFUSED: the peer's process is gone) fails
+// at once. Not thread-safe; one use.
 #pragma once
 
 #include <chrono>
@@ -29,6 +35,8 @@ class MeshWiring {
   // many may wait at once (the oldest is dropped past that).
   static constexpr std::chrono::milliseconds kHandshakeTimeout{10'000};
   static constexpr std::size_t kMaxPending = 64;
+  static constexpr std::chrono::milliseconds kRetryFirst{20};
+  static constexpr std::chrono::milliseconds kRetryMost{1000};
 
   // Receives each line about a rejected connection (default: stderr).
   using Log = std::function<void(const std::string&)>;
@@ -45,7 +53,13 @@ class MeshWiring {
 
  private:
   struct Connection;
-  void start_outgoing(int peer, Clock::time_point deadline);
+  struct Retry {
+    int peer;
+    Clock::time_point at;
+    std::chrono::milliseconds pause;  // before the one after
+  };
+  void start_outgoing(int peer, Clock::time_point deadline, std::chrono::milliseconds pause = kRetryFirst);
+  Clock::time_point start_due_retries(Clock::time_point deadline);
   void accept_incoming();
   bool step(Connection& c);  // false: the connection is finished or dropped
   bool finish_incoming(Connection& c);
@@ -62,6 +76,7 @@ class MeshWiring {
   const std::chrono::milliseconds handshake_timeout_;
   std::vector<UniqueFd> fds_;
   std::vector<Connection> pending_;
+  std::vector<Retry> retries_;
   int rejected_ = 0;
 };
 

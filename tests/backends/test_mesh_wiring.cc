@@ -9,7 +9,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <sched.h>
+
 #include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -209,4 +214,91 @@ TEST_CASE("mesh wiring: a rank that never comes is named at the deadline") {
     CHECK(std::string(e.what()) ==
           "direct mesh: no authenticated connection with rank 1 (127.0.0.1:" + l1.port + ") before the start timeout");
   }
+}
+
+namespace {
+
+// Runs `body` on a thread of its own in a new network namespace whose only
+// interface is lo (so 10.99.0.0/16 has no route: ENETUNREACH); `ip` there
+// changes it. Needs CAP_SYS_ADMIN (CI runs as root).
+void in_new_network(const std::function<void()>& body) {
+  std::exception_ptr failure;
+  std::thread([&] {
+    try {
+      REQUIRE(::unshare(CLONE_NEWNET) == 0);
+      REQUIRE(std::system("ip link set lo up") == 0);
+      body();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }).join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+int listen_on(const std::string& address, std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  ::inet_pton(AF_INET, address.c_str(), &a.sin_addr);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  REQUIRE(::listen(fd, SOMAXCONN) == 0);
+  return fd;
+}
+
+}  // namespace
+
+// Issue 37, item 9: at 32 hosts a connect met EHOSTUNREACH while the
+// neighbours were still being resolved, and the rank gave up at once.
+TEST_CASE("mesh wiring: a peer's host unreachable at first is tried again until it is; never, and it is named") {
+  in_new_network([] {
+    const Secret secret = secret_of(4);
+    std::vector<MeshWiring::Peer> peers = {{"10.99.0.2", "4711", "rank 0 (10.99.0.2:4711)"},
+                                           {"127.0.0.1", "4712", "rank 1 (127.0.0.1:4712)"}};
+    const int l1 = listen_on("127.0.0.1", 4712);
+    const auto deadline = MeshWiring::Clock::now() + 60s;
+    auto rank1 =
+        std::async(std::launch::async, [&] { return MeshWiring(1, secret, l1, peers, [](auto&) {}).run(deadline); });
+    std::this_thread::sleep_for(300ms);  // rank 1 meets ENETUNREACH meanwhile
+    REQUIRE(std::system("ip addr add 10.99.0.2/32 dev lo") == 0);
+    const int l0 = listen_on("10.99.0.2", 4711);
+    auto fds0 = MeshWiring(0, secret, l0, peers, [](auto&) {}).run(deadline);
+    auto fds1 = rank1.get();
+    check_connected(fds0[1].get(), fds1[0].get());
+    close_all(fds0);
+    close_all(fds1);
+    ::close(l0);
+    // A host that never becomes reachable: named, with why, at the deadline.
+    peers[0] = {"10.99.0.3", "4711", "rank 0 (10.99.0.3:4711)"};
+    try {
+      MeshWiring(1, secret, l1, peers, [](auto&) {}).run(MeshWiring::Clock::now() + 500ms);
+      FAIL("no error");
+    } catch (const trainrun::Error& e) {
+      CHECK(e.code() == trainrun::Error::Code::Io);
+      CHECK(std::string(e.what()) ==
+            "direct mesh: cannot connect to rank 0 (10.99.0.3:4711): Network is unreachable (ENETUNREACH) (tried "
+            "again until the start timeout)");
+    }
+    ::close(l1);
+  });
+}
+
+// A refused connection (the peer's process is gone) still fails at once:
+// an elastic generation must not wait on a worker that was killed.
+TEST_CASE("mesh wiring: a refused peer fails at once, naming it") {
+  Listener l1;
+  std::string port;
+  {
+    Listener closed;
+    port = closed.port;
+  }
+  const auto started = MeshWiring::Clock::now();
+  try {
+    MeshWiring(1, secret_of(5), l1.fd, peers_at({port, l1.port}), [](auto&) {}).run(started + 30s);
+    FAIL("no error");
+  } catch (const trainrun::Error& e) {
+    CHECK(std::string(e.what()) ==
+          "direct mesh: cannot connect to rank 0 (127.0.0.1:" + port + "): Connection refused (ECONNREFUSED)");
+  }
+  CHECK(MeshWiring::Clock::now() - started < 20s);
 }
