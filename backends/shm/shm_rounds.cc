@@ -147,13 +147,14 @@ void ShmRounds::sleep_on(int peer, std::uint32_t target) {
     for (int k = 0; k < count_ && options_.check_peer; ++k) {
       if (k != index_ && !reached(lines_[k].round.load(std::memory_order_acquire), target)) options_.check_peer(k);
     }
-    if (warns && Clock::now() >= next_warning) {
-      options_.warn(peer, std::chrono::round<std::chrono::seconds>(Clock::now() - start));
-      next_warning += options_.warn_interval;
-    }
-    if (Clock::now() >= deadline) {
+    const auto now = Clock::now();
+    if (now >= deadline) {
       throw Error(Error::Code::Timeout, "no progress with " + options_.peer_name(peer) + " for " +
                                             std::to_string(options_.timeout.count() / 1000) + " s (shared memory)");
+    }
+    if (warns && now >= next_warning) {  // "still waiting": only while it does
+      options_.warn(peer, std::chrono::round<std::chrono::seconds>(now - start));
+      next_warning += options_.warn_interval;
     }
   }
 }

@@ -122,6 +122,22 @@ TEST_CASE("Python ranks: the rank in time.sleep stands apart, with the interpret
   CHECK(nothing_left(tag, seconds(5)));
 }
 
+// Issue 37: the wait that times out says so once; no "still waiting" line
+// for the moment it gives up.
+TEST_CASE("a core allreduce that times out prints no 'still waiting' line as it fails") {
+  std::string tag;
+  const ProcessResult r = run_trainrun({"-np", "2", "--stall-warning", "1", "--gloo-timeout-seconds", "2",
+                                        rank_program(), "init", "sleep:1:8000", "allreduce"},
+                                       &tag);
+  INFO(r.out, r.err);
+  CHECK(r.exit_code != 0);
+  CHECK(contains(r.err, "): waiting: allreduce (core call #2) has waited 1 s for rank 1 ("));
+  CHECK(!contains(r.err, "has waited 2 s"));
+  CHECK(count(r.err, "still waiting") == 1);
+  CHECK(contains(r.err, "no progress with rank 1 "));
+  CHECK(nothing_left(tag, seconds(5)));
+}
+
 TEST_CASE("a core allreduce whose peer is late says so after --stall-warning, naming it; --stacks-on-stall dumps") {
   std::string tag;
   const ProcessResult r = run_trainrun(
