@@ -87,23 +87,42 @@ JobState::Action JobState::timed_out(double limit_s) {
   return begin_teardown();
 }
 
-JobState::Action JobState::start_timeout(const std::vector<int>& missing, int limit_s) {
-  if (tearing_down_ || missing.empty()) return Action::None;
+// "rank 1 (host h1)", "ranks 1,2 (hosts h1, h2)".
+std::string JobState::ranks_on_hosts(const std::vector<int>& ranks) const {
   std::vector<std::string> hosts;
-  for (int rank : missing) {
+  for (int rank : ranks) {
     if (std::find(hosts.begin(), hosts.end(), ranks_[rank].host) == hosts.end()) hosts.push_back(ranks_[rank].host);
   }
   std::string host_text;
   for (std::size_t i = 0; i < hosts.size(); ++i) host_text += (i ? ", " : "") + hosts[i];
-  launch_failure_ = std::string(missing.size() == 1 ? "rank " : "ranks ") + rank_list(missing) + " (host" +
-                    (hosts.size() == 1 ? " " : "s ") + host_text + ") did not reach the rendezvous within " +
-                    std::to_string(limit_s) + " s (--start-timeout)";
+  return std::string(ranks.size() == 1 ? "rank " : "ranks ") + rank_list(ranks) + " (host" +
+         (hosts.size() == 1 ? " " : "s ") + host_text + ")";
+}
+
+JobState::Action JobState::start_timeout(const std::vector<int>& missing, int limit_s) {
+  if (tearing_down_ || missing.empty()) return Action::None;
+  std::vector<int> running, left;
+  for (int rank : missing) (ranks_[rank].exited ? left : running).push_back(rank);
+  const std::string limit = std::to_string(limit_s) + " s";
+  if (!running.empty()) {
+    launch_failure_ = ranks_on_hosts(running) + " did not reach the rendezvous within " + limit + " (--start-timeout)";
+  }
+  if (!left.empty()) {
+    launch_failure_ += (launch_failure_.empty() ? "" : "; ") + ranks_on_hosts(left) +
+                       " exited with code 0 without calling init, and the other ranks wait for " +
+                       (left.size() == 1 ? "it" : "them") + " (--start-timeout " + limit + ")";
+  }
   return begin_teardown();
 }
 
 JobState::Action JobState::host_lost(const std::string& reason) {
   if (launch_failure_.empty() && !cause_) launch_failure_ = reason;
   return begin_teardown();
+}
+
+bool JobState::exited_with_zero(int rank) const {
+  const Rank& r = ranks_[rank];
+  return r.exited && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0;
 }
 
 int JobState::running_on(const std::string& host) const {

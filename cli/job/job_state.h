@@ -52,7 +52,8 @@ class JobState {
   // "signal"): a restart it came during is cancelled. Needs a late signal.
   void end_by_late_signal();
   Action timed_out(double limit_s);
-  // Ranks that never reached the rendezvous; Teardown if any.
+  // Ranks that never reached the rendezvous, still running or exited with
+  // code 0 (without calling init: the others wait for them); Teardown if any.
   Action start_timeout(const std::vector<int>& missing, int limit_s);
   // A host agent went away with ranks still running (lost SSH connection...).
   Action host_lost(const std::string& reason);
@@ -61,6 +62,7 @@ class JobState {
   bool tearing_down() const { return tearing_down_; }
   bool all_exited() const { return exited_count_ == size_; }
   bool has_exited(int rank) const { return ranks_[rank].exited; }
+  bool exited_with_zero(int rank) const;
   int running_on(const std::string& host) const;
   // Marks every unfinished rank on `host` as gone (its agent is lost).
   void abandon(const std::string& host);
@@ -85,6 +87,7 @@ class JobState {
     int status = 0;
   };
   Action begin_teardown();
+  std::string ranks_on_hosts(const std::vector<int>& ranks) const;
 
   int size_;
   std::vector<Rank> ranks_;

@@ -259,11 +259,12 @@ std::vector<int> Supervisor::unregistered_ranks() const {
         std::string(protocol::kScopeJob) + "/" + std::string(protocol::kKeyRankPrefix) + std::to_string(rank);
     if (rendezvous_->get(key)) {
       any = true;
-    } else if (!state_.has_exited(rank)) {
+    } else if (!state_.has_exited(rank) || state_.exited_with_zero(rank)) {
       missing.push_back(rank);
     }
   }
-  // A program that never calls trainrun::init() has no rendezvous to reach.
+  // A program that never calls trainrun::init() has no rendezvous to reach;
+  // where some rank did, one that exited 0 without it leaves them waiting.
   return any ? missing : std::vector<int>{};
 }
 

@@ -207,6 +207,22 @@ TEST_CASE("a rank that never reaches the rendezvous: the start-timeout error nam
   CHECK(nothing_left(tag));
 }
 
+// Issue 37: the others wait in init for a rank that is gone; the summary
+// named rank 0 (which aborted at its own rendezvous timeout), never rank 1.
+TEST_CASE("a rank that exits 0 without calling init: the start-timeout error names it, not the ranks waiting") {
+  std::string tag;
+  const ProcessResult r =
+      run_trainrun({"-np", "2", "--start-timeout", "2", "--grace", "1", rank_program(), "exit:1:0", "init"}, &tag);
+  CHECK(r.exit_code == 125);
+  CHECK(contains(r.err, "trainrun: rank 1 (host "));
+  CHECK(contains(r.err,
+                 ") exited with code 0 without calling init, and the other ranks wait for it (--start-timeout "
+                 "2 s)"));
+  CHECK(!contains(r.err, "rank 0 (host"));
+  CHECK(r.seconds < 10);
+  CHECK(nothing_left(tag));
+}
+
 TEST_CASE("a missing or non-executable program is one clear error before anything starts") {
   const ProcessResult missing = run_trainrun({"-np", "2", "/nonexistent/prog"});
   CHECK(missing.exit_code == 127);
