@@ -67,6 +67,9 @@ struct World {
   // for the whole job.
   std::vector<int> members;
   std::string set;  // a process set's name in rendezvous keys (BackendContext::set)
+  // A process set's id in Horovod's Python API (hvd.ProcessSet.process_set_id),
+  // for messages only; -1 when none was given (Communicator::subset in C++).
+  int set_id = -1;
 
   bool has_rendezvous() const { return !rendezvous_addr.empty(); }
   // The job rank of rank `r` of this world.

@@ -124,6 +124,11 @@ void CommunicatorAccess::start_timeline(Communicator& comm, const std::string& p
 
 void CommunicatorAccess::stop_timeline(Communicator& comm) { comm.impl_->stop_timeline(); }
 
+void CommunicatorAccess::set_process_set_id(Communicator& comm, int id) {
+  std::lock_guard lock(comm.impl_->engine_mutex_);  // the engine reads it as it starts
+  comm.impl_->world_->set_id = id;
+}
+
 }  // namespace detail
 
 detail::Engine& Communicator::Impl::engine() {

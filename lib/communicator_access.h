@@ -28,6 +28,9 @@ class CommunicatorAccess {
   // (trainrun/engine.h: start_timeline, stop_timeline).
   static void start_timeline(Communicator& comm, const std::string& path, bool mark_cycles);
   static void stop_timeline(Communicator& comm);
+  // A process set's id in Horovod's Python API, which the engine's messages
+  // name the set by (World::set_id); before its engine starts.
+  static void set_process_set_id(Communicator& comm, int id);
 };
 
 }  // namespace trainrun::detail

@@ -10,7 +10,8 @@ namespace trainrun::detail {
 // call: allreduces of CUDA memory fail too.
 bool joined_rank_can_take_part(const Request& r, int /*rank*/) { return r.op == OpType::Allreduce && !r.on_cuda(); }
 
-Coordinator::Coordinator(int size) : size_(size), joined_(static_cast<std::size_t>(size), false) {}
+Coordinator::Coordinator(int size, RankNames names)
+    : size_(size), names_(std::move(names)), joined_(static_cast<std::size_t>(size), false) {}
 
 void Coordinator::report(int rank, std::vector<Request> requests, Clock::time_point now) {
   for (Request& r : requests) {
@@ -56,8 +57,8 @@ Response Coordinator::respond(const Entry& entry) const {
   const Request& ref = response.request;
   for (int r = reference + 1; r < size_; ++r) {
     if (!entry.by_rank[r]) continue;
-    if (auto why = disagreement(ref, reference, *entry.by_rank[r], r)) {
-      response.error = *why;
+    if (auto why = disagreement(ref, names_.job_rank(reference), *entry.by_rank[r], names_.job_rank(r))) {
+      response.error = in_set(ref, *why);
       return response;
     }
   }
@@ -69,8 +70,9 @@ Response Coordinator::respond(const Entry& entry) const {
     if (entry.by_rank[r] || !joined_[r]) continue;
     const bool root_left = ref.op == OpType::Broadcast && ref.root == r;
     if (!joined_rank_can_take_part(ref, r)) {
-      response.error = op_label(ref) + " '" + ref.name + "': rank " + std::to_string(r) +
-                       (root_left ? " (the root)" : "") + " has joined (trainrun::join) and cannot take part" +
+      response.error = op_label(ref) + " '" + ref.name + "'" + names_.where() + ": rank " +
+                       std::to_string(names_.job_rank(r)) + (root_left ? " (the root)" : "") +
+                       " has joined (trainrun::join) and cannot take part" +
                        (ref.on_cuda() ? " in an op on CUDA memory" : "");
       response.error_code = Error::Code::InvalidArgument;
       return response;
@@ -115,15 +117,11 @@ std::vector<Coordinator::Pending> Coordinator::pending() const {
   return result;
 }
 
-namespace {
-
-std::string rank_list(const std::vector<int>& ranks) {
-  std::string text = ranks.size() == 1 ? "rank " : "ranks ";
-  for (std::size_t i = 0; i < ranks.size(); ++i) text += (i ? "," : "") + std::to_string(ranks[i]);
-  return text;
+std::string Coordinator::in_set(const Request& r, std::string error) const {
+  const std::string head = op_label(r) + " '" + r.name + "'";
+  if (!names_.set().empty() && error.compare(0, head.size(), head) == 0) error.insert(head.size(), names_.where());
+  return error;
 }
-
-}  // namespace
 
 std::vector<Response> Coordinator::fail_out_of_step(const std::string& waited) {
   std::vector<int> in_barrier;
@@ -145,12 +143,13 @@ std::vector<Response> Coordinator::fail_out_of_step(const std::string& waited) {
       continue;
     }
     Response response = respond(it->second);
-    response.error = op_label(response.request) + " '" + p.name + "': the ranks are out of step: every rank waited " +
-                     waited + " for ops that cannot complete, and " + rank_list(p.missing) +
+    response.error = op_label(response.request) + " '" + p.name + "'" + names_.where() +
+                     ": the ranks are out of step: every rank waited " + waited +
+                     " for ops that cannot complete, and " + names_.ranks_text(p.missing) +
                      (p.missing.size() == 1 ? " has" : " have") + " not submitted this one" +
                      (in_barrier.empty() || p.op == OpType::Barrier
                           ? ""
-                          : " (" + rank_list(in_barrier) + " wait" + (in_barrier.size() == 1 ? "s" : "") +
+                          : " (" + names_.ranks_text(in_barrier) + " wait" + (in_barrier.size() == 1 ? "s" : "") +
                                 " in barrier(): did an error on some ranks skip ops the others made?)");
     response.error_code = Error::Code::Mismatch;
     failed.emplace_back(it->second.order, std::move(response));

@@ -3,8 +3,10 @@
 // submitted requests, rank by rank), so every copy makes the same decisions
 // and no rank needs to broadcast them: an op is ready once every rank has
 // reported it (a rank that joined counts as reported), and a ready op whose
-// requests disagree becomes an error response. Pure and deterministic; not
-// thread-safe (the engine thread owns it).
+// requests disagree becomes an error response. Ranks are the engine's (a
+// process set's are 0..n-1); its error messages name job ranks and the set
+// (RankNames). Pure and deterministic; not thread-safe (the engine thread
+// owns it).
 #pragma once
 
 #include <chrono>
@@ -14,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/engine/rank_names.h"
 #include "lib/engine/request.h"
 #include "trainrun/error.h"
 
@@ -36,7 +39,7 @@ class Coordinator {
  public:
   using Clock = std::chrono::steady_clock;
 
-  explicit Coordinator(int size);
+  explicit Coordinator(int size, RankNames names = {});
 
   // Rank `rank`'s newly submitted requests, in its submission order. `now`
   // dates them, less each request's age.
@@ -73,8 +76,11 @@ class Coordinator {
   bool complete(const Entry& entry) const;
   Pending pending_of(const std::string& name, const Entry& entry) const;
   Response respond(const Entry& entry) const;
+  // "allreduce 'x': ..." -> "allreduce 'x' in process set 1 (ranks 1, 2): ...".
+  std::string in_set(const Request& r, std::string error) const;
 
   const int size_;
+  const RankNames names_;
   std::map<std::string, Entry> table_;
   std::vector<bool> joined_;
   std::uint64_t next_order_ = 0;

@@ -42,9 +42,9 @@ std::vector<std::string> reserved_names(const Request& r) {
 }  // namespace
 
 Engine::Engine(const World& world, Backend& backend, EngineOptions options, Timeline& timeline)
-    : rank_(world.rank), size_(world.size), hostname_(world.hostname), elastic_(world.elastic), backend_(backend),
-      options_(std::move(options)), coordinator_(size_), cache_(options_.cache_capacity),
-      stall_(options_.stall_warning, options_.stall_shutdown),
+    : rank_(world.rank), size_(world.size), names_(world), hostname_(world.hostname), elastic_(world.elastic),
+      backend_(backend), options_(std::move(options)), coordinator_(size_, names_), cache_(options_.cache_capacity),
+      stall_(options_.stall_warning, options_.stall_shutdown, names_),
       stragglers_(world, backend, options_.straggler_warning_pct, options_.straggler_window), timeline_(timeline),
       executor_(backend, rank_, size_, options_.fusion_threshold, timeline) {
   if (rank_ == 0 && !options_.timeline_path.empty()) {
@@ -213,7 +213,7 @@ bool Engine::cycle() {
     status.set_stall_shutdown();
     // Said before any rank can act on it: the launcher takes every rank's
     // stack on this line (cli/report/stall_lines.h), while the stuck one lives.
-    std::fprintf(stderr, "trainrun: rank 0 (%s): %s\n", hostname_.c_str(),
+    std::fprintf(stderr, "trainrun: rank %d (%s): %s\n", names_.job_rank(0), hostname_.c_str(),
                  stall_.shutdown_message(coordinator_.pending()).c_str());
   }
   {
@@ -250,7 +250,7 @@ bool Engine::cycle() {
   }
   if (rank_ == 0 && !coordinator_.empty()) {
     if (auto warning = stall_.warning(coordinator_.pending(), now)) {
-      std::fprintf(stderr, "trainrun: rank 0 (%s): %s\n", hostname_.c_str(), warning->c_str());
+      std::fprintf(stderr, "trainrun: rank %d (%s): %s\n", names_.job_rank(0), hostname_.c_str(), warning->c_str());
     }
   }
   stragglers_.observe(
@@ -486,7 +486,8 @@ void Engine::stop(const Error& reason) {
 }
 
 void Engine::watch() {
-  StallInspector inspector(options_.stall_warning, options_.stall_shutdown);  // not the engine thread's
+  StallInspector inspector(options_.stall_warning, options_.stall_shutdown, names_);  // not the engine thread's
+  const int job_rank = names_.job_rank(rank_);
   std::unique_lock lock(mutex_);
   while (!stopped_) {
     watch_wake_.wait_for(lock, kWatchInterval);
@@ -495,13 +496,13 @@ void Engine::watch() {
     const auto waited = now - *blocked_since_;
     if (inspector.blocked_shutdown_due(waited)) {
       abort_reason_ = inspector.blocked_shutdown_message();
-      std::fprintf(stderr, "trainrun: rank %d (%s): %s\n", rank_, hostname_.c_str(), abort_reason_.c_str());
+      std::fprintf(stderr, "trainrun: rank %d (%s): %s\n", job_rank, hostname_.c_str(), abort_reason_.c_str());
     } else if (stop_requested_ && waited >= kStopGrace) {
       abort_reason_ = "the engine was shut down, but the other ranks' engines did not answer for " +
                       std::to_string(kStopGrace.count()) + " s, so it aborted the backend";
     } else {
       if (auto warning = inspector.blocked_warning(waited, now, cycles_answered_)) {
-        std::fprintf(stderr, "trainrun: rank %d (%s): %s\n", rank_, hostname_.c_str(), warning->c_str());
+        std::fprintf(stderr, "trainrun: rank %d (%s): %s\n", job_rank, hostname_.c_str(), warning->c_str());
       }
       continue;
     }

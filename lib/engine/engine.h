@@ -37,6 +37,7 @@
 #include "lib/engine/cycle_status.h"
 #include "lib/engine/engine_options.h"
 #include "lib/engine/executor.h"
+#include "lib/engine/rank_names.h"
 #include "lib/engine/response_cache.h"
 #include "lib/engine/stall_inspector.h"
 #include "lib/engine/straggler_monitor.h"
@@ -107,6 +108,7 @@ class Engine {
 
   const int rank_;
   const int size_;
+  const RankNames names_;  // job ranks and the process set, for messages
   const std::string hostname_;
   const bool elastic_;
   Backend& backend_;

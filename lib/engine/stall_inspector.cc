@@ -17,21 +17,27 @@ std::string seconds_text(StallInspector::Seconds s) {
   return text + " s";
 }
 
-// "allreduce 'x' (missing ranks 1, 3); ..." for the ops that pass `keep`.
+// "allreduce 'x' (missing ranks 1, 3); ..." for the ops that pass `keep`,
+// naming job ranks.
 template <typename Keep>
-std::string describe(const std::vector<Coordinator::Pending>& pending, Keep keep, std::size_t* count) {
+std::string describe(const std::vector<Coordinator::Pending>& pending, const RankNames& names, Keep keep,
+                     std::size_t* count) {
   std::string text;
   *count = 0;
   for (const auto& p : pending) {
     if (!keep(p)) continue;
     if (++*count > kMaxListed) continue;
-    text += (*count > 1 ? "; " : "") + std::string(to_string(p.op)) + " '" + p.name + "' (missing rank" +
-            (p.missing.size() > 1 ? "s " : " ");
-    for (std::size_t i = 0; i < p.missing.size(); ++i) text += (i ? ", " : "") + std::to_string(p.missing[i]);
-    text += ")";
+    text += (*count > 1 ? "; " : "") + std::string(to_string(p.op)) + " '" + p.name + "' (missing " +
+            names.ranks_text(p.missing) + ")";
   }
   if (*count > kMaxListed) text += "; and " + std::to_string(*count - kMaxListed) + " more";
   return text;
+}
+
+// What a warning says of an op: "name/rank" for each rank it misses.
+void add_stalled_keys(const Coordinator::Pending& p, std::vector<std::string>& keys) {
+  keys.push_back(p.name + "/");
+  for (int r : p.missing) keys.push_back(p.name + "/" + std::to_string(r));
 }
 
 }  // namespace
@@ -40,13 +46,21 @@ std::optional<std::string> StallInspector::warning(const std::vector<Coordinator
                                                    Clock::time_point now) {
   if (warning_.count() <= 0) return std::nullopt;
   const auto limit = std::chrono::duration_cast<Clock::duration>(warning_);
-  if (last_warning_ && now - *last_warning_ < limit) return std::nullopt;
+  auto stalled = [&](const Coordinator::Pending& p) { return now - p.since >= limit; };
+  std::vector<std::string> keys;
+  for (const auto& p : pending) {
+    if (stalled(p)) add_stalled_keys(p, keys);
+  }
+  std::sort(keys.begin(), keys.end());
+  // One stall, one line: again only once an op or a missing rank is new to it.
+  const bool news = !std::includes(warned_.begin(), warned_.end(), keys.begin(), keys.end());
+  if (keys.empty()) warned_.clear();
+  if (!news || (last_warning_ && now - *last_warning_ < limit)) return std::nullopt;
   std::size_t count = 0;
-  const std::string ops = describe(
-      pending, [&](const auto& p) { return now - p.since >= limit; }, &count);
-  if (count == 0) return std::nullopt;
+  const std::string ops = describe(pending, names_, stalled, &count);
   last_warning_ = now;
-  return "stall: " + std::to_string(count) + " op(s) waited more than " + seconds_text(warning_) +
+  warned_ = std::move(keys);
+  return "stall: " + scope() + std::to_string(count) + " op(s) waited more than " + seconds_text(warning_) +
          " for other ranks: " + ops;
 }
 
@@ -59,19 +73,21 @@ bool StallInspector::shutdown_due(const std::vector<Coordinator::Pending>& pendi
 std::string StallInspector::shutdown_message(const std::vector<Coordinator::Pending>& pending) const {
   std::size_t count = 0;
   const std::string ops = describe(
-      pending, [](const auto&) { return true; }, &count);
-  return "stall: an op waited more than " + seconds_text(shutdown_) + " (" + protocol::kEnvStallShutdown +
-         "), so the engine stopped and failed every pending op" + (count ? "; waiting: " + ops : "");
+      pending, names_, [](const auto&) { return true; }, &count);
+  return "stall: " + scope() + "an op waited more than " + seconds_text(shutdown_) + " (" +
+         protocol::kEnvStallShutdown + "), so the engine stopped and failed every pending op" +
+         (count ? "; waiting: " + ops : "");
 }
 
 std::optional<std::string> StallInspector::blocked_warning(Clock::duration waited, Clock::time_point now,
                                                            std::uint64_t answered) {
   const auto limit = std::chrono::duration_cast<Clock::duration>(warning_);
   if (warning_.count() <= 0 || waited < limit) return std::nullopt;
-  if (last_blocked_warning_ && now - *last_blocked_warning_ < limit) return std::nullopt;
-  last_blocked_warning_ = now;
+  const Clock::time_point since = now - waited;
+  if (warned_blocked_ == since) return std::nullopt;  // this wait was warned about
+  warned_blocked_ = since;
   const std::string head =
-      "stall: the engine waited more than " + seconds_text(warning_) + " for the other ranks' engines";
+      "stall: " + scope() + "the engine waited more than " + seconds_text(warning_) + " for the other ranks' engines";
   if (answered == 0) return head + " (each starts at its rank's first engine call: has one not made it?)";
   // They all answered `answered` cycles: the engines ran, one stopped.
   const double ago = std::round(std::chrono::duration<double>(waited).count() * 10) / 10;
@@ -84,7 +100,8 @@ bool StallInspector::blocked_shutdown_due(Clock::duration waited) const {
 }
 
 std::string StallInspector::blocked_shutdown_message() const {
-  return "stall: the engine waited more than " + seconds_text(shutdown_) + " (" + protocol::kEnvStallShutdown +
+  return "stall: " + scope() + "the engine waited more than " + seconds_text(shutdown_) + " (" +
+         protocol::kEnvStallShutdown +
          ") for the other ranks' engines, so it aborted the backend and failed every pending op";
 }
 

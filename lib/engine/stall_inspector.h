@@ -1,7 +1,9 @@
 // StallInspector: decides when ops that wait for other ranks deserve a
-// warning (at most once per warning interval, naming the ops and the ranks
-// that have not submitted them) and when the wait has lasted long enough to
-// stop the engine. Rank 0 decides for everyone (the engine carries its
+// warning (once per stall: a line names the ops and the job ranks that have
+// not submitted them, and a process set's line names the set; the next
+// line comes when a new op or rank joins the stall, at most once per
+// warning interval) and when the wait has lasted long enough to stop the
+// engine. Rank 0 decides for everyone (the engine carries its
 // decision in the cycle status), so ranks never disagree about a stall.
 // Pure: time comes in as an argument. Not thread-safe.
 #pragma once
@@ -10,9 +12,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lib/engine/coordinator.h"
+#include "lib/engine/rank_names.h"
 
 namespace trainrun::detail {
 
@@ -22,10 +26,12 @@ class StallInspector {
   using Seconds = std::chrono::duration<double>;
 
   // Zero turns the warning or the shutdown off.
-  StallInspector(Seconds warning, Seconds shutdown) : warning_(warning), shutdown_(shutdown) {}
+  StallInspector(Seconds warning, Seconds shutdown, RankNames names = {})
+      : warning_(warning), shutdown_(shutdown), names_(std::move(names)) {}
 
-  // A one-line warning when an op has waited longer than the warning time
-  // and the last warning is at least that long ago.
+  // A one-line warning when an op has waited longer than the warning time,
+  // the last warning is at least that long ago and it did not name every
+  // op and missing rank that waits now (one stall, one line).
   std::optional<std::string> warning(const std::vector<Coordinator::Pending>& pending, Clock::time_point now);
   bool shutdown_due(const std::vector<Coordinator::Pending>& pending, Clock::time_point now) const;
   // The error every pending op fails with after a stall shutdown.
@@ -34,7 +40,8 @@ class StallInspector {
   // engines do not cycle, so no rank knows which ops wait; only that it
   // waits. With `answered` == 0 (no cycle ever completed) one has not made
   // its first engine call; after that, one stopped answering (a stopped or
-  // hung process, a cut network), and the line says since when.
+  // hung process, a cut network), and the line says since when. Once per
+  // wait (`waited` counts from the wait's start).
   std::optional<std::string> blocked_warning(Clock::duration waited, Clock::time_point now, std::uint64_t answered);
   bool blocked_shutdown_due(Clock::duration waited) const;
   std::string blocked_shutdown_message() const;
@@ -53,10 +60,15 @@ class StallInspector {
   std::optional<Clock::duration> renegotiate_after() const;
 
  private:
+  // "process set 1 (ranks 1, 2): " on a set's engine, else "".
+  std::string scope() const { return names_.set().empty() ? "" : names_.set() + ": "; }
+
   Seconds warning_;
   Seconds shutdown_;
+  RankNames names_;
   std::optional<Clock::time_point> last_warning_;
-  std::optional<Clock::time_point> last_blocked_warning_;
+  std::vector<std::string> warned_;                  // "name/missing" of each op the last warning named
+  std::optional<Clock::time_point> warned_blocked_;  // the start of the wait last warned about
 };
 
 }  // namespace trainrun::detail

@@ -145,7 +145,7 @@ TEST_CASE("out of step: every pending op fails naming the ranks it lacks, but th
         "allreduce 'grad.1': the ranks are out of step: every rank waited 1 s (TRAINRUN_STALL_WARNING) for ops that "
         "cannot complete, and rank 0 has not submitted this one (rank 0 waits in barrier(): did an error on some "
         "ranks skip ops the others made?)");
-  CHECK(failed[1].error.find("and ranks 0,1 have not submitted this one") != std::string::npos);
+  CHECK(failed[1].error.find("and ranks 0, 1 have not submitted this one") != std::string::npos);
   // The barrier stays: ranks 1 and 2, their ops failed, reach it next.
   REQUIRE(c.pending().size() == 1);
   c.report(1, {req("#barrier.0", OpType::Barrier)}, now);
@@ -164,4 +164,24 @@ TEST_CASE("out of step with only barriers pending (numbered differently): those 
         "barrier '#barrier.1': the ranks are out of step: every rank waited 60 s "
         "(TRAINRUN_STALL_WARNING) for ops that cannot complete, and rank 1 has not submitted this one");
   CHECK(c.empty());
+}
+
+// Issue 37: a process set's engine numbers its ranks 0..n-1. Its errors name
+// the set and job ranks, never a job rank outside the set (rank 0 here).
+TEST_CASE("in a process set, errors name the set and job ranks") {
+  World world;
+  world.members = {1, 2};
+  world.set_id = 1;
+  Coordinator c(2, RankNames(world));
+  const auto now = Clock::now();
+  c.report(0, {req("x", OpType::Allreduce, {1}), req("y")}, now);
+  c.report(1, {req("x", OpType::Allreduce, {2})}, now);
+  const auto ready = c.take_ready();
+  REQUIRE(ready.size() == 1);
+  CHECK(ready[0].error == "allreduce 'x' in process set 1 (ranks 1, 2): rank 2 shape [2] != rank 1 shape [1]");
+  const auto failed = c.fail_out_of_step("1 s (TRAINRUN_STALL_WARNING)");
+  REQUIRE(failed.size() == 1);
+  CHECK(failed[0].error ==
+        "allreduce 'y' in process set 1 (ranks 1, 2): the ranks are out of step: every rank waited 1 s "
+        "(TRAINRUN_STALL_WARNING) for ops that cannot complete, and rank 2 has not submitted this one");
 }
