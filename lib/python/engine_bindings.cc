@@ -147,13 +147,19 @@ void bind_engine(py::module_& m) {
       Release(), py::arg("name"), py::arg("tensor"), py::arg("op"), py::arg("process_set") = 0);
 
   m.def(
-      "poll", [](std::uint64_t id) { return poll(ProcessSetTable::instance().owner(id, false), Handle{id}); },
+      "poll",
+      [](std::uint64_t id) {
+        ProcessSetTable& table = ProcessSetTable::instance();
+        return table.removed(id) || poll(table.owner(id, false), Handle{id});
+      },
       Release());
   m.def("synchronize", [](std::uint64_t id) {
     Output out;
     {
       py::gil_scoped_release release;
-      out = synchronize(ProcessSetTable::instance().owner(id, true), Handle{id});
+      ProcessSetTable& table = ProcessSetTable::instance();
+      if (auto removed = table.take_removed(id)) out = std::move(*removed);
+      else out = synchronize(table.owner(id, true), Handle{id});
     }
     return to_python(std::move(out));
   });

@@ -4,6 +4,8 @@
 #include <numeric>
 #include <string>
 
+#include "lib/communicator_access.h"
+#include "lib/engine/rank_names.h"
 #include "trainrun/error.h"
 
 namespace trainrun::python {
@@ -41,22 +43,59 @@ std::optional<int> ProcessSetTable::add(const std::vector<int>& requested) {
   std::lock_guard lock(mutex_);
   int id = 1;
   while (sets_.count(id)) ++id;
+  if (communicator) detail::CommunicatorAccess::set_process_set_id(*communicator, id);
   sets_.emplace(id, Set{ranks, std::move(communicator)});
   return id;
 }
 
 bool ProcessSetTable::remove(int id) {
-  std::unique_ptr<Communicator> gone;
+  Set gone;
+  std::vector<std::uint64_t> handles;
   {
     std::lock_guard lock(mutex_);
     const auto it = sets_.find(id);
     if (it == sets_.end()) return false;
-    gone = std::move(it->second.communicator);
+    gone = std::move(it->second);
     sets_.erase(it);
-    for (auto h = handles_.begin(); h != handles_.end();) h = h->second == id ? handles_.erase(h) : std::next(h);
+    for (auto h = handles_.begin(); h != handles_.end();) {
+      if (h->second == id) handles.push_back(h->first);
+      h = h->second == id ? handles_.erase(h) : std::next(h);
+    }
   }
-  gone.reset();  // stops the set's engine (with its members), outside the lock
+  // Outside the lock: stopping the set's engine waits for its members.
+  auto orphans = settle(gone.communicator.get(), handles, gone, id);
+  gone.communicator.reset();
+  std::lock_guard lock(mutex_);
+  removed_.merge(orphans);
   return true;
+}
+
+// Completed ops keep their result; the others are aborted when the engine
+// stops, as Horovod aborts a removed set's queue ("Process set has been
+// removed"). An op that completes between its poll and the stop counts as
+// aborted: its caller removed the set before knowing.
+std::unordered_map<std::uint64_t, ProcessSetTable::Orphan> ProcessSetTable::settle(
+    Communicator* gone, const std::vector<std::uint64_t>& handles, const Set& set, int id) {
+  detail::World world;
+  world.members = set.ranks;
+  world.set_id = id;
+  const Error aborted(Error::Code::InvalidArgument,
+                      detail::RankNames(world).set() +
+                          " was removed (remove_process_set) while this op was pending, so the op was aborted "
+                          "(synchronize a set's handles before removing it)");
+  std::unordered_map<std::uint64_t, Orphan> orphans;
+  for (std::uint64_t h : handles) {
+    Orphan& orphan = orphans[h];
+    orphan.error = aborted;
+    if (!gone || !poll(*gone, Handle{h})) continue;
+    try {
+      orphan.output = synchronize(*gone, Handle{h});
+      orphan.error.reset();
+    } catch (const Error& e) {
+      orphan.error = e;
+    }
+  }
+  return orphans;
 }
 
 void ProcessSetTable::clear() {
@@ -65,6 +104,7 @@ void ProcessSetTable::clear() {
     std::lock_guard lock(mutex_);
     gone.swap(sets_);
     handles_.clear();
+    removed_.clear();
   }
 }
 
@@ -125,6 +165,24 @@ Communicator& ProcessSetTable::owner(std::uint64_t handle, bool forget) {
     }
   }
   return communicator(id, "synchronize");
+}
+
+bool ProcessSetTable::removed(std::uint64_t handle) {
+  std::lock_guard lock(mutex_);
+  return removed_.count(handle) > 0;
+}
+
+std::optional<Output> ProcessSetTable::take_removed(std::uint64_t handle) {
+  Orphan orphan;
+  {
+    std::lock_guard lock(mutex_);
+    const auto it = removed_.find(handle);
+    if (it == removed_.end()) return std::nullopt;
+    orphan = std::move(it->second);
+    removed_.erase(it);
+  }
+  if (orphan.error) throw *orphan.error;
+  return std::move(orphan.output);
 }
 
 }  // namespace trainrun::python

@@ -1,7 +1,8 @@
 """A process set's faults as its user sees them, in real 3-rank trainrun jobs
 with the set of job ranks 1 and 2 (issue 37): a stall line names the set
 and the missing job rank, once; a mismatch names the set's job ranks, never
-rank 0, which is not in the set."""
+rank 0, which is not in the set; remove_process_set with an op pending
+aborts the op, and synchronize says the set was removed."""
 import os
 import re
 import subprocess
@@ -83,3 +84,10 @@ def test_a_mismatch_in_a_set_names_its_job_ranks_not_rank_0(tmp_path):
                          r"process set 1 \(ranks 1, 2\): rank 2 shape \[2\] != rank 1 shape \[1\]\n", out), out
     assert 'rank 0 shape' not in out, out
 
+
+def test_removing_a_set_aborts_its_pending_op_and_synchronize_says_so(tmp_path):
+    out = run_job(tmp_path, 'remove')
+    assert '[1] rank 1: completed op gives 2.0' in out and '[2] rank 2: completed op gives 2.0' in out, out
+    assert ('[1] rank 1: InvalidArgumentError: process set 1 (ranks 1, 2) was removed (remove_process_set) while '
+            "this op was pending, so the op was aborted (synchronize a set's handles before removing it)") in out, out
+    assert 'unknown handle' not in out, out
