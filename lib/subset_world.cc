@@ -41,21 +41,54 @@ std::vector<int> checked_subset(std::vector<int> ranks, int size) {
 }
 
 SubsetRecord subset_record(const std::vector<int>& ranks, const std::string& hostname, std::uint64_t ordinal) {
-  return {digest(ranks.data(), ranks.size() * sizeof(int)), digest(hostname.data(), hostname.size()), ordinal};
+  return {SubsetRecord::kMagic, digest(ranks.data(), ranks.size() * sizeof(int)),
+          digest(hostname.data(), hostname.size()), ordinal};
 }
 
 void check_subset_agrees(const std::vector<SubsetRecord>& records, const World& parent) {
-  for (std::size_t r = 1; r < records.size(); ++r) {
-    const bool same_ranks = records[r].ranks_digest == records[0].ranks_digest;
-    if (same_ranks && records[r].ordinal == records[0].ordinal) continue;
-    const std::string who = "rank " + std::to_string(parent.job_rank(static_cast<int>(r)));
-    const std::string first = "rank " + std::to_string(parent.job_rank(0));
-    throw Error(Error::Code::Mismatch,
-                same_ranks ? who + " made " + std::to_string(records[r].ordinal) + " process set(s) before this one, " +
-                                 first + " " + std::to_string(records[0].ordinal) +
-                                 " (every rank must make the same process sets in the same order)"
-                           : who + " asked for a process set of other ranks than " + first +
-                                 " (every rank must pass the same ranks, in the same order of calls)");
+  // Ranks grouped by a key of their record, groups in order of first rank.
+  using Groups = std::vector<std::pair<std::uint64_t, std::vector<int>>>;
+  auto group_by = [&](std::uint64_t SubsetRecord::*key) {
+    Groups groups;
+    for (std::size_t r = 0; r < records.size(); ++r) {
+      const std::uint64_t k = records[r].*key;
+      auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& entry) { return entry.first == k; });
+      if (g == groups.end()) g = groups.insert(groups.end(), {k, {}});
+      g->second.push_back(parent.job_rank(static_cast<int>(r)));
+    }
+    return groups;
+  };
+  auto ranks_text = [](const std::vector<int>& ranks) {
+    std::string text;
+    for (int r : ranks) text += (text.empty() ? "" : ", ") + std::to_string(r);
+    return (ranks.size() == 1 ? "rank " : "ranks ") + text;
+  };
+  const std::string order = " (every rank must make the same process sets in the same order)";
+  std::vector<int> strangers;
+  for (const auto& [magic, ranks] : group_by(&SubsetRecord::magic)) {
+    if (magic != SubsetRecord::kMagic) strangers.insert(strangers.end(), ranks.begin(), ranks.end());
+  }
+  if (!strangers.empty()) {
+    std::sort(strangers.begin(), strangers.end());
+    throw Error(Error::Code::Mismatch, ranks_text(strangers) + " made another collective call where the others " +
+                                           "asked for a process set" + order);
+  }
+  const Groups ordinals = group_by(&SubsetRecord::ordinal);
+  if (ordinals.size() > 1) {
+    std::string text;
+    for (const auto& [ordinal, ranks] : ordinals) {
+      text += (text.empty() ? "" : ", ") + ranks_text(ranks) + " made " + std::to_string(ordinal);
+    }
+    throw Error(Error::Code::Mismatch, "process sets made before this one: " + text + order);
+  }
+  const Groups asked = group_by(&SubsetRecord::ranks_digest);
+  if (asked.size() > 1) {
+    std::string text;
+    for (const auto& [digest, ranks] : asked) {
+      text +=
+          text.empty() ? ranks_text(ranks) + " asked for one set of ranks" : ", " + ranks_text(ranks) + " for another";
+    }
+    throw Error(Error::Code::Mismatch, text + " (every rank must pass the same ranks, in the same order of calls)");
   }
 }
 

@@ -181,8 +181,11 @@ TEST_CASE("bad sets fail on every rank with a message") {
   CHECK_THROWS_WITH_AS(comm->subset({1, 0, 1}), doctest::Contains("rank 1 appears twice"), trainrun::Error);
   // Ranks that ask for different sets: every rank gets the same Mismatch.
   const std::vector<int> asked = comm->rank() == 0 ? std::vector<int>{0, 1} : std::vector<int>{0};
-  CHECK_THROWS_WITH_AS(comm->subset(asked), doctest::Contains("asked for a process set of other ranks than rank 0"),
-                       trainrun::Error);
+  CHECK_THROWS_WITH_AS(
+      comm->subset(asked),
+      doctest::Contains(
+          ("rank 0 asked for one set of ranks, rank" + std::string(comm->size() > 2 ? "s" : "") + " 1").c_str()),
+      trainrun::Error);
   exercise({0, 1});  // and the next set works
 }
 
