@@ -116,7 +116,7 @@ std::vector<std::string> agent_choices(const JobPlan& plan, const RemotePlan& re
   if (!srun) return lines;
   lines.resize(lines.size() - remote.remote_hosts().size());  // the SSH destinations
   for (const HostSlots& host : plan.hosts) {
-    lines.push_back(display_name(host) + ": " + shell_join(srun->agent_command(host.host)));
+    lines.push_back(display_name(host) + ": " + display_join(srun->agent_command(host.host)));
   }
   return lines;
 }
@@ -144,7 +144,7 @@ int dry_run(const Options& options, const JobPlan& plan, const RemotePlan& remot
     char prefix[96];
     std::snprintf(prefix, sizeof prefix, "%4d  %-16s  %2d/%-2d  %2d/%-2d  ", slot.rank, slot.host.c_str(),
                   slot.local_rank, slot.local_size, slot.cross_rank, slot.cross_size);
-    std::cout << prefix << "cd " << shell_quote(cwd) << " && " << shell_join(words) << "\n";
+    std::cout << prefix << "cd " << display_quote(cwd) << " && " << display_join(words) << "\n";
   }
   return 0;
 }

@@ -242,10 +242,10 @@ int run_mpirun(const Options& options, ReportRecorder& report) {
     return 2;
   }
   if (options.dry_run) {
-    std::cout << shell_join(argv) << "\n";
+    std::cout << display_join(argv) << "\n";
     return 0;
   }
-  if (options.verbose) std::cerr << "trainrun: running " << shell_join(argv) << "\n";
+  if (options.verbose) std::cerr << "trainrun: running " << display_join(argv) << "\n";
 
   sigset_t handled, original;
   sigemptyset(&handled);

@@ -26,11 +26,11 @@ class Section {
     const YAML::Node v = take(key);
     if (!v) return;
     if (!v.IsScalar()) return fail(key, "not a single value");
-    if (!was_given(option, also)) out_.tokens.push_back(std::string(option) + "=" + v.Scalar());
+    if (!was_given(option, also)) add(key, std::string(option) + "=" + v.Scalar());
   }
   // A boolean key: `option` when true.
   void flag(const char* key, const char* option, std::initializer_list<const char*> also = {}) {
-    if (boolean(key) && !was_given(option, also)) out_.tokens.push_back(option);
+    if (boolean(key) && !was_given(option, also)) add(key, option);
   }
   // A boolean key's value; false when absent or not a boolean (an error).
   bool boolean(const char* key) {
@@ -55,6 +55,10 @@ class Section {
     }
     const YAML::Node v = node[key];
     return v && !v.IsNull() ? v : YAML::Node(YAML::NodeType::Undefined);
+  }
+  void add(const std::string& key, std::string token) {
+    out_.tokens.push_back(std::move(token));
+    out_.keys.push_back(where(key));
   }
   void fail(const std::string& key, const std::string& why) {
     if (out_.error.empty()) out_.error = (key.empty() ? name_ : where(key)) + ": " + why;
@@ -91,8 +95,8 @@ void read_config(const YAML::Node& root, ConfigTokens& out, const std::function<
   if (const YAML::Node c = top.take("controller");
       c && !top.was_given("--backend", {"--gloo", "--launcher", "--mpi"})) {
     const std::string controller = c.IsScalar() ? c.Scalar() : "...";
-    if (controller == "gloo" || controller == "GLOO") out.tokens.push_back("--backend=gloo");
-    else if (controller == "mpi" || controller == "MPI") out.tokens.push_back("--launcher=mpirun");
+    if (controller == "gloo" || controller == "GLOO") top.add("controller", "--backend=gloo");
+    else if (controller == "mpi" || controller == "MPI") top.add("controller", "--launcher=mpirun");
     else out.error = "controller: " + quoted(controller) + " is not gloo or mpi";
   }
   Section params(top.take("params"), "params", out, given);
@@ -108,7 +112,7 @@ void read_config(const YAML::Node& root, ConfigTokens& out, const std::function<
   const bool disabled = stall.take("enabled") && !stall.boolean("enabled");
   stall.value("warning_time_seconds", "--stall-warning", {"--stall-check-warning-time-seconds", "--no-stall-check"});
   stall.value("shutdown_time_seconds", "--stall-shutdown", {"--stall-check-shutdown-time-seconds", "--no-stall-check"});
-  if (disabled && !stall.was_given("--no-stall-check", {})) out.tokens.push_back("--no-stall-check");
+  if (disabled && !stall.was_given("--no-stall-check", {})) stall.add("enabled", "--no-stall-check");
   Section logging(top.take("logging"), "logging", out, given);
   logging.value("level", "--log-level");
   logging.flag("with_timestamp", "--timestamp-output", {"--prefix-output-with-timestamp"});
@@ -123,9 +127,7 @@ void read_config(const YAML::Node& root, ConfigTokens& out, const std::function<
   }
   Section library(top.take("library_options"), "library_options", out, given);
   // Horovod's Gloo timeout is trainrun's collective timeout.
-  if (const YAML::Node v = library.take("gloo_timeout_seconds"); v && v.IsScalar()) {
-    out.tokens.push_back(std::string("--env=TRAINRUN_COLLECTIVE_TIMEOUT=") + v.Scalar());
-  }
+  library.value("gloo_timeout_seconds", "--gloo-timeout-seconds");
   for (const char* key : {"mpi_threads_disable", "num_nccl_streams", "ccl_bgt_affinity"}) {
     library.unused(key, "no such setting in trainrun; no effect");
   }
@@ -148,6 +150,14 @@ std::string duplicate_key(const YAML::Node& node, const std::string& prefix) {
 }
 
 }  // namespace
+
+std::string config_key_of(const ConfigTokens& config, const std::string& option) {
+  for (std::size_t i = 0; i < config.tokens.size(); ++i) {
+    const std::string& token = config.tokens[i];
+    if (token == option || token.rfind(option + "=", 0) == 0) return config.keys[i];
+  }
+  return "";
+}
 
 ConfigTokens config_file_tokens(const std::string& path, const std::function<bool(const std::string&)>& given) {
   ConfigTokens out;

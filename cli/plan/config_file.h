@@ -15,11 +15,15 @@ namespace trainrun::cli {
 
 struct ConfigTokens {
   std::vector<std::string> tokens;  // "--fusion-threshold-mb=32", ...
+  std::vector<std::string> keys;    // each token's YAML key: "params.fusion_threshold_mb", ...
   std::vector<std::string> notes;   // what accepted-but-unused settings do
   std::string error;                // one line, without "trainrun: error: "
 };
 
 // `given("--stall-warning")`: whether the command line set that option.
 ConfigTokens config_file_tokens(const std::string& path, const std::function<bool(const std::string&)>& given);
+
+// The YAML key whose token set `option` ("--stall-warning"), or "".
+std::string config_key_of(const ConfigTokens& config, const std::string& option);
 
 }  // namespace trainrun::cli

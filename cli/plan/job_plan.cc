@@ -232,7 +232,7 @@ std::optional<std::string> read_text_file(const std::string& path, std::string* 
     if (n == 0) break;
     content.append(buffer, static_cast<std::size_t>(n));
     if (content.size() > kMaxHostfileBytes) {
-      return fail("larger than " + std::to_string(kMaxHostfileBytes >> 20) + " MiB (the limit for a hostfile)");
+      return fail("larger than " + std::to_string(kMaxHostfileBytes >> 20) + " MiB (the most trainrun reads)");
     }
   }
   return content;

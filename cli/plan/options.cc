@@ -276,7 +276,11 @@ namespace {
 
 // CLI11 over `args` (scanned, in order) into `result`; false when parsing
 // stopped, with result.exit_code set (the help, the version, an error).
-bool parse_args(CLI::App& app, std::vector<std::string> args, ParseResult& result) {
+// `config`, when given, made some of `args`: an error about an option it
+// set names the file and the YAML key instead ("--config-file F:
+// stall_check.warning_time_seconds: Value -5 not in range ...").
+bool parse_args(CLI::App& app, std::vector<std::string> args, ParseResult& result, const ConfigTokens* config = nullptr,
+                const std::string& config_path = "") {
   std::reverse(args.begin(), args.end());  // CLI11 2.1 parses a reversed vector
   try {
     app.parse(args);
@@ -287,7 +291,15 @@ bool parse_args(CLI::App& app, std::vector<std::string> args, ParseResult& resul
     result.exit_code = app.exit(e);
   } catch (const CLI::ParseError& e) {
     // One line, like every usage error (the help is only ever -h/--help).
-    std::cerr << "trainrun: error: " << printable(e.what(), kMessageBytes) << " (see trainrun --help)\n";
+    std::string what = e.what();
+    const std::string option = what.substr(0, what.find(':'));
+    const std::string key = config && option.rfind("--", 0) == 0 ? config_key_of(*config, option) : "";
+    if (!key.empty()) {
+      std::cerr << "trainrun: error: --config-file " << printable(config_path) << ": " << key
+                << printable(what.substr(option.size()), kMessageBytes) << "\n";
+    } else {
+      std::cerr << "trainrun: error: " << printable(what, kMessageBytes) << " (see trainrun --help)\n";
+    }
     result.exit_code = 2;
   }
   return false;
@@ -371,7 +383,7 @@ ParseResult parse_options(int argc, const char* const* argv) {
   build(with_config, again.options);
   std::vector<std::string> args = config.tokens;
   args.insert(args.end(), scan.args.begin(), scan.args.end());
-  if (!parse_args(with_config, std::move(args), again)) return again;
+  if (!parse_args(with_config, std::move(args), again, &config, result.options.config_file)) return again;
   again.options.notes.insert(again.options.notes.begin(), config.notes.begin(), config.notes.end());
   return finish(with_config, std::move(again));
 }

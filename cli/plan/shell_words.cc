@@ -1,5 +1,7 @@
 #include "cli/plan/shell_words.h"
 
+#include <algorithm>
+
 #include "trainrun/error.h"
 
 namespace trainrun::cli {
@@ -38,6 +40,32 @@ std::string shell_quote(std::string_view word) {
 std::string shell_join(const std::vector<std::string>& words) {
   std::string out;
   for (const auto& w : words) out += (out.empty() ? "" : " ") + shell_quote(w);
+  return out;
+}
+
+std::string display_quote(std::string_view word) {
+  const bool control = std::any_of(word.begin(), word.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u < 0x20 || u == 0x7f;
+  });
+  if (!control) return shell_quote(word);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "$'";
+  for (char c : word) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\\' || c == '\'') out += std::string("\\") + c;
+    else if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\r') out += "\\r";
+    else if (u < 0x20 || u == 0x7f) out += std::string("\\x") + kHex[u >> 4] + kHex[u & 0xf];
+    else out.push_back(c);
+  }
+  return out + "'";
+}
+
+std::string display_join(const std::vector<std::string>& words) {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : " ") + display_quote(w);
   return out;
 }
 

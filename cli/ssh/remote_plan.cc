@@ -90,7 +90,7 @@ std::vector<std::string> RemotePlan::choices() const {
     const std::string path =
         options_.remote.remote_trainrun.empty() ? self_executable() : options_.remote.remote_trainrun;
     for (const std::string& destination : destinations_) {
-      lines.push_back(destination + ", runs " + shell_quote(path) + " agent");
+      lines.push_back(destination + ", runs " + display_quote(path) + " agent");
     }
   }
   return lines;

@@ -52,7 +52,7 @@ TEST_CASE("--hostfile /dev/zero: refused past 1 MiB, in bounded memory") {
   options.track_rss = true;
   options.timeout = std::chrono::seconds(60);  // a hang, not slowness, would reach this
   check_usage_error({"--hostfile", "/dev/zero", "true"},
-                    "--hostfile /dev/zero: larger than 1 MiB (the limit for a hostfile)", options);
+                    "--hostfile /dev/zero: larger than 1 MiB (the most trainrun reads)", options);
   const ProcessResult r = run_trainrun({"--hostfile", "/dev/zero", "true"}, nullptr, options);
   CHECK(r.peak_rss_kib > 0);
   CHECK(r.peak_rss_kib < 128 * 1024);
@@ -183,7 +183,7 @@ TEST_CASE("a setting the ranks would refuse is refused before anything starts: e
       {{"--env", "TRAINRUN_SHM=2"},
        "TRAINRUN_SHM='2' is out of range [0, 1] (a setting for the ranks, which would refuse it)"},
       {{"--config-file", config},
-       "TRAINRUN_COLLECTIVE_TIMEOUT='1e400' is not an integer (a setting for the ranks, which would refuse it)"},
+       "--config-file " + config + ": library_options.gloo_timeout_seconds: Value 1e400 not in range 1 to 2592000"},
       {{"--gloo-timeout-seconds", "0.5"},
        "--gloo-timeout-seconds: Value 0.5 not in range 1 to 2592000 (see trainrun --help)"},
       {{"--gloo-timeout-seconds", "5000000"},

@@ -464,8 +464,8 @@ TEST_CASE("horovodrun's --config-file: its settings as trainrun's options; the c
   std::string err;
   CHECK(dry_run({"--config-file", config.path(), "-np", "2"}, &err) ==
         dry_run({"--backend", "gloo", "--fusion-threshold-mb", "32", "--cycle-time-ms", "2.5", "--cache-capacity",
-                 "100", "--timeline", "/tmp/tl.json", "--stall-warning", "7", "--stall-shutdown", "9", "-x",
-                 "TRAINRUN_COLLECTIVE_TIMEOUT=30", "-np", "2"}));
+                 "100", "--timeline", "/tmp/tl.json", "--stall-warning", "7", "--stall-shutdown", "9",
+                 "--gloo-timeout-seconds", "30", "-np", "2"}));
   CHECK(err.empty());
   // The command line wins, whichever spelling it uses.
   const std::string mixed =
@@ -494,6 +494,14 @@ TEST_CASE("a bad --config-file is one line naming the file and the key") {
       {"params: 5\n", "params: not a mapping of settings"},
       {"controller: nccl\n", "controller: 'nccl' is not gloo or mpi"},
       {"params: {cycle_time_ms: [1]}\n", "params.cycle_time_ms: not a single value"},
+      // Range errors name the YAML key, not the option it became (issue 37).
+      {"stall_check:\n  warning_time_seconds: -5\n",
+       "stall_check.warning_time_seconds: Value -5 not in range 0.000000 to 1000000000.000000"},
+      {"library_options:\n  gloo_timeout_seconds: 1e400\n",
+       "library_options.gloo_timeout_seconds: Value 1e400 not in range 1 to 2592000"},
+      {"library_options:\n  gloo_timeout_seconds: 2.5\n",
+       "library_options.gloo_timeout_seconds: Value 2.5 not in range 1 to 2592000"},
+      {"# " + std::string(1 << 20, 'x') + "\n", "larger than 1 MiB (the most trainrun reads)"},
   };
   for (const auto& [yaml, message] : cases) {
     const ConfigFile config(yaml);
@@ -502,4 +510,17 @@ TEST_CASE("a bad --config-file is one line naming the file and the key") {
   }
   check_one_line_error({"--config-file", "/nonexistent/h.yaml", "-np", "1", "true"},
                        "--config-file /nonexistent/h.yaml: No such file or directory");
+}
+
+// A control character in a value (here a timeline file name with an escape
+// sequence and a newline) neither colours nor splits --dry-run's line: the
+// word is printed as bash's $'...', which pastes back as the same word.
+TEST_CASE("--dry-run prints a word with control characters as $'...', on one line") {
+  const ConfigFile config("timeline:\n  filename: \"/tmp/a\\e[31mred\\nx\"\n");
+  std::string err;
+  const std::string out = dry_run({"--config-file", config.path(), "-np", "1"}, &err);
+  CHECK(out.find('\x1b') == std::string::npos);
+  CHECK(contains(out, "$'TRAINRUN_TIMELINE=/tmp/a\\x1b[31mred\\nx' "));
+  CHECK(count(out, "TRAINRUN_TIMELINE") == 1);
+  CHECK(count(out, "\n") == count(dry_run({"-np", "1"}), "\n"));
 }

@@ -162,7 +162,7 @@ TEST_CASE("-x refuses what trainrun sets for every rank, and what an option give
 TEST_CASE("the real hostfile reader: limits, directories, FIFOs") {
   std::string error;
   CHECK_FALSE(read_text_file("/dev/zero", &error));
-  CHECK(error == "larger than 1 MiB (the limit for a hostfile)");
+  CHECK(error == "larger than 1 MiB (the most trainrun reads)");
   CHECK_FALSE(read_text_file("/", &error));
   CHECK(error == "is a directory");
   CHECK_FALSE(read_text_file("/nonexistent/hosts", &error));
