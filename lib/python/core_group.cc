@@ -5,6 +5,8 @@
 #include <mutex>
 #include <utility>
 
+#include "backends/backend.h"
+#include "lib/communicator_access.h"
 #include "lib/python/bindings.h"
 #include "trainrun/communicator.h"
 
@@ -51,6 +53,7 @@ class CommunicatorGroup final : public CoreGroup {
   int recv(void* buf, std::size_t count, DataType type, int peer, int tag) override {
     return comm_.recv(buf, count, type, peer, tag);
   }
+  void abort() noexcept override { detail::CommunicatorAccess::backend(comm_).abort(); }
   std::unique_ptr<CoreGroup> subset(const std::vector<int>& ranks) override {
     std::unique_ptr<Communicator> set = comm_.subset(ranks);
     if (!set) return nullptr;

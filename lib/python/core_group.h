@@ -49,11 +49,16 @@ class CoreGroup {
   // from any thread, at the same time as they run.
   virtual void send(const void* buf, std::size_t count, DataType type, int peer, int tag) = 0;
   virtual int recv(void* buf, std::size_t count, DataType type, int peer, int tag) = 0;
+  // Backend::abort(), from any thread: the group's blocked and later calls
+  // fail (Error(Io), "aborted"), its connections close for the peers; no
+  // way back. The c10d backend's op timeout (the mpi backend: MPI_Abort,
+  // which ends the job).
+  virtual void abort() noexcept = 0;
 };
 
 // What the capsule points at; static in trainrun._core.
 struct CoreApi {
-  static constexpr int kVersion = 2;  // 2: send, recv
+  static constexpr int kVersion = 3;  // 2: send, recv; 3: abort
   int version = kVersion;
   // The job's group over trainrun::init()'s communicator, started on the
   // first call (it blocks while the ranks meet). Throws as init() does.

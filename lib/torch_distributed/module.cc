@@ -13,6 +13,7 @@
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -53,7 +54,7 @@ std::string launch_hint(int torch_rank, int torch_size, const python::CoreGroup&
 std::mutex pending_mutex;
 std::map<std::vector<int>, std::unique_ptr<python::CoreGroup>> pending;
 
-c10::intrusive_ptr<ProcessGroupTrainrun> make_world(int torch_rank, int torch_size) {
+c10::intrusive_ptr<ProcessGroupTrainrun> make_world(int torch_rank, int torch_size, std::chrono::milliseconds timeout) {
   python::CoreApi& api = core_api();
   python::CoreGroup* world = nullptr;
   {
@@ -63,7 +64,7 @@ c10::intrusive_ptr<ProcessGroupTrainrun> make_world(int torch_rank, int torch_si
   if (world->rank() != torch_rank || world->size() != torch_size) {
     throw std::runtime_error(launch_hint(torch_rank, torch_size, *world));
   }
-  return c10::make_intrusive<ProcessGroupTrainrun>(*world, nullptr);
+  return c10::make_intrusive<ProcessGroupTrainrun>(*world, nullptr, timeout);
 }
 
 void prepare_subset(ProcessGroupTrainrun* parent, const std::vector<int>& ranks) {
@@ -81,7 +82,8 @@ void prepare_subset(ProcessGroupTrainrun* parent, const std::vector<int>& ranks)
   pending[ranks] = std::move(set);
 }
 
-c10::intrusive_ptr<ProcessGroupTrainrun> take_subset(const std::vector<int>& ranks, int torch_rank, int torch_size) {
+c10::intrusive_ptr<ProcessGroupTrainrun> take_subset(const std::vector<int>& ranks, int torch_rank, int torch_size,
+                                                     std::chrono::milliseconds timeout) {
   std::unique_ptr<python::CoreGroup> set;
   {
     std::lock_guard lock(pending_mutex);
@@ -103,7 +105,7 @@ c10::intrusive_ptr<ProcessGroupTrainrun> take_subset(const std::vector<int>& ran
                              " of " + std::to_string(set->size()));
   }
   python::CoreGroup& group = *set;
-  return c10::make_intrusive<ProcessGroupTrainrun>(group, std::move(set));
+  return c10::make_intrusive<ProcessGroupTrainrun>(group, std::move(set), timeout);
 }
 
 }  // namespace
@@ -115,10 +117,12 @@ PYBIND11_MODULE(_c10d, m) {
   py::module_::import("torch.distributed");  // registers torch's ProcessGroup (and Backend) classes first
   py::class_<ProcessGroupTrainrun, trainrun::c10d::BackendBase, c10::intrusive_ptr<ProcessGroupTrainrun>>(
       m, "ProcessGroupTrainrun", "A torch.distributed process group on trainrun's collectives.");
-  m.def("world", &trainrun::c10d::make_world, py::arg("rank"), py::arg("size"),
-        "The process group over trainrun's world; torch's rank and size must be trainrun's.");
+  m.def("world", &trainrun::c10d::make_world, py::arg("rank"), py::arg("size"), py::arg("timeout"),
+        "The process group over trainrun's world; torch's rank and size must be trainrun's. Every op fails "
+        "after `timeout` (a timedelta; 0: no bound but the core's).");
   m.def("prepare_subset", &trainrun::c10d::prepare_subset, py::arg("parent").none(true), py::arg("ranks"),
         "Collective over every rank of `parent` (None: the world): makes the set of `ranks` (sorted).");
   m.def("take_subset", &trainrun::c10d::take_subset, py::arg("ranks"), py::arg("rank"), py::arg("size"),
-        "The process group over the set prepare_subset made for `ranks`, on its members.");
+        py::arg("timeout"),
+        "The process group over the set prepare_subset made for `ranks`, on its members, with world()'s `timeout`.");
 }

@@ -19,9 +19,11 @@ namespace trainrun::c10d {
 using ::c10d::OpType;
 using python::CoreGroup;
 
-ProcessGroupTrainrun::ProcessGroupTrainrun(CoreGroup& group, std::unique_ptr<CoreGroup> owned)
+ProcessGroupTrainrun::ProcessGroupTrainrun(CoreGroup& group, std::unique_ptr<CoreGroup> owned,
+                                           std::chrono::milliseconds timeout)
     : BackendBase(group.rank(), group.size()), group_(group), owned_(std::move(owned)),
-      who_("rank " + std::to_string(group.job_rank(group.rank())) + " (" + group.hostname() + ")") {}
+      who_("rank " + std::to_string(group.job_rank(group.rank())) + " (" + group.hostname() + ")"),
+      op_timeout_(timeout, who_, [this] { group_.abort(); }) {}
 
 // Python drops the last reference with the GIL held (DDP's Reducer, torch's
 // group table); the worker may need it to free the tensors of its last task.
@@ -91,7 +93,7 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::enqueue(OpType type, const c
   if (!mixed.empty()) refuse(op, "every tensor of one op must be on one device, not on " + mixed);
   std::shared_ptr<const StreamOrder> order = StreamOrder::mark(involved);
   auto work = c10::make_intrusive<TrainrunWork>(rank_, type, std::move(outputs));
-  OrderedWorker::Task task = [this, run = std::move(run)] { run(group_); };
+  OrderedWorker::Task task = [this, op, run = std::move(run)] { op_timeout_.run(op, [&] { run(group_); }); };
   if (order) task = [order, task = std::move(task)] { order->run(task); };
   const std::uint64_t ticket = worker_->submit(std::move(task), completion(work, op, who_));
   work->run_on_wait(worker_, ticket);

@@ -13,10 +13,13 @@
 // which runs it on the core (lib/python/core_group.h) in submission order,
 // the same order on every rank; the caller gets a TrainrunWork at once.
 // Ops the core lacks are composed from its calls (composed_collectives.h).
+// Every op, collective or point-to-point, runs under the group's timeout
+// (OpTimeout, op_timeout.h): past it the group is aborted and the op fails.
 // Thread-safe as torch requires: ops may come from any thread (DDP's
 // autograd threads); their order is the order they reach the queue.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -26,6 +29,7 @@
 #include <vector>
 
 #include "lib/python/core_group.h"
+#include "lib/torch_distributed/op_timeout.h"
 #include "lib/torch_distributed/ordered_worker.h"
 #include "lib/torch_distributed/torch_compat.h"
 
@@ -35,8 +39,10 @@ class TrainrunWork;
 
 class ProcessGroupTrainrun : public BackendBase {
  public:
-  // Over the job's world (`group` not owned) or a set (owned).
-  ProcessGroupTrainrun(python::CoreGroup& group, std::unique_ptr<python::CoreGroup> owned);
+  // Over the job's world (`group` not owned) or a set (owned); every op
+  // bounded by `timeout` (torch's, from init_process_group or new_group).
+  ProcessGroupTrainrun(python::CoreGroup& group, std::unique_ptr<python::CoreGroup> owned,
+                       std::chrono::milliseconds timeout);
   ~ProcessGroupTrainrun() override;
 
   const std::string getBackendName() const override { return "trainrun"; }
@@ -101,7 +107,8 @@ class ProcessGroupTrainrun : public BackendBase {
 
   python::CoreGroup& group_;
   std::unique_ptr<python::CoreGroup> owned_;
-  std::string who_;  // "rank R (HOST)", the job's rank, for messages
+  std::string who_;       // "rank R (HOST)", the job's rank, for messages
+  OpTimeout op_timeout_;  // before the workers, whose tasks use it
   std::mutex p2p_mutex_;
   std::map<std::tuple<bool, int, int>, std::shared_ptr<OrderedWorker>> p2p_workers_;  // (sending, peer, tag)
   // Last: stops (running what was queued) before the group goes; the

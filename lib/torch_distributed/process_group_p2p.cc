@@ -33,12 +33,14 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::point_to_point(bool sending,
   const auto worker = p2p_worker(sending, peer, tag);
   TrainrunWork* raw = work.get();
   const std::uint64_t ticket = worker->submit(
-      [this, t, type, peer, tag, sending, raw]() mutable {
+      [this, op, t, type, peer, tag, sending, raw]() mutable {
         const std::size_t count = static_cast<std::size_t>(t.numel());
-        if (sending) return group_.send(t.contiguous().data_ptr(), count, type, peer, tag);
         at::Tensor dense = t.contiguous();
-        raw->set_source(group_.recv(dense.data_ptr(), count, type, peer, tag));
-        if (!dense.is_same(t)) t.copy_(dense);
+        op_timeout_.run(op, [&] {
+          if (sending) return group_.send(dense.data_ptr(), count, type, peer, tag);
+          raw->set_source(group_.recv(dense.data_ptr(), count, type, peer, tag));
+        });
+        if (!sending && !dense.is_same(t)) t.copy_(dense);
       },
       completion(work, op, who_));
   work->run_on_wait(worker, ticket);

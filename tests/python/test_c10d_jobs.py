@@ -147,6 +147,60 @@ def test_killed_rank_fails_a_pending_recv_and_ends_the_job(tmp_path, np):
     assert processes_with(tag) == []
 
 
+TIMED_OUT = textwrap.dedent('''
+    import os, sys, time
+    from datetime import timedelta
+    import torch, torch.distributed as dist
+    import trainrun.torch.distributed
+    dist.init_process_group('trainrun', timeout=timedelta(seconds=3))
+    done = sys.argv[1]  # rank 0 creates it once its op failed
+    if dist.get_rank() == 1:  # never joins the all_reduce; 60 s at most
+        start = time.monotonic()
+        while not os.path.exists(done) and time.monotonic() - start < 60:
+            time.sleep(0.05)
+        print(f'rank 1 held {time.monotonic() - start:.1f} s', flush=True)
+        sys.exit(0)
+    start = time.monotonic()
+    try:
+        dist.all_reduce(torch.ones(4))
+        print('all_reduce completed', flush=True)
+    except RuntimeError as e:
+        print(f'failed after {time.monotonic() - start:.1f} s: {e}', flush=True)
+    open(done, 'w').close()
+    try:
+        dist.barrier()  # at once: the group is unusable
+    except RuntimeError as e:
+        print(f'then: {e}', flush=True)
+    sys.exit(3)
+''')
+
+
+@pytest.mark.parametrize('options', [[], ['--no-shm']], ids=['shm', 'tcp'])
+def test_init_process_group_timeout_fails_an_op_a_peer_never_joins(tmp_path, options):
+    """init_process_group(timeout=3 s): rank 0's all_reduce fails after about
+    3 s, as Gloo's does, not after the peer's 60 s (nor the 1800 s of the
+    core's default bound), with one line naming the op, the timeout and the
+    rank it waited for."""
+    script = tmp_path / 'timed_out.py'
+    script.write_text(TIMED_OUT)
+    tag = f'C10D_TEST_TAG={uuid.uuid4().hex}'
+    name, value = tag.split('=')
+    done = run([find_trainrun(), '--local', '-np', '2'] + options + [sys.executable, str(script), str(tmp_path / 'done')],
+               env=environment(**{name: value}), cwd=tmp_path, timeout=180)
+    assert done.returncode == 3, done.stdout
+    failure = re.search(r'\[0\] failed after ([0-9.]+) s: (.*)', done.stdout)
+    assert failure, done.stdout
+    assert 2.5 < float(failure.group(1)) < 30, done.stdout
+    message = failure.group(2)
+    assert re.fullmatch(r"rank 0 \(.*\): allreduce: timed out after 3 s \(the process group's timeout\) waiting for "
+                        r'rank 1 \(.*\)', message), done.stdout
+    assert f'[0] then: rank 0 (' in done.stdout and f'barrier: group unusable since an earlier op failed: {message}' \
+        in done.stdout, done.stdout
+    held = re.search(r'\[1\] rank 1 held ([0-9.]+) s', done.stdout)
+    assert held and float(held.group(1)) < 30, done.stdout
+    assert processes_with(tag) == []
+
+
 MISMATCHED = textwrap.dedent('''
     import sys
     import torch, torch.distributed as dist

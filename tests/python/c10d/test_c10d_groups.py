@@ -1,5 +1,9 @@
 """new_group on backend "trainrun" (trainrun's process sets), and ranks
 outside a group going on with the world's collectives."""
+import time
+from datetime import timedelta
+
+import pytest
 import torch
 import torch.distributed as dist
 
@@ -38,3 +42,29 @@ def test_groups_run_beside_each_other():
     work.wait()
     assert t.item() == sum(members)
     assert w.item() == size
+
+
+def test_new_group_timeout_fails_an_op_nobody_waits_for():
+    """new_group(timeout=): rank 1 never joins the pair's all_reduce, so rank
+    0's fails after about 2 s, though nobody waits for it, and the pair is
+    unusable after; the world's group goes on. Rank 1 is held by the world's
+    all_reduce until rank 0 is done, never by a sleep."""
+    rank, size = dist.get_rank(), dist.get_world_size()
+    pair = dist.new_group([0, 1], timeout=timedelta(seconds=2))
+    if rank == 0:
+        start = time.monotonic()
+        work = dist.all_reduce(torch.ones(3), group=pair, async_op=True)
+        while not work.is_completed() and time.monotonic() - start < 30:
+            time.sleep(0.05)
+        elapsed = time.monotonic() - start
+        assert work.is_completed(), 'still running after 30 s'
+        timed_out = r"rank 0 \(.*\): allreduce: timed out after 2 s \(the process group's timeout\) waiting for rank 1"
+        with pytest.raises(RuntimeError, match=timed_out) as failure:
+            work.wait()
+        assert elapsed > 1.5, elapsed
+        assert '\n' not in str(failure.value)
+        with pytest.raises(RuntimeError, match=r'barrier: group unusable since an earlier op failed: .*timed out'):
+            dist.barrier(group=pair)
+    t = torch.ones(2)
+    dist.all_reduce(t)  # the world's group is another: in step
+    assert torch.equal(t, torch.full((2,), float(size)))

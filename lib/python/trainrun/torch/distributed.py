@@ -11,7 +11,9 @@ Every op is queued to one worker thread per process group, so it is
 asynchronous to the caller and runs in the same order on every rank; on
 CUDA tensors it starts after the work the caller's current stream had
 queued, and its Work completes when the tensors are final. The store torch
-passes is not used. send/recv take CPU tensors.
+passes is not used. send/recv take CPU tensors. The group's `timeout`
+(init_process_group, new_group) bounds every op: past it the op fails and
+the group is aborted, as with Gloo and NCCL.
 
 torch 1.13 (Debian 12) and torch 2.x: in 2.x the backend is registered for
 the cpu and cuda device types, and torch's ProcessGroup wraps it.
@@ -37,8 +39,8 @@ BACKEND = "trainrun"
 def _create(options, _pg_options):
     ranks = list(options.global_ranks_in_group)
     if not ranks:
-        return _c10d.world(options.group_rank, options.group_size)
-    return _c10d.take_subset(ranks, options.group_rank, options.group_size)
+        return _c10d.world(options.group_rank, options.group_size, options.timeout)
+    return _c10d.take_subset(ranks, options.group_rank, options.group_size, options.timeout)
 
 
 def _uses_trainrun(backend):
