@@ -13,12 +13,27 @@ namespace {
 
 using RedOp = ::c10d::ReduceOp;
 
+// Writes `result` (`target`'s shape) into `target`; where `target` is
+// expanded, each of its elements once: the first of the result along each
+// expanded dimension (copy_ refuses a target whose elements share memory).
+void write_back(at::Tensor& target, const at::Tensor& result) {
+  at::Tensor to = target;
+  at::Tensor from = result;
+  for (std::int64_t d = 0; d < target.dim(); ++d) {
+    if (target.stride(d) == 0 && target.size(d) > 1) {
+      to = to.narrow(d, 0, 1);
+      from = from.narrow(d, 0, 1);
+    }
+  }
+  to.copy_(from);
+}
+
 // A contiguous tensor to work on in place of `target`; commit() writes it
 // back when it is a copy.
 struct Dense {
   explicit Dense(at::Tensor& t) : target(t), work(t.contiguous()) {}
   void commit() {
-    if (!work.is_same(target)) target.copy_(work);
+    if (!work.is_same(target)) write_back(target, work);
   }
   at::Tensor& target;
   at::Tensor work;
@@ -62,7 +77,7 @@ void allreduce_tensors(CoreGroup& g, std::vector<at::Tensor>& tensors, RedOp::Re
   allreduce_tensor(g, all, op);
   std::int64_t offset = 0;
   for (at::Tensor& t : tensors) {
-    t.copy_(all.narrow(0, offset, t.numel()).view(t.sizes()));
+    write_back(t, all.narrow(0, offset, t.numel()).view(t.sizes()));
     offset += t.numel();
   }
 }
@@ -76,7 +91,7 @@ void broadcast_tensor(CoreGroup& g, at::Tensor& t, int root) {
 void reduce_tensor(CoreGroup& g, at::Tensor& t, int root, RedOp::RedOpType op) {
   at::Tensor result = t.clone(at::MemoryFormat::Contiguous);
   allreduce_tensor(g, result, op);
-  if (g.rank() == root) t.copy_(result);
+  if (g.rank() == root) write_back(t, result);
 }
 
 void allgather_list(CoreGroup& g, std::vector<at::Tensor>& outputs, const at::Tensor& input) {

@@ -2,7 +2,12 @@
 // calls (lib/python/core_group.h) so that no collective is implemented
 // twice. Stateless; run on a process group's worker thread. Tensors are
 // CPU tensors of a core type (checked by the caller); a tensor that is not
-// contiguous is worked on as a contiguous copy and written back.
+// contiguous is worked on as a contiguous copy and written back. An
+// expanded tensor (stride 0 along a dimension, as from expand()) is an
+// input as its contiguous copy; in place (allreduce, broadcast, reduce) it
+// keeps one element for every position along that dimension, and gets the
+// result's first there (what Gloo leaves in it). The caller refuses an
+// expanded output of the ops below that fill every element separately.
 #pragma once
 
 #include <ATen/ATen.h>

@@ -1,5 +1,6 @@
 #include "lib/torch_distributed/process_group.h"
 
+#include <ATen/MemoryOverlap.h>
 #include <pybind11/pybind11.h>
 
 #include <condition_variable>
@@ -51,6 +52,13 @@ void ProcessGroupTrainrun::check_tensor(const char* op, const at::Tensor& t) con
   if (!core_type(t.scalar_type())) {
     refuse(op, std::string("tensors of dtype ") + c10::toString(t.scalar_type()) +
                    " are not supported by backend trainrun");
+  }
+}
+
+void ProcessGroupTrainrun::check_writable(const char* op, const at::Tensor& t, const std::string& what) const {
+  if (at::has_internal_overlap(t) == at::MemOverlap::Yes) {
+    refuse(op, what + " is expanded (several of its elements share one memory location), so it cannot take the " +
+                   "result; pass a tensor of its own (clone() it)");
   }
 }
 

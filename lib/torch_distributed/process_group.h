@@ -87,6 +87,9 @@ class ProcessGroupTrainrun : public BackendBase {
   // The one tensor of `tensors`, checked (CPU or CUDA, dense, a type the core has).
   at::Tensor& single(const char* op, Tensors& tensors) const;
   void check_tensor(const char* op, const at::Tensor& t) const;
+  // `t` (`what`: "the output tensor") can take an element of its own in
+  // each position: not expanded (stride 0), which the op could not fill.
+  void check_writable(const char* op, const at::Tensor& t, const std::string& what) const;
   void check_root(const char* op, int64_t root) const;
   // The one list of size() tensors in `lists` (`what`: "input" or
   // "output"), checked, of `like`'s dtype (and size, with `same_size`).

@@ -27,8 +27,10 @@ ProcessGroupTrainrun::Tensors ProcessGroupTrainrun::rank_list(const char* op, st
   if (lists.size() != 1 || lists[0].size() != static_cast<std::size_t>(size_)) {
     refuse(op, "needs one list of " + std::to_string(size_) + " " + what + " tensors");
   }
-  for (const at::Tensor& t : lists[0]) {
+  for (std::size_t r = 0; r < lists[0].size(); ++r) {
+    const at::Tensor& t = lists[0][r];
     check_tensor(op, t);
+    if (what[0] == 'o') check_writable(op, t, "output tensor " + std::to_string(r));
     if (t.scalar_type() != like.scalar_type() || (same_size && t.numel() != like.numel())) {
       refuse(op, std::string("every ") + what + " tensor must have the " + (same_size ? "size and " : "") +
                      "dtype of " + (what[0] == 'o' ? "the input" : "the output"));
@@ -74,6 +76,7 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::_allgather_base(at::Tensor& 
                                                                     const ::c10d::AllgatherOptions& /*opts*/) {
   const char* op = "_allgather_base";
   check_blocks(op, input, output, "output");
+  check_writable(op, output, "the output tensor");
   at::Tensor out = output, in = input;
   return enqueue(OpType::_ALLGATHER_BASE, op, {out}, [out, in](CoreGroup& g) mutable { allgather_flat(g, out, in); },
                  {in});
@@ -94,6 +97,7 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::scatter(Tensors& outputs, st
                                                             const ::c10d::ScatterOptions& opts) {
   const char* op = "scatter";
   at::Tensor out = single(op, outputs);
+  check_writable(op, out, "the output tensor");
   check_root(op, opts.rootRank);
   const int root = static_cast<int>(opts.rootRank);
   Tensors in = root_list(op, inputs, out, "input", root);
@@ -105,6 +109,7 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::reduce_scatter(Tensors& outp
                                                                    const ::c10d::ReduceScatterOptions& opts) {
   const char* op = "reduce_scatter";
   at::Tensor out = single(op, outputs);
+  check_writable(op, out, "the output tensor");
   check_reduce(op, out, opts.reduceOp);
   std::vector<at::Tensor> parts;
   for (const at::Tensor& i : rank_list(op, inputs, out, "input", true)) parts.push_back(i.reshape(-1));
@@ -118,6 +123,7 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::_reduce_scatter_base(at::Ten
                                                                          const ::c10d::ReduceScatterOptions& opts) {
   const char* op = "_reduce_scatter_base";
   check_blocks(op, output, input, "input");
+  check_writable(op, output, "the output tensor");
   check_reduce(op, output, opts.reduceOp);
   at::Tensor out = output, in = input;
   const auto reduce_op = opts.reduceOp.op_;
@@ -133,6 +139,7 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::alltoall_base(at::Tensor& ou
   const char* op = "alltoall_base";
   check_tensor(op, output);
   check_tensor(op, input);
+  check_writable(op, output, "the output tensor");
   if (output.scalar_type() != input.scalar_type()) refuse(op, "output and input must have one dtype");
   auto counts = [&](const at::Tensor& t, const std::vector<int64_t>& splits, const char* which) {
     const int64_t rows = t.dim() == 0 ? 1 : t.size(0);
@@ -174,6 +181,7 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::alltoall(Tensors& outputs, T
   for (std::size_t r = 0; r < inputs.size(); ++r) {
     check_tensor(op, inputs[r]);
     check_tensor(op, outputs[r]);
+    check_writable(op, outputs[r], "output tensor " + std::to_string(r));
     if (inputs[r].scalar_type() != inputs[0].scalar_type() || outputs[r].scalar_type() != inputs[0].scalar_type()) {
       refuse(op, "every tensor must have one dtype");
     }

@@ -23,6 +23,7 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::point_to_point(bool sending,
                                                                    int peer, int tag) {
   at::Tensor t = single(op, tensors);
   if (t.is_cuda()) refuse(op, "CUDA tensors are not supported by backend trainrun's point-to-point (copy to the CPU)");
+  if (!sending) check_writable(op, t, "the output tensor");
   if (peer != -1 && (peer < 0 || peer >= size_)) {
     refuse(op, "rank " + std::to_string(peer) + " is not a rank of this " + std::to_string(size_) + "-rank group");
   }

@@ -236,7 +236,17 @@ def test_refusals_name_rank_and_op():
         dist.distributed_c10d._get_default_group().allreduce([torch.ones(2, dtype=torch.complex64)])
     with pytest.raises(RuntimeError, match=rf'rank {rank} .*send: rank {rank} is this rank'):
         dist.send(torch.ones(1), dst=rank)
-    dist.barrier()  # every rank is still in step
+    # Sizes found wrong on the caller's thread, before anything moved.
+    with pytest.raises(RuntimeError, match=rf'rank {rank} .*allgather: needs one list of {size} output tensors'):
+        dist.all_gather([torch.zeros(2)] * (size + 1), torch.ones(2))
+    with pytest.raises(RuntimeError, match=rf'_allgather_base: the output has 3 elements, not {size} x 2'):
+        dist._all_gather_base(torch.zeros(3), torch.ones(2))
+    with pytest.raises(RuntimeError, match=r'alltoall_base: input splits sum to 1, not dim 0'):
+        dist.all_to_all_single(torch.zeros(size), torch.ones(size), input_split_sizes=[1] + [0] * (size - 1))
+    t = torch.ones(2)
+    dist.all_reduce(t)  # every rank is still in step
+    assert torch.equal(t, torch.full((2,), float(size)))
+    dist.barrier()
 
 
 def test_complex_sum_as_real_view():
@@ -258,3 +268,83 @@ def test_wait_with_a_timeout():
         assert not work.is_completed()
     assert work.wait()
     assert torch.equal(t, torch.full((4,), float(size)))
+
+
+def expanded(value, n=4):
+    """n positions that share one element (stride 0), as torch.ones(1).expand(n)."""
+    return torch.full((1,), float(value)).expand(n)
+
+
+def test_expanded_tensors_in_place_and_as_inputs():
+    """Expanded (stride-0) tensors, which Gloo takes too: an input is read as
+    its contiguous copy; in place (all_reduce, broadcast, reduce,
+    all_reduce_coalesced) each shared element gets the result once."""
+    rank, size = rank_size()
+    total = float(sum(r + 1 for r in range(size)))
+    t = expanded(rank + 1)
+    dist.all_reduce(t)
+    assert t.stride() == (0,) and torch.equal(t, torch.full((4,), total))
+    rows = (torch.arange(3.0).view(3, 1) + rank).expand(3, 4)
+    dist.all_reduce(rows)
+    assert torch.equal(rows, (torch.arange(3.0).view(3, 1) * size + sum(range(size))).expand(3, 4))
+    t = expanded(rank + 10)
+    dist.broadcast(t, src=size - 1)
+    assert torch.equal(t, torch.full((4,), float(size - 1 + 10)))
+    t = expanded(rank + 1)
+    dist.reduce(t, dst=0)
+    assert torch.equal(t, torch.full((4,), total if rank == 0 else float(rank + 1)))
+    pair = [expanded(rank + 1), torch.ones(2)]
+    dist.all_reduce_coalesced(pair)
+    assert torch.equal(pair[0], torch.full((4,), total)) and torch.equal(pair[1], torch.full((2,), float(size)))
+    outs = [torch.zeros(4) for _ in range(size)]
+    dist.all_gather(outs, expanded(rank))
+    assert all(torch.equal(outs[r], torch.full((4,), float(r))) for r in range(size))
+    out = torch.zeros(4 * size)
+    dist._all_gather_base(out, expanded(rank))
+    assert torch.equal(out, torch.arange(size).repeat_interleave(4).float())
+    outs = [torch.zeros(4) for _ in range(size)] if rank == 0 else None
+    dist.gather(expanded(rank), outs, dst=0)
+    assert rank != 0 or all(torch.equal(outs[r], torch.full((4,), float(r))) for r in range(size))
+    out = torch.zeros(4)
+    dist.scatter(out, [expanded(r) for r in range(size)] if rank == 0 else None, src=0)
+    assert torch.equal(out, torch.full((4,), float(rank)))
+    out = torch.zeros(4)
+    dist.reduce_scatter(out, [expanded(rank + 1) for _ in range(size)])
+    assert torch.equal(out, torch.full((4,), total))
+    out = torch.zeros(2 * size)
+    dist.all_to_all_single(out, expanded(rank, 2 * size))
+    assert torch.equal(out, torch.arange(size).repeat_interleave(2).float())
+
+
+def test_expanded_send_and_recv():
+    rank, size = rank_size()
+    if rank == 0:
+        dist.send(expanded(7), dst=1)
+    elif rank == 1:
+        got = torch.zeros(4)
+        dist.recv(got, src=0)
+        assert torch.equal(got, torch.full((4,), 7.0))
+    dist.barrier()
+
+
+def test_expanded_outputs_are_refused_and_the_group_goes_on():
+    """An output every element of which gets its own value cannot be
+    expanded: refused on the caller's thread before anything moved (Gloo
+    refuses all_gather's and gather's, after the fact), so the group goes on."""
+    rank, size = rank_size()
+    shared = r'is expanded \(several of its elements share one memory location\), so it cannot take the result'
+    with pytest.raises(RuntimeError, match=rf'rank {rank} \(.*\): allgather: output tensor 0 {shared}'):
+        dist.all_gather([torch.zeros(1).expand(4) for _ in range(size)], torch.ones(4))
+    with pytest.raises(RuntimeError, match=rf'_allgather_base: the output tensor {shared}'):
+        dist._all_gather_base(torch.zeros(1).expand(4 * size), torch.ones(4))
+    with pytest.raises(RuntimeError, match=rf'scatter: the output tensor {shared}'):
+        dist.scatter(torch.zeros(1).expand(4), [torch.ones(4)] * size if rank == 0 else None, src=0)
+    with pytest.raises(RuntimeError, match=rf'reduce_scatter: the output tensor {shared}'):
+        dist.reduce_scatter(torch.zeros(1).expand(4), [torch.ones(4) for _ in range(size)])
+    with pytest.raises(RuntimeError, match=rf'alltoall_base: the output tensor {shared}'):
+        dist.all_to_all_single(torch.zeros(1).expand(2 * size), torch.ones(2 * size))
+    with pytest.raises(RuntimeError, match=rf'recv: the output tensor {shared}'):
+        dist.recv(torch.zeros(1).expand(4), src=(rank + 1) % size)
+    t = torch.ones(3)
+    dist.all_reduce(t)  # nothing was queued: the group is in step
+    assert torch.equal(t, torch.full((3,), float(size)))
