@@ -17,13 +17,17 @@
 // position in the epoch are committed every --commit-every N batches (20)
 // and training resumes from the last commit with the new number of ranks.
 #include <torch/torch.h>
+#include <unistd.h>
 #include <trainrun/torch.h>
 #include <trainrun/trainrun.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <optional>
 #include <cstdio>
 #include <cstring>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -75,10 +79,27 @@ void save_checkpoint(Net& net, torch::optim::Optimizer& optimizer, int epoch, co
   optimizer.save(optimizer_archive);
   archive.write("optimizer", optimizer_archive);
   archive.write("epoch", torch::tensor(static_cast<std::int64_t>(epoch)));
-  const std::string temporary = path + ".tmp";
-  archive.save_to(temporary);
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    throw std::runtime_error("cannot write checkpoint " + path + ": " + std::strerror(errno));
+  // Whole or not at all, and never through a link another user planted at
+  // a predictable name: a temporary file created exclusively (mkstemp) in
+  // the checkpoint's folder, then renamed over it.
+  std::ostringstream bytes;
+  archive.save_to(bytes);
+  const std::string data = bytes.str();
+  std::string temporary = path + ".XXXXXX";
+  const int fd = ::mkstemp(temporary.data());
+  bool written = fd >= 0;
+  for (std::size_t done = 0; written && done < data.size();) {
+    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    written = n > 0;
+    if (written) done += static_cast<std::size_t>(n);
+  }
+  const int error = errno;
+  if (fd >= 0 && ::close(fd) != 0) written = false;
+  if (!written || std::rename(temporary.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(written ? errno : error);
+    if (fd >= 0) ::unlink(temporary.c_str());
+    throw std::runtime_error("cannot write checkpoint " + path + ": " + why);
   }
 }
 

@@ -14,6 +14,7 @@ checkpoint (--checkpoint) and, last, a line `accuracy X`.
 """
 import argparse
 import os
+import tempfile
 import time
 
 import numpy as np
@@ -98,9 +99,23 @@ def end_epoch(args, epoch, model, optimizer, held_out, images_per_s):
         print(f'epoch {epoch}/{args.epochs}: held-out loss {loss:.4f}, accuracy {100 * accuracy:.2f}%, '
               f'{images_per_s:.0f} images/s', flush=True)
         if args.checkpoint:
-            torch.save({'epoch': epoch, 'model': model.state_dict(), 'optimizer': optimizer.state_dict()},
-                       args.checkpoint)
+            save_checkpoint({'epoch': epoch, 'model': model.state_dict(), 'optimizer': optimizer.state_dict()},
+                            args.checkpoint)
     return loss, accuracy
+
+
+def save_checkpoint(state, path):
+    """Whole or not at all, and never through a link another user planted at
+    the name: a temporary file of an unpredictable name, created exclusively
+    in the checkpoint's folder, then renamed over it."""
+    fd, temporary = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix='.checkpoint-')
+    try:
+        with os.fdopen(fd, 'wb') as f:
+            torch.save(state, f)
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
 
 
 def train_fixed(args, model, optimizer, train_set, held_out):

@@ -1,5 +1,9 @@
 #include "lib/engine/timeline.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 
 #include "rendezvous/net.h"
@@ -13,6 +17,42 @@ std::int64_t epoch_micros_at(Timeline::Clock::time_point at) {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch() -
                                                                since)
       .count();
+}
+
+// The timeline file, for writing from its start, as an intruder cannot
+// redirect it (issue 37): never through a symbolic link (a link planted at
+// the name in a folder everyone may write to, as /tmp), never a file of
+// another user's or anything but a regular file, and truncated only once
+// it proved to be this user's own.
+std::FILE* open_timeline(const std::string& path) {
+  auto fail = [&](const std::string& why) -> std::FILE* {
+    throw Error(Error::Code::Io, "timeline: cannot write '" + path + "': " + why);
+  };
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
+  // ELOOP (O_NOFOLLOW), or EACCES where the kernel protects sticky folders
+  // from links (fs.protected_symlinks) before O_NOFOLLOW is looked at.
+  struct stat link {};
+  if (fd < 0 && (errno == ELOOP || errno == EACCES) && ::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
+    return fail("it is a symbolic link: refusing to follow it");
+  }
+  if (fd < 0) return fail(net::errno_text(errno));
+  struct stat st {};
+  std::string refused;
+  if (::fstat(fd, &st) != 0) refused = net::errno_text(errno);
+  else if (!S_ISREG(st.st_mode)) refused = "not a regular file";
+  else if (st.st_uid != ::geteuid()) {
+    refused = "it belongs to uid " + std::to_string(st.st_uid) + ", not to this user (uid " +
+              std::to_string(::geteuid()) + "): refusing to overwrite it";
+  } else if (::ftruncate(fd, 0) != 0 || ::fcntl(fd, F_SETFL, 0) != 0) {
+    refused = net::errno_text(errno);
+  }
+  std::FILE* file = refused.empty() ? ::fdopen(fd, "w") : nullptr;
+  if (!file) {
+    if (refused.empty()) refused = net::errno_text(errno);
+    ::close(fd);
+    return fail(refused);
+  }
+  return file;
 }
 
 }  // namespace
@@ -49,8 +89,7 @@ void Timeline::start(const std::string& path, bool mark_cycles) {
       return;
     }
   }
-  std::FILE* file = std::fopen(path.c_str(), "w");
-  if (!file) throw Error(Error::Code::Io, "timeline: cannot write '" + path + "': " + net::errno_text(errno));
+  std::FILE* file = open_timeline(path);
   Entry open;
   open.kind = Entry::Kind::Open;
   open.event.ts_us = micros(Clock::now());

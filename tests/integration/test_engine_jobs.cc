@@ -3,12 +3,15 @@
 // with every phase), and settings that cannot be used; no process left over.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -272,6 +275,42 @@ TEST_CASE("start_timeline switches files at run time, stop_timeline closes the l
   CHECK_FALSE(one.cycles);
   CHECK(two.cycles);  // start_timeline(SECOND, mark_cycles = true)
   CHECK(processes_with_env(options.env[0]).empty());
+}
+
+// Issue 37: the timeline's name in a folder everyone may write to (as /tmp),
+// where another user planted a link to a file of ours, or a file of theirs.
+TEST_CASE("a timeline name another user planted a link or a file at: refused in one line, nothing overwritten") {
+  if (::geteuid() != 0 || std::system("command -v runuser >/dev/null") != 0) {
+    MESSAGE("skipped: planting files as a second user needs root and runuser");
+    return;
+  }
+  char dir[] = "/tmp/trainrun-timeline-XXXXXX";
+  REQUIRE(::mkdtemp(dir));
+  ::chmod(dir, 01777);
+  const std::string victim = std::string(dir) + "/victim", link = std::string(dir) + "/link.json",
+                    theirs = std::string(dir) + "/theirs.json";
+  std::ofstream(victim) << "precious\n";
+  REQUIRE(std::system(
+              ("runuser -u nobody -- /bin/sh -c 'ln -s " + victim + " " + link + " && echo theirs > " + theirs + "'")
+                  .c_str()) == 0);
+  const std::pair<std::string, std::string> cases[] = {
+      {link, "timeline: cannot write '" + link + "': it is a symbolic link: refusing to follow it"},
+      {theirs, "timeline: cannot write '" + theirs +
+                   "': it belongs to uid 65534, not to this user (uid 0): refusing to overwrite it"},
+  };
+  for (const auto& [path, message] : cases) {
+    ProcessOptions options;
+    options.env = {unique_tag(), "TRAINRUN_TIMELINE=" + path};
+    const ProcessResult r = run_process(job(2, {"steps", "3"}), options);
+    INFO(r.out, r.err);
+    CHECK(r.exit_code != 0);
+    CHECK((r.out + r.err).find(message) != std::string::npos);
+    CHECK(processes_with_env(options.env[0]).empty());
+  }
+  std::ifstream in(victim), other(theirs);
+  CHECK(std::string(std::istreambuf_iterator<char>(in), {}) == "precious\n");
+  CHECK(std::string(std::istreambuf_iterator<char>(other), {}) == "theirs\n");
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("ranks out of step: the op one rank never submits fails after the stall warning time, then all meet") {
