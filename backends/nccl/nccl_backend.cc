@@ -10,12 +10,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// NCCL's type for `type`; ncclNumTypes for Int16, which has none.
 ncclDataType_t nccl_type(DataType type) {
   switch (type) {
     case DataType::UInt8: return ncclUint8;
     case DataType::Int8: return ncclInt8;
-    case DataType::Bool: return ncclUint8;
-    case DataType::Int16: break;  // NCCL has no 16-bit integers
+    case DataType::Bool: return ncclUint8;  // 0 or 1, reduced by nccl_op's Max and Min
+    case DataType::Int16: break;            // NCCL has no 16-bit integers
     case DataType::Int32: return ncclInt32;
     case DataType::Int64: return ncclInt64;
     case DataType::Float16: return ncclFloat16;
@@ -26,7 +27,29 @@ ncclDataType_t nccl_type(DataType type) {
   return ncclNumTypes;
 }
 
-ncclRedOp_t nccl_op(ReduceOp op) {
+// What the ops that only move data (broadcast, allgather, send/recv) pass
+// to NCCL: Int16 goes as its bytes, every other type as itself.
+struct Moved {
+  ncclDataType_t type;
+  std::size_t count;
+};
+Moved moved(DataType type, std::size_t count) {
+  if (type == DataType::Int16) return {ncclUint8, count * size_of(type)};
+  return {nccl_type(type), count};
+}
+
+// The type a reduction passes to NCCL; Error(Unsupported) for Int16, which
+// NCCL cannot add or compare, before anything is enqueued.
+ncclDataType_t reduced_type(DataType type, const char* call) {
+  if (type != DataType::Int16) return nccl_type(type);
+  throw Error(Error::Code::Unsupported, std::string(call) + ": nccl cannot reduce " + to_string(type) +
+                                            " (NCCL has no 16-bit integer type); reduce int32, or a host buffer");
+}
+
+// Bool's Sum and Average are "or", Product "and", as on the CPU backends: on
+// bytes of 0 or 1, Max and Min, which never leave 0 or 1 as Sum would.
+ncclRedOp_t nccl_op(DataType type, ReduceOp op) {
+  if (type == DataType::Bool) return op == ReduceOp::Min || op == ReduceOp::Product ? ncclMin : ncclMax;
   switch (op) {
     case ReduceOp::Sum: return ncclSum;
     case ReduceOp::Average: return ncclAvg;  // integers: sum, then divide truncating toward zero
@@ -156,14 +179,16 @@ void NcclBackend::fail(const Error& error) {
 }
 
 void NcclBackend::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op) {
+  const ncclDataType_t nccl = reduced_type(type, "ncclAllReduce");
   enqueue("ncclAllReduce",
-          [&] { return nccl_.ncclAllReduce(send, recv, count, nccl_type(type), nccl_op(op), comm_, stream_); });
+          [&] { return nccl_.ncclAllReduce(send, recv, count, nccl, nccl_op(type, op), comm_, stream_); });
 }
 
 void NcclBackend::allgather(const void* send, void* recv, std::size_t count, DataType type) {
   // In place, NCCL expects this rank's block at its offset in recv: ours too.
   const void* mine = send ? send : at(recv, count * size_of(type) * rank_);
-  enqueue("ncclAllGather", [&] { return nccl_.ncclAllGather(mine, recv, count, nccl_type(type), comm_, stream_); });
+  const Moved m = moved(type, count);
+  enqueue("ncclAllGather", [&] { return nccl_.ncclAllGather(mine, recv, m.count, m.type, comm_, stream_); });
 }
 
 void NcclBackend::allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts, DataType type) {
@@ -174,7 +199,8 @@ void NcclBackend::allgatherv(const void* send, void* recv, const std::vector<std
       char* block = at(recv, offset * size_of(type));
       const void* from = root == rank_ && send ? send : block;
       if (counts[root] > 0 && first == ncclSuccess) {
-        first = nccl_.ncclBroadcast(from, block, counts[root], nccl_type(type), root, comm_, stream_);
+        const Moved m = moved(type, counts[root]);
+        first = nccl_.ncclBroadcast(from, block, m.count, m.type, root, comm_, stream_);
       }
       offset += counts[root];
     }
@@ -184,7 +210,8 @@ void NcclBackend::allgatherv(const void* send, void* recv, const std::vector<std
 }
 
 void NcclBackend::broadcast(void* buf, std::size_t count, DataType type, int root) {
-  enqueue("ncclBroadcast", [&] { return nccl_.ncclBroadcast(buf, buf, count, nccl_type(type), root, comm_, stream_); });
+  const Moved m = moved(type, count);
+  enqueue("ncclBroadcast", [&] { return nccl_.ncclBroadcast(buf, buf, m.count, m.type, root, comm_, stream_); });
 }
 
 void NcclBackend::alltoall(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
@@ -195,10 +222,12 @@ void NcclBackend::alltoall(const void* send, const std::vector<std::size_t>& sen
     std::size_t sent = 0, received = 0;
     for (int peer = 0; peer < size_ && first == ncclSuccess; ++peer) {
       if (send_counts[peer] > 0) {
-        first = nccl_.ncclSend(at(send, sent * element), send_counts[peer], nccl_type(type), peer, comm_, stream_);
+        const Moved m = moved(type, send_counts[peer]);
+        first = nccl_.ncclSend(at(send, sent * element), m.count, m.type, peer, comm_, stream_);
       }
       if (recv_counts[peer] > 0 && first == ncclSuccess) {
-        first = nccl_.ncclRecv(at(recv, received * element), recv_counts[peer], nccl_type(type), peer, comm_, stream_);
+        const Moved m = moved(type, recv_counts[peer]);
+        first = nccl_.ncclRecv(at(recv, received * element), m.count, m.type, peer, comm_, stream_);
       }
       sent += send_counts[peer];
       received += recv_counts[peer];
@@ -210,9 +239,10 @@ void NcclBackend::alltoall(const void* send, const std::vector<std::size_t>& sen
 
 void NcclBackend::reducescatter(const void* send, void* recv, const std::vector<std::size_t>& counts, DataType type,
                                 ReduceOp op) {
+  const ncclDataType_t nccl = reduced_type(type, "ncclReduceScatter");
   if (std::all_of(counts.begin(), counts.end(), [&](std::size_t c) { return c == counts[0]; })) {
     return enqueue("ncclReduceScatter", [&] {
-      return nccl_.ncclReduceScatter(send, recv, counts[0], nccl_type(type), nccl_op(op), comm_, stream_);
+      return nccl_.ncclReduceScatter(send, recv, counts[0], nccl, nccl_op(type, op), comm_, stream_);
     });
   }
   enqueue("ncclReduce (reducescatter)", [&] {
@@ -222,8 +252,8 @@ void NcclBackend::reducescatter(const void* send, void* recv, const std::vector<
       // nccl.h: "recvbuff may be NULL on all calls except for root device".
       void* into = root == rank_ ? recv : nullptr;
       if (counts[root] > 0 && first == ncclSuccess) {
-        first = nccl_.ncclReduce(at(send, offset * size_of(type)), into, counts[root], nccl_type(type), nccl_op(op),
-                                 root, comm_, stream_);
+        first = nccl_.ncclReduce(at(send, offset * size_of(type)), into, counts[root], nccl, nccl_op(type, op), root,
+                                 comm_, stream_);
       }
       offset += counts[root];
     }

@@ -3,6 +3,9 @@
 // them here. Every op is native NCCL: Float16/BFloat16 and Average
 // (ncclAvg) included; allgatherv is grouped broadcasts, alltoall grouped
 // send/recv, reducescatter with uneven counts grouped reduces.
+// Types: Bool is bytes of 0 or 1, reduced by ncclMax ("or": Sum, Average,
+// Max) or ncclMin ("and": Min, Product). NCCL has no 16-bit integer type:
+// Int16 is moved as bytes, and reducing it is Error(Unsupported).
 //
 // Streams: a collective is enqueued on the communicator's own stream and
 // returns at once; synchronize() waits for everything enqueued. That stream

@@ -103,6 +103,15 @@ void set_scales(Request& r, double prescale, double postscale) {
   r.postscale = postscale;
 }
 
+// NCCL has no 16-bit integer type, so the nccl backend refuses to reduce
+// Int16 CUDA memory: refused here, as the backend's refusal would stop the engine.
+void check_reducible(const Communicator& comm, const Request& r, const std::string& name) {
+  if (r.type == DataType::Int16 && r.on_cuda() && comm.backend_name() == "nccl") {
+    throw Error(Error::Code::Unsupported, "'" + name + "': nccl cannot reduce " + to_string(r.type) +
+                                              " (NCCL has no 16-bit integer type); reduce int32, or a host tensor");
+  }
+}
+
 Work work_for(Request request, const Tensor& tensor) {
   Work work;
   work.request = std::move(request);
@@ -118,6 +127,7 @@ Handle allreduce_async(Communicator& comm, const std::string& name, const Tensor
     Request r = tensor_request(OpType::Allreduce, name, tensor);
     r.reduce_op = op;
     set_scales(r, prescale, postscale);
+    check_reducible(comm, r, name);
     return engine.submit(work_for(std::move(r), tensor));
   });
 }
@@ -152,6 +162,7 @@ Handle grouped_allreduce_async(Communicator& comm, const std::vector<std::string
       work.data.push_back(tensors[i].data);
     }
     set_scales(r, prescale, postscale);
+    check_reducible(comm, r, names[0]);
     return engine.submit(std::move(work));
   });
 }

@@ -28,7 +28,8 @@
 //   completes. Host memory (device kCpu) everywhere; CUDA memory (device >= 0,
 //   the rank's GPU) in allreduce and broadcast, with prescale and postscale 1,
 //   unfused, through NCCL or staged (README "CUDA buffers and NCCL"): the
-//   others are Error(Unsupported), and a rank that joined fails them.
+//   others are Error(Unsupported), as is an int16 allreduce through NCCL,
+//   and a rank that joined fails them.
 // - Every function here is thread-safe.
 // Settings come from the environment (man 3 trainrun): TRAINRUN_FUSION_THRESHOLD,
 // TRAINRUN_CYCLE_TIME_MS, TRAINRUN_CACHE_CAPACITY, TRAINRUN_TIMELINE,
