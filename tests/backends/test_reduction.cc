@@ -78,7 +78,9 @@ TEST_CASE("scales multiply floating types, rounding 16-bit ones") {
 TEST_CASE("identity fills leave the other operand unchanged") {
   for (DataType type : kAllDataTypes) {
     for (ReduceOp op : kAllReduceOps) {
-      std::vector<unsigned char> identity(4 * size_of(type)), value(4 * size_of(type), 3), out(value.size());
+      // Bytes of 3, or of 1 for Bool (whose only values are 0 and 1).
+      const unsigned char byte = type == DataType::Bool ? 1 : 3;
+      std::vector<unsigned char> identity(4 * size_of(type)), value(4 * size_of(type), byte), out(value.size());
       detail::fill_identity(identity.data(), 4, type, op);
       reduce_function(type, op)(out.data(), identity.data(), value.data(), 4);
       CHECK_MESSAGE(out == value, to_string(type) << " " << to_string(op));

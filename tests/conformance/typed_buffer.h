@@ -1,8 +1,10 @@
 // TypedBuffer: a byte buffer of `count` elements of a runtime DataType,
 // read and written as doubles, for tests that cover every dtype with one
-// loop. When a program installs DeviceMemory, data() is device memory that
-// mirrors the host copy: set() and get() work on the host copy, and each
-// side is copied over when the other one was touched since. Not thread-safe.
+// loop (a Bool is set to 1 from any nonzero value, and read as its byte, so
+// that a byte other than 0 or 1 shows). When a program installs
+// DeviceMemory, data() is device memory that mirrors the host copy: set()
+// and get() work on the host copy, and each side is copied over when the
+// other one was touched since. Not thread-safe.
 #pragma once
 
 #include <trainrun/types.h>
@@ -74,6 +76,8 @@ class TypedBuffer {
     switch (type_) {
       case DataType::UInt8: store(p, static_cast<std::uint8_t>(static_cast<std::int64_t>(v))); break;
       case DataType::Int8: store(p, static_cast<std::int8_t>(v)); break;
+      case DataType::Int16: store(p, static_cast<std::int16_t>(v)); break;
+      case DataType::Bool: store(p, v != 0); break;
       case DataType::Int32: store(p, static_cast<std::int32_t>(v)); break;
       case DataType::Int64: store(p, static_cast<std::int64_t>(v)); break;
       case DataType::Float16: store(p, float_to_float16(static_cast<float>(v))); break;
@@ -88,6 +92,8 @@ class TypedBuffer {
     switch (type_) {
       case DataType::UInt8: return load<std::uint8_t>(p);
       case DataType::Int8: return load<std::int8_t>(p);
+      case DataType::Int16: return load<std::int16_t>(p);
+      case DataType::Bool: return load<std::uint8_t>(p);
       case DataType::Int32: return load<std::int32_t>(p);
       case DataType::Int64: return static_cast<double>(load<std::int64_t>(p));
       case DataType::Float16: return float16_to_float(load<std::uint16_t>(p));

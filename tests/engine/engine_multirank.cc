@@ -44,6 +44,12 @@ double value(int r, std::size_t i, ReduceOp op = ReduceOp::Sum) {
 }
 
 double reduced(std::size_t i, ReduceOp op, DataType type, const std::vector<int>& ranks) {
+  if (type == DataType::Bool) {  // "and" of the values set (nonzero) for Min and Product, else "or"
+    const bool all = op == ReduceOp::Min || op == ReduceOp::Product;
+    bool acc = all;
+    for (int r : ranks) acc = all ? acc && value(r, i, op) != 0 : acc || value(r, i, op) != 0;
+    return acc;
+  }
   double acc = value(ranks[0], i, op);
   for (std::size_t k = 1; k < ranks.size(); ++k) {
     const double v = value(ranks[k], i, op);
