@@ -4,6 +4,8 @@
 // BFloat16 become committed 2-byte types whose user-defined ops call the
 // shared kernels of backends/reduction.h (accumulate in float, round to
 // nearest even). Average maps to Sum: the backend divides afterwards.
+// Bool is MPI_C_BOOL, on which MPI defines only logical ops: MPI_LOR for
+// Sum, Average and Max, MPI_LAND for Min and Product. Int16 is MPI_INT16_T.
 // Owns the handles it created and frees them unless MPI is already
 // finalized. Lookups are const and allocate nothing; not thread-safe to
 // construct or destroy concurrently with MPI calls on other threads.
