@@ -7,6 +7,7 @@
 #include <cerrno>
 
 #include "rendezvous/net.h"
+#include "rendezvous/unique_fd.h"
 #include "trainrun/error.h"
 
 namespace trainrun::detail {
@@ -28,30 +29,25 @@ std::FILE* open_timeline(const std::string& path) {
   auto fail = [&](const std::string& why) -> std::FILE* {
     throw Error(Error::Code::Io, "timeline: cannot write '" + path + "': " + why);
   };
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644));
   // ELOOP (O_NOFOLLOW), or EACCES where the kernel protects sticky folders
   // from links (fs.protected_symlinks) before O_NOFOLLOW is looked at.
   struct stat link {};
-  if (fd < 0 && (errno == ELOOP || errno == EACCES) && ::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
+  if (!fd && (errno == ELOOP || errno == EACCES) && ::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
     return fail("it is a symbolic link: refusing to follow it");
   }
-  if (fd < 0) return fail(net::errno_text(errno));
+  if (!fd) return fail(net::errno_text(errno));
   struct stat st {};
-  std::string refused;
-  if (::fstat(fd, &st) != 0) refused = net::errno_text(errno);
-  else if (!S_ISREG(st.st_mode)) refused = "not a regular file";
-  else if (st.st_uid != ::geteuid()) {
-    refused = "it belongs to uid " + std::to_string(st.st_uid) + ", not to this user (uid " +
-              std::to_string(::geteuid()) + "): refusing to overwrite it";
-  } else if (::ftruncate(fd, 0) != 0 || ::fcntl(fd, F_SETFL, 0) != 0) {
-    refused = net::errno_text(errno);
+  if (::fstat(fd.get(), &st) != 0) return fail(net::errno_text(errno));
+  if (!S_ISREG(st.st_mode)) return fail("not a regular file");
+  if (st.st_uid != ::geteuid()) {
+    return fail("it belongs to uid " + std::to_string(st.st_uid) + ", not to this user (uid " +
+                std::to_string(::geteuid()) + "): refusing to overwrite it");
   }
-  std::FILE* file = refused.empty() ? ::fdopen(fd, "w") : nullptr;
-  if (!file) {
-    if (refused.empty()) refused = net::errno_text(errno);
-    ::close(fd);
-    return fail(refused);
-  }
+  if (::ftruncate(fd.get(), 0) != 0 || ::fcntl(fd.get(), F_SETFL, 0) != 0) return fail(net::errno_text(errno));
+  std::FILE* file = ::fdopen(fd.get(), "w");
+  if (!file) return fail(net::errno_text(errno));
+  fd.release();  // the FILE owns it now
   return file;
 }
 

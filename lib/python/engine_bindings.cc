@@ -91,6 +91,40 @@ void bind_output_bytes(py::module_& m) {
       .def("__len__", [](const OutputBytes& b) { return b.data.size(); });
 }
 
+// Handles (poll, synchronize; those of a removed process set's aborted
+// ops included), barrier, join and the timeline.
+void bind_handles(py::module_& m) {
+  using Release = py::call_guard<py::gil_scoped_release>;
+  m.def(
+      "poll",
+      [](std::uint64_t id) {
+        ProcessSetTable& table = ProcessSetTable::instance();
+        return table.removed(id) || poll(table.owner(id, false), Handle{id});
+      },
+      Release());
+  m.def("synchronize", [](std::uint64_t id) {
+    Output out;
+    {
+      py::gil_scoped_release release;
+      ProcessSetTable& table = ProcessSetTable::instance();
+      if (auto removed = table.take_removed(id)) out = std::move(*removed);
+      else out = synchronize(table.owner(id, true), Handle{id});
+    }
+    return to_python(std::move(out));
+  });
+  m.def(
+      "barrier", [](int set) { barrier(ProcessSetTable::instance().communicator(set, "Barrier")); }, Release(),
+      py::arg("process_set") = 0);
+  m.def(
+      "join", [](int set) { return join(ProcessSetTable::instance().communicator(set, "Join")); }, Release(),
+      py::arg("process_set") = 0);
+  m.def(
+      "start_timeline", [](const std::string& path, bool mark_cycles) { start_timeline(path, mark_cycles); }, Release(),
+      py::arg("path"), py::arg("mark_cycles") = false);
+  m.def(
+      "stop_timeline", [] { stop_timeline(); }, Release());
+}
+
 }  // namespace
 
 void bind_engine(py::module_& m) {
@@ -145,35 +179,7 @@ void bind_engine(py::module_& m) {
                       [&](Communicator& c) { return reducescatter_async(c, name, to_tensor(t), op); });
       },
       Release(), py::arg("name"), py::arg("tensor"), py::arg("op"), py::arg("process_set") = 0);
-
-  m.def(
-      "poll",
-      [](std::uint64_t id) {
-        ProcessSetTable& table = ProcessSetTable::instance();
-        return table.removed(id) || poll(table.owner(id, false), Handle{id});
-      },
-      Release());
-  m.def("synchronize", [](std::uint64_t id) {
-    Output out;
-    {
-      py::gil_scoped_release release;
-      ProcessSetTable& table = ProcessSetTable::instance();
-      if (auto removed = table.take_removed(id)) out = std::move(*removed);
-      else out = synchronize(table.owner(id, true), Handle{id});
-    }
-    return to_python(std::move(out));
-  });
-  m.def(
-      "barrier", [](int set) { barrier(ProcessSetTable::instance().communicator(set, "Barrier")); }, Release(),
-      py::arg("process_set") = 0);
-  m.def(
-      "join", [](int set) { return join(ProcessSetTable::instance().communicator(set, "Join")); }, Release(),
-      py::arg("process_set") = 0);
-  m.def(
-      "start_timeline", [](const std::string& path, bool mark_cycles) { start_timeline(path, mark_cycles); }, Release(),
-      py::arg("path"), py::arg("mark_cycles") = false);
-  m.def(
-      "stop_timeline", [] { stop_timeline(); }, Release());
+  bind_handles(m);
 }
 
 }  // namespace trainrun::python
