@@ -22,9 +22,9 @@ std::int64_t epoch_micros_at(Timeline::Clock::time_point at) {
 
 // The timeline file, for writing from its start, as an intruder cannot
 // redirect it (issue 37): never through a symbolic link (a link planted at
-// the name in a folder everyone may write to, as /tmp), never a file of
-// another user's or anything but a regular file, and truncated only once
-// it proved to be this user's own.
+// the name in a folder everyone may write to, as /tmp), never a regular
+// file of another user's, and truncated only once it proved to be this
+// user's own.
 std::FILE* open_timeline(const std::string& path) {
   auto fail = [&](const std::string& why) -> std::FILE* {
     throw Error(Error::Code::Io, "timeline: cannot write '" + path + "': " + why);
@@ -39,12 +39,15 @@ std::FILE* open_timeline(const std::string& path) {
   if (!fd) return fail(net::errno_text(errno));
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return fail(net::errno_text(errno));
-  if (!S_ISREG(st.st_mode)) return fail("not a regular file");
-  if (st.st_uid != ::geteuid()) {
+  // A device or a FIFO (/dev/null, a pipe) is written as it is.
+  const bool regular = S_ISREG(st.st_mode);
+  if (regular && st.st_uid != ::geteuid()) {
     return fail("it belongs to uid " + std::to_string(st.st_uid) + ", not to this user (uid " +
                 std::to_string(::geteuid()) + "): refusing to overwrite it");
   }
-  if (::ftruncate(fd.get(), 0) != 0 || ::fcntl(fd.get(), F_SETFL, 0) != 0) return fail(net::errno_text(errno));
+  if ((regular && ::ftruncate(fd.get(), 0) != 0) || ::fcntl(fd.get(), F_SETFL, 0) != 0) {
+    return fail(net::errno_text(errno));
+  }
   std::FILE* file = ::fdopen(fd.get(), "w");
   if (!file) return fail(net::errno_text(errno));
   fd.release();  // the FILE owns it now
