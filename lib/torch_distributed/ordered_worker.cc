@@ -35,13 +35,25 @@ bool OrderedWorker::run_if_next(std::uint64_t ticket) {
   running_ = true;
   lock.unlock();
   execute(entry);
-  entry = {};  // drops the task's tensors before the next task starts
-  lock.lock();
-  running_ = false;
-  const bool more = !queue_.empty();
-  lock.unlock();
-  if (more) ready_.notify_one();
+  settle(entry);
+  ready_.notify_one();
   return true;
+}
+
+void OrderedWorker::settle(Entry& entry) {
+  const std::uint64_t ticket = entry.ticket;
+  entry = {};  // drops the task's tensors before the next task starts
+  {
+    std::lock_guard lock(mutex_);
+    running_ = false;
+    settled_ = ticket;
+  }
+  settled_cv_.notify_all();
+}
+
+void OrderedWorker::wait_settled(std::uint64_t ticket) {
+  std::unique_lock lock(mutex_);
+  settled_cv_.wait(lock, [&] { return settled_ >= ticket; });
 }
 
 void OrderedWorker::execute(Entry& entry) {
@@ -76,9 +88,7 @@ void OrderedWorker::loop() {
       running_ = true;
     }
     execute(entry);
-    entry = {};  // drops the task's tensors before the next task starts
-    std::lock_guard lock(mutex_);
-    running_ = false;
+    settle(entry);
   }
 }
 

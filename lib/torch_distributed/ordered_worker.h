@@ -50,6 +50,13 @@ class OrderedWorker {
   // Runs task `ticket` on this thread when it is next and nothing runs;
   // false (nothing done) otherwise.
   bool run_if_next(std::uint64_t ticket);
+  // Returns once task `ticket` ran and its task and `done` (with the
+  // tensors they captured) were dropped. Work::wait() calls it, so that the
+  // worker never drops the last reference to a Python-owned tensor after
+  // its waiter went on: at interpreter exit that drop needs the GIL, and
+  // CPython ends a thread that asks for it then (pthread_exit) inside
+  // torch's noexcept destructors: std::terminate.
+  void wait_settled(std::uint64_t ticket);
 
  private:
   struct Entry {
@@ -59,15 +66,18 @@ class OrderedWorker {
   };
   void loop();
   void execute(Entry& entry);  // with running_ set: one task at a time
+  void settle(Entry& entry);   // drops it; running_ off, settled_ on
 
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<Entry> queue_;
   std::uint64_t submitted_ = 0;
   bool stopping_ = false;
-  bool running_ = false;  // a task runs, on the worker or a caller's thread
-  std::string broken_;    // the first failure's message (whoever holds running_)
-  std::thread thread_;    // last: starts once the rest exists
+  bool running_ = false;       // a task runs, on the worker or a caller's thread
+  std::uint64_t settled_ = 0;  // tickets up to this one ran and were dropped (they run in order)
+  std::condition_variable settled_cv_;
+  std::string broken_;  // the first failure's message (whoever holds running_)
+  std::thread thread_;  // last: starts once the rest exists
 };
 
 }  // namespace trainrun::c10d

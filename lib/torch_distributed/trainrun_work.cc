@@ -24,9 +24,8 @@ void TrainrunWork::run_on_wait(const std::shared_ptr<OrderedWorker>& worker, std
 }
 
 bool TrainrunWork::wait(std::chrono::milliseconds timeout) {
-  if (timeout == kNoTimeout) {
-    if (std::shared_ptr<OrderedWorker> worker = worker_.lock()) worker->run_if_next(ticket_);
-  }
+  std::shared_ptr<OrderedWorker> worker = worker_.lock();
+  if (worker && timeout == kNoTimeout) worker->run_if_next(ticket_);
   std::unique_lock<std::mutex> lock(mutex_);
   if (timeout == kNoTimeout) {
     cv_.wait(lock, [&] { return completed_; });
@@ -34,6 +33,10 @@ bool TrainrunWork::wait(std::chrono::milliseconds timeout) {
     throw std::runtime_error("trainrun: wait timed out after " + std::to_string(timeout.count()) +
                              " ms (the collective still runs)");
   }
+  lock.unlock();
+  // The worker lets go of the op's tensors before the caller goes on
+  // (OrderedWorker::wait_settled): never its drop the last, at exit.
+  if (worker) worker->wait_settled(ticket_);
   if (exception_) std::rethrow_exception(exception_);
   return true;
 }
