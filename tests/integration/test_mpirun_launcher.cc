@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "cli/plan/program_path.h"
+#include "tests/integration/mpi_leftovers.h"
 #include "tests/integration/process_runner.h"
 
 using namespace trainrun::test;
@@ -164,6 +165,7 @@ TEST_CASE("a rank killed by a signal: 128+N") {
 }
 
 TEST_CASE("Ctrl-C stops mpirun and every rank; trainrun exits 130") {
+  const VaderSegmentsGuard segments;  // the stopped ranks cannot unlink theirs
   std::string tag;
   Child job({trainrun_bin(), "--mpi", "-np", "3", "--grace", "2", rank_program(), "init", "print:ready", "sleep:60000"},
             tagged(&tag));
@@ -176,31 +178,16 @@ TEST_CASE("Ctrl-C stops mpirun and every rank; trainrun exits 130") {
   check_nothing_left(tag);
 }
 
-// Open MPI's shared-memory segments of the job (vader_segment.HOST.*) in /dev/shm.
-std::set<std::string> vader_segments() {
-  std::set<std::string> names;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("vader_segment.", 0) == 0) names.insert(name);
-  }
-  return names;
-}
-
 TEST_CASE("kill -9 of trainrun takes mpirun and the ranks with it") {
-  const auto segments_before = vader_segments();
+  // Killed ranks cannot unlink their vader segments and mpirun, killed too,
+  // cannot either: the guard removes what this job left.
+  const VaderSegmentsGuard segments;
   std::string tag;
   Child job({trainrun_bin(), "--mpi", "-np", "2", rank_program(), "init", "print:ready", "sleep:60000"}, tagged(&tag));
   REQUIRE(job.wait_for_output("rank 1: ready", std::chrono::seconds(30)));
   job.signal(SIGKILL);
   job.wait();
   check_nothing_left(tag);
-  // Killed ranks cannot unlink their vader segments and mpirun, killed too,
-  // cannot either (a known limit, README "Running on Open MPI and Slurm"): the
-  // test removes what this job left so that no run accumulates them.
-  for (const auto& name : vader_segments()) {
-    if (!segments_before.count(name)) std::filesystem::remove("/dev/shm/" + name);
-  }
 }
 
 // Two ranks share the host: OMP_NUM_THREADS=1 goes with them, as under torchrun.
