@@ -332,15 +332,10 @@ void ElasticDriver::check_hung(Clock::time_point now) {
 // timeout report them (reach.{w} = "STUCK_MS W ...").
 std::set<std::pair<std::string, std::string>> ElasticDriver::reported_cuts() const {
   std::set<std::pair<std::string, std::string>> cuts;
-  if (options_.hang_timeout.count() <= 0) return cuts;
   for (const auto& [id, w] : workers_) {
-    if (w.phase != Phase::Active) continue;
-    const auto report = table_.get(table_key(ep::reach_key(id)));
-    if (!report) continue;
-    std::istringstream words(*report);
-    long long stuck_ms = 0;
-    if (!(words >> stuck_ms) || stuck_ms < options_.hang_timeout.count()) continue;
-    for (int other; words >> other;) {
+    const auto unreachable = stuck_report(id);
+    if (!unreachable) continue;
+    for (int other : *unreachable) {
       const auto it = workers_.find(other);
       if (it != workers_.end() && it->second.phase == Phase::Active && it->second.host != w.host) {
         cuts.insert(std::minmax(w.host, it->second.host));
@@ -348,6 +343,27 @@ std::set<std::pair<std::string, std::string>> ElasticDriver::reported_cuts() con
     }
   }
   return cuts;
+}
+
+// The workers an active worker could not reach, by its reach.{w} report
+// ("STUCK_MS W ..."), once it has been stuck for the hang timeout; nullopt
+// before that, without a report, or with the hang timeout off.
+std::optional<std::vector<int>> ElasticDriver::stuck_report(int id) const {
+  const auto w = workers_.find(id);
+  if (options_.hang_timeout.count() <= 0 || w == workers_.end() || w->second.phase != Phase::Active) return {};
+  const auto report = table_.get(table_key(ep::reach_key(id)));
+  if (!report) return {};
+  std::istringstream words(*report);
+  long long stuck_ms = 0;
+  if (!(words >> stuck_ms) || stuck_ms < options_.hang_timeout.count()) return {};
+  std::vector<int> unreachable;
+  for (int other; words >> other;) unreachable.push_back(other);
+  return unreachable;
+}
+
+// Reports acted upon: each worker's next report starts afresh.
+void ElasticDriver::forget_reach_reports() {
+  for (const auto& [id, w] : workers_) table_.set(table_key(ep::reach_key(id)), "0");
 }
 
 // A partition the launcher sees across: the side that can go on does, the
@@ -372,7 +388,7 @@ void ElasticDriver::check_partition(Clock::time_point now) {
     remove_workers(host);
     supervisor_.stop_host(host);
   }
-  for (const auto& [id, w] : workers_) table_.set(table_key(ep::reach_key(id)), "0");  // acted upon
+  forget_reach_reports();
   const std::string keep = host_list(decision->keep.hosts);
   membership_changed("network partition: " + keep + " (" + std::to_string(decision->keep.workers) + " worker(s)) and " +
                          host_list(dropped) + " (" + std::to_string(dropped_workers) + ") cannot reach each other; " +
@@ -387,17 +403,13 @@ void ElasticDriver::check_partition(Clock::time_point now) {
 // stuck for the hang timeout and reached every peer (no partition to
 // resolve), the same workers re-form.
 void ElasticDriver::check_left() {
-  if (options_.hang_timeout.count() <= 0) return;
+  const std::string generation = std::to_string(generation_);
   for (const auto& [id, w] : workers_) {
+    const auto unreachable = stuck_report(id);
+    if (!unreachable || !unreachable->empty()) continue;
     const auto left = table_.get(table_key(ep::left_key(id)));
-    const auto report = table_.get(table_key(ep::reach_key(id)));
-    const std::string generation = std::to_string(generation_);
-    if (w.phase != Phase::Active || !left || left->rfind(generation + " ", 0) != 0 || !report) continue;
-    std::istringstream words(*report);
-    long long stuck_ms = 0;
-    std::string unreachable;
-    if (!(words >> stuck_ms) || stuck_ms < options_.hang_timeout.count() || words >> unreachable) continue;
-    for (const auto& [other, _] : workers_) table_.set(table_key(ep::reach_key(other)), "0");  // acted upon
+    if (!left || left->rfind(generation + " ", 0) != 0) continue;
+    forget_reach_reports();
     membership_changed(state_.who(id) + " left generation " + generation + " (" +
                            printable(left->substr(generation.size() + 1), 300) +
                            ") and reaches every peer: the same workers re-form",

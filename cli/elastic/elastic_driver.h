@@ -115,6 +115,8 @@ class ElasticDriver : public ElasticControl {
   void check_partition(Clock::time_point now);
   void check_left();
   std::set<std::pair<std::string, std::string>> reported_cuts() const;
+  std::optional<std::vector<int>> stuck_report(int id) const;
+  void forget_reach_reports();
   bool usable(const std::string& host) const;
   int count(Phase phase) const;
   int workers_on(const std::string& host) const;

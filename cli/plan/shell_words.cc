@@ -22,6 +22,13 @@ std::size_t read_double_quoted(std::string_view text, std::size_t i, std::string
   throw Error(Error::Code::InvalidArgument, "unterminated \" quote in: " + std::string(text));
 }
 
+// The words quoted by `quote`, a blank apart.
+std::string join(const std::vector<std::string>& words, std::string (*quote)(std::string_view)) {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : " ") + quote(w);
+  return out;
+}
+
 }  // namespace
 
 std::string shell_quote(std::string_view word) {
@@ -37,11 +44,7 @@ std::string shell_quote(std::string_view word) {
   return out + "'";
 }
 
-std::string shell_join(const std::vector<std::string>& words) {
-  std::string out;
-  for (const auto& w : words) out += (out.empty() ? "" : " ") + shell_quote(w);
-  return out;
-}
+std::string shell_join(const std::vector<std::string>& words) { return join(words, shell_quote); }
 
 std::string display_quote(std::string_view word) {
   const bool control = std::any_of(word.begin(), word.end(), [](char c) {
@@ -63,11 +66,7 @@ std::string display_quote(std::string_view word) {
   return out + "'";
 }
 
-std::string display_join(const std::vector<std::string>& words) {
-  std::string out;
-  for (const auto& w : words) out += (out.empty() ? "" : " ") + display_quote(w);
-  return out;
-}
+std::string display_join(const std::vector<std::string>& words) { return join(words, display_quote); }
 
 std::vector<std::string> split_shell_words(std::string_view text) {
   std::vector<std::string> words;
