@@ -73,7 +73,8 @@ bool ProcessSetTable::remove(int id) {
 // Completed ops keep their result; the others are aborted when the engine
 // stops, as Horovod aborts a removed set's queue ("Process set has been
 // removed"). An op that completes between its poll and the stop counts as
-// aborted: its caller removed the set before knowing.
+// aborted: its caller removed the set before knowing; so does one that a
+// member's earlier removal failed.
 std::unordered_map<std::uint64_t, ProcessSetTable::Orphan> ProcessSetTable::settle(
     Communicator* gone, const std::vector<std::uint64_t>& handles, const Set& set, int id) {
   detail::World world;
@@ -92,7 +93,9 @@ std::unordered_map<std::uint64_t, ProcessSetTable::Orphan> ProcessSetTable::sett
       orphan.output = synchronize(*gone, Handle{h});
       orphan.error.reset();
     } catch (const Error& e) {
-      orphan.error = e;
+      // A member that removed the set first stopped the set's engine, which
+      // fails the op as shut down (InvalidArgument): that is this removal.
+      if (e.code() != Error::Code::InvalidArgument) orphan.error = e;
     }
   }
   return orphans;

@@ -41,6 +41,7 @@ PROGRAM = textwrap.dedent('''
                 time.sleep(0.01)
         if rank == 1:
             late = hvd.allreduce_async(torch.ones(1), name='late', process_set=s)
+            time.sleep(float(sys.argv[2]))  # > 0: rank 2's removal stops the set's engine first
         assert hvd.remove_process_set(s)
         if rank in (1, 2):
             print(f'rank {rank}: completed op gives {hvd.synchronize(done).item()}', flush=True)
@@ -55,13 +56,13 @@ PROGRAM = textwrap.dedent('''
 ''')
 
 
-def run_job(tmp_path, mode, **env):
+def run_job(tmp_path, mode, *args, **env):
     script = tmp_path / 'program.py'
     script.write_text(PROGRAM)
     environment = {k: v for k, v in os.environ.items() if not k.startswith(('TRAINRUN_', 'HOROVOD_'))}
     environment.update(PYTHONPATH=os.pathsep.join(p for p in sys.path if p), **env)
     done = subprocess.run([find_trainrun(), '--local', '-np', '3', '--timeout', '120', sys.executable, str(script),
-                           mode], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment,
+                           mode, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment,
                           timeout=180)
     assert done.returncode == 0, done.stdout
     for rank in range(3):
@@ -85,8 +86,9 @@ def test_a_mismatch_in_a_set_names_its_job_ranks_not_rank_0(tmp_path):
     assert 'rank 0 shape' not in out, out
 
 
-def test_removing_a_set_aborts_its_pending_op_and_synchronize_says_so(tmp_path):
-    out = run_job(tmp_path, 'remove')
+@pytest.mark.parametrize('rank_1_removes_after', ['0', '1.5'])
+def test_removing_a_set_aborts_its_pending_op_and_synchronize_says_so(tmp_path, rank_1_removes_after):
+    out = run_job(tmp_path, 'remove', rank_1_removes_after)
     assert '[1] rank 1: completed op gives 2.0' in out and '[2] rank 2: completed op gives 2.0' in out, out
     assert ('[1] rank 1: InvalidArgumentError: process set 1 (ranks 1, 2) was removed (remove_process_set) while '
             "this op was pending, so the op was aborted (synchronize a set's handles before removing it)") in out, out
