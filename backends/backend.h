@@ -92,7 +92,7 @@ struct BackendContext {
   std::function<void()> forming_check;
   // A process set's communicator (Backend::subset): its name in rendezvous
   // keys, e.g. ".set2"; empty for the job's communicator.
-  std::string set;
+  std::string set = "";
 };
 
 }  // namespace trainrun::detail

@@ -1,6 +1,6 @@
 // The core collective the calling thread is in (its op, its call number on
 // this communicator and its descriptor), so that a layer below the
-// Communicator that waits for a peer (backends/gloo/socket_mesh.h) can say
+// Communicator that waits for a peer (backends/tcp/socket_mesh.h) can say
 // which call waits, and the shared-memory round can check that every rank
 // is in the same call (backends/shm/shm_collectives.h). Set by
 // Communicator::call for the duration of a core call on the caller's

@@ -3,12 +3,10 @@
 #include <algorithm>
 
 #include "backends/routed_backend.h"
+#include "backends/tcp/tcp_backend.h"
 #include "trainrun/error.h"
 #include "trainrun_config.h"
 
-#if TRAINRUN_HAVE_GLOO
-#include "backends/gloo/gloo_backend.h"
-#endif
 #if TRAINRUN_HAVE_NCCL
 #include "backends/nccl/nccl_cuda_support.h"
 #endif
@@ -21,10 +19,7 @@ namespace {
 
 // Names only: cheap, unlike built_backends(), which probes NCCL.
 std::vector<std::string> built_names() {
-  std::vector<std::string> names;
-#if TRAINRUN_HAVE_GLOO
-  names.push_back("gloo");
-#endif
+  std::vector<std::string> names{"tcp"};
 #if TRAINRUN_HAVE_MPI
   names.push_back("mpi");
 #endif
@@ -42,27 +37,22 @@ bool is_built(const std::string& name) {
 [[noreturn]] void not_available(const std::string& name, const std::string& hint = "") {
   std::string built;
   for (const auto& b : built_names()) built += (built.empty() ? "" : ", ") + b;
-  throw Error(Error::Code::InvalidArgument, "backend '" + name + "' is not available (this build has: " +
-                                                (built.empty() ? "none" : built) + hint + ")");
+  throw Error(Error::Code::InvalidArgument,
+              "backend '" + name + "' is not available (this build has: " + built + hint + ")");
 }
 
 // The backend for host buffers when the user did not choose a CPU backend.
 std::string default_cpu_backend(const World& world) {
   const bool under_engine = world.source == World::Source::OpenMpi || world.source == World::Source::Slurm;
   if (under_engine && is_built("mpi")) return "mpi";
-  if (is_built("gloo")) return "gloo";
-  if (is_built("mpi")) return "mpi";
-  throw Error(Error::Code::Unsupported, "this trainrun was built without any CPU backend");
+  return "tcp";
 }
 
 std::unique_ptr<Backend> create_cpu_backend(const std::string& name, const BackendContext& context) {
-#if TRAINRUN_HAVE_GLOO
-  if (name == "gloo") return make_gloo_backend(context);
-#endif
+  if (name == "tcp") return make_tcp_backend(context);
 #if TRAINRUN_HAVE_MPI
   if (name == "mpi") return make_mpi_backend(context);
 #endif
-  (void)context;
   not_available(name);
 }
 
@@ -77,10 +67,7 @@ std::unique_ptr<CudaSupport> make_cuda_support() {
 }  // namespace
 
 std::vector<BackendInfo> built_backends() {
-  std::vector<BackendInfo> out;
-#if TRAINRUN_HAVE_GLOO
-  out.push_back({"gloo", gloo_version()});
-#endif
+  std::vector<BackendInfo> out{{"tcp", tcp_version()}};
 #if TRAINRUN_HAVE_NCCL
   out.push_back({"nccl", describe_nccl()});
 #endif

@@ -165,8 +165,7 @@ int RoutedBackend::recv(void* buf, std::size_t count, DataType type, int peer, i
 std::unique_ptr<Backend> RoutedBackend::subset(const std::vector<int>& ranks, World* member, const std::string& set) {
   std::unique_ptr<Backend> host = host_->subset(ranks, member, set);
   if (!member) return nullptr;
-  BackendContext context{*member, context_.store, context_.generation, nullptr};
-  context.set = set;
+  BackendContext context{*member, context_.store, context_.generation, nullptr, set};
   return std::make_unique<RoutedBackend>(context, name_, std::move(host), cuda_ ? cuda_->fresh() : nullptr, policy_);
 }
 

@@ -1,7 +1,7 @@
 // RoutedBackend: the backend that the Communicator and the engine call.
-// Host buffers go to the CPU backend (gloo or mpi); CUDA buffers go to NCCL
+// Host buffers go to the CPU backend (tcp or mpi); CUDA buffers go to NCCL
 // or, when the job stages them (see CudaPolicy), through pinned host memory
-// to the CPU backend, so the same program runs on a CPU-only Gloo job and on
+// to the CPU backend, so the same program runs on a CPU-only tcp job and on
 // a GPU job. A CUDA buffer never takes the copying path when the job runs
 // NCCL. It also accepts send == recv for alltoall and reducescatter (the
 // input is copied aside), so the backends below never see aliased buffers.

@@ -70,7 +70,7 @@ CudaPath decide_cuda_path(CudaPolicy policy, const std::vector<std::string>& pro
               "NCCL runs on some ranks but not on " + list_problems(problems) +
                   ", so CUDA buffers would take different paths; make NCCL usable on every host, "
                   "or set " +
-                  protocol::kEnvBackend + "=gloo to stage CUDA buffers through host memory on every rank");
+                  protocol::kEnvBackend + "=tcp to stage CUDA buffers through host memory on every rank");
 }
 
 }  // namespace trainrun::detail

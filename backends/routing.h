@@ -31,7 +31,7 @@ BufferInfo place_buffers(std::initializer_list<BufferArg> buffers);
 enum class CudaPolicy {
   Auto,    // unset: through NCCL when every rank can run it, else staged
   Nccl,    // "nccl": through NCCL, or an error that says why not
-  Staged,  // "gloo", "mpi": the user chose a CPU backend; stage through it
+  Staged,  // "tcp", "mpi": the user chose a CPU backend; stage through it
 };
 enum class CudaPath { Nccl, Staged };
 

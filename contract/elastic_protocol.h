@@ -25,7 +25,7 @@
 //                 to resolve), the launcher re-forms the same workers
 //
 // A worker joins generation g only if gen.{g} lists it; the backend of
-// generation g rendezvouses in its own scopes (gloo.{g}, nccl.{g}), so a
+// generation g rendezvouses in its own scopes (tcp.{g}, nccl.{g}), so a
 // worker of an older generation never meets one of a newer. Pure encoding;
 // no I/O.
 #pragma once

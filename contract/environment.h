@@ -22,7 +22,7 @@ inline constexpr const char* kEnvRendezvousAddr = "TRAINRUN_RENDEZVOUS_ADDR";
 inline constexpr const char* kEnvRendezvousPort = "TRAINRUN_RENDEZVOUS_PORT";
 inline constexpr const char* kEnvJobId = "TRAINRUN_JOB_ID";
 inline constexpr const char* kEnvSecret = "TRAINRUN_SECRET";
-// Network interface Gloo binds to; the launcher sets it when it knows better
+// Network interface the tcp backend binds to; the launcher sets it when it knows better
 // than "the address that routes to the rendezvous server".
 inline constexpr const char* kEnvIface = "TRAINRUN_IFACE";
 // A network in CIDR form (launcher --network): each rank binds its own
@@ -33,10 +33,10 @@ inline constexpr const char* kEnvStartTimeout = "TRAINRUN_START_TIMEOUT";
 // Seconds one collective may block before it fails with Error::Code::Timeout.
 inline constexpr const char* kEnvCollectiveTimeout = "TRAINRUN_COLLECTIVE_TIMEOUT";
 // 0 turns off the shared-memory transport between ranks on one host (the
-// gloo backend then uses its TCP mesh everywhere); 1, the default, allows it
+// tcp backend then uses its TCP mesh everywhere); 1, the default, allows it
 // (launcher --no-shm sets 0).
 inline constexpr const char* kEnvShm = "TRAINRUN_SHM";
-// Where the gloo backend's allreduce across hosts changes algorithm
+// Where the tcp backend's allreduce across hosts changes algorithm
 // (contract/switch_points.h): "two-level=SIZE|never,split=SIZE,chunk=SIZE",
 // each part optional, overriding the cost model's choice (launcher
 // --switch-points sets it).

@@ -1,7 +1,7 @@
 // The launcher <-> rank contract: the small records a rank puts in the
 // rendezvous store's scope "job" (keys: contract/kv_keys.h) and the
 // launcher reads back: job/rank.{r} (written by init, read by the
-// launcher's supervisor and report and by a gloo rank naming a peer) and
+// launcher's supervisor and report and by a tcp rank naming a peer) and
 // job/timeline_error (rank 0 could not write --timeline). The stragglers
 // table has its own codec (contract/straggler_table.h). Pure functions on
 // value types; safe from any thread.

@@ -102,7 +102,7 @@ bool parse_size(const std::string& text, std::size_t& out) {
 std::size_t cross_ring_min(int hosts) {
   const bool power_of_two = hosts > 0 && (hosts & (hosts - 1)) == 0;
   if (!power_of_two) return 16 * 1024;
-  return hosts == 2 ? 256 * 1024 : 64 * 1024;  // direct_allreduce's own (backends/gloo/direct_collectives.cc)
+  return hosts == 2 ? 256 * 1024 : 64 * 1024;  // direct_allreduce's own (backends/tcp/direct_collectives.cc)
 }
 
 SwitchPoints model_switch_points(int hosts, int ranks_per_host) {

@@ -21,7 +21,7 @@
 //               rounds in the host, S on each link; with 2 hosts, in
 //               chunks of chunk_bytes that overlap (the link never waits
 //               for shared memory).
-// Reducescatter (backends/gloo/two_level_reducescatter.h) has a leader and
+// Reducescatter (backends/tcp/two_level_reducescatter.h) has a leader and
 // a split of its own, costed alike, each host's share crossing once.
 // Each crossing is costed as it runs: 2 hosts one exchange; more,
 // recursive doubling below cross_ring_min (3 steps for 3 hosts: the fold

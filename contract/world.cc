@@ -222,10 +222,12 @@ std::optional<double> env_number(const EnvLookup& env, const char* name, double 
   return read_number<double>(env, name, min, max, "a number");
 }
 
+std::string canonical_backend(const std::string& name) { return name == "gloo" ? "tcp" : name; }
+
 World world_from_env(const EnvLookup& env) {
   World w;
   w.hostname = host_name();
-  w.backend = read_string(env, p::kEnvBackend);
+  w.backend = canonical_backend(read_string(env, p::kEnvBackend));
   if (env(p::kEnvRank)) {
     read_trainrun(env, w);
   } else if (env(p::kEnvOmpiRank)) {

@@ -40,7 +40,7 @@ struct World {
   // A core call that waits this long for a peer says so, once per interval
   // (TRAINRUN_STALL_WARNING, the engine's stall warning too); 0: never.
   std::chrono::milliseconds wait_warning{60'000};
-  // TRAINRUN_SHM: whether ranks on one host may use shared memory (gloo).
+  // TRAINRUN_SHM: whether ranks on one host may use shared memory (tcp).
   bool shm = true;
   // TRAINRUN_SWITCH_POINTS: overrides of the cross-host switch points (contract/switch_points.h).
   std::string switch_points;
@@ -83,6 +83,11 @@ using EnvLookup = std::function<const char*(const char*)>;
 // Throws Error(InvalidArgument) naming the variable and its value when a
 // variable is present but malformed or inconsistent (rank >= size, ...).
 World world_from_env(const EnvLookup& env);
+
+// A backend's name as --backend and TRAINRUN_BACKEND accept it: "gloo",
+// the tcp backend's former name (and Horovod's word for a CPU job), is
+// "tcp"; every other name is itself.
+std::string canonical_backend(const std::string& name);
 
 // An integer (or decimal: env_number) variable; nullopt when unset. Throws
 // Error(InvalidArgument) naming the variable and its value when it is

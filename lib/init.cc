@@ -66,8 +66,7 @@ void record_start(rendezvous::Store& store, const detail::World& world, const st
 // lists it, newer than any it joined before; `world` takes its slot there.
 ep::Assignment join_elastic(rendezvous::Store& store, detail::World& world, const std::string& backend) {
   if (backend == "mpi") {
-    throw Error(Error::Code::InvalidArgument,
-                "elastic jobs need the gloo or nccl backend: MPI cannot change its world");
+    throw Error(Error::Code::InvalidArgument, "elastic jobs need the tcp or nccl backend: MPI cannot change its world");
   }
   if (g_joined < 0) {
     store.set(ep::kScope, ep::ready_key(world.worker_id), world.hostname + " " + std::to_string(::getpid()));

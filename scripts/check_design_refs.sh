@@ -7,7 +7,7 @@
 #    never in the repository.
 # 3. Every repository path that a file under docs/ names exists. A path is
 #    a token that starts with one of the repository's top-level folders and
-#    a slash (`cli/job/job_state.h`, backends/gloo/, tests/conformance), in
+#    a slash (`cli/job/job_state.h`, backends/tcp/, tests/conformance), in
 #    backticks or plain text, and is not itself part of a longer path (the
 #    "rendezvous/store.h" in "gloo/rendezvous/store.h" is Gloo's, not ours).
 #    The token ends at the first character that cannot be in a path, and

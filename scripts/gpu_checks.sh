@@ -26,9 +26,9 @@
 # libraries it uses and runs, in order:
 #   1. trainrun --check-build              (NCCL version, CUDA driver, GPUs)
 #   2. NCCL conformance, np=1               (--backend nccl, CUDA buffers)
-#   3. Gloo conformance with CUDA buffers, np=2 on one GPU (staged)
+#   3. tcp conformance with CUDA buffers, np=2 on one GPU (staged)
 #   4. default routing takes NCCL           (no --backend; NCCL_DEBUG=VERSION shows NCCL started)
-#   5. allreduce_bench --device cuda        (np=1 through NCCL; np=2 staged through Gloo)
+#   5. allreduce_bench --device cuda        (np=1 through NCCL; np=2 staged through the tcp backend)
 #   6. device_copy_bench: packing a device fusion buffer three ways;
 #      engine_cuda_bench: the engine's ResNet-50 step on CUDA tensors, fused
 #      against unfused (np=1, NCCL), and fused and staged at np=2 (values checked)
@@ -36,7 +36,7 @@
 #      allreduce's time goes (and again under MPS when the machine has it)
 #   8. with the Python package: trainrun.torch on CUDA tensors (every
 #      collective, a side stream, one DistributedOptimizer step), np=1
-#      through NCCL and np=2 staged through Gloo, with python3's torch;
+#      through NCCL and np=2 staged through the tcp backend, with python3's torch;
 #      trainrun._c10d built against that torch; torch.distributed's
 #      backend "trainrun" on CUDA tensors (every collective, a side stream,
 #      DDP steps), np=1 and np=2; DDP with "trainrun" beside "nccl", np=1
@@ -153,7 +153,7 @@ staging_under_mps() {
   pipes=$(mktemp -d)
   if CUDA_MPS_PIPE_DIRECTORY=$pipes CUDA_MPS_LOG_DIRECTORY=$pipes nvidia-cuda-mps-control -d; then
     echo "=== staged allreduce latency under MPS"
-    CUDA_MPS_PIPE_DIRECTORY=$pipes "$bin/trainrun" --local -np 2 --backend gloo \
+    CUDA_MPS_PIPE_DIRECTORY=$pipes "$bin/trainrun" --local -np 2 --backend tcp \
       "$bin/staging_latency_bench" --iterations 500 2>&1
     echo quit | CUDA_MPS_PIPE_DIRECTORY=$pipes nvidia-cuda-mps-control
   else
@@ -167,17 +167,17 @@ staging_under_mps() {
 run_python_checks() {
   local bundle=$1 bin=$1/bin python=$1/python
   local horovod=("$python/cuda_tensors_check.py")
-  check "trainrun.torch, CUDA tensors, NCCL, np=1" "NCCL version [0-9.]+.*rank 0 of 1 \(gloo, cuda\): passed" \
+  check "trainrun.torch, CUDA tensors, NCCL, np=1" "NCCL version [0-9.]+.*rank 0 of 1 \(tcp, cuda\): passed" \
     env NCCL_DEBUG=VERSION PYTHONPATH="$python" "$bin/trainrun" --local -np 1 python3 "${horovod[@]}"
-  check "trainrun.torch, CUDA tensors, staged through Gloo, np=2" "rank 1 of 2 \(gloo, cuda\): passed" \
-    env PYTHONPATH="$python" "$bin/trainrun" --local -np 2 --backend gloo python3 "${horovod[@]}"
+  check "trainrun.torch, CUDA tensors, staged through the tcp backend, np=2" "rank 1 of 2 \(tcp, cuda\): passed" \
+    env PYTHONPATH="$python" "$bin/trainrun" --local -np 2 --backend tcp python3 "${horovod[@]}"
   check "trainrun._c10d built against this machine's torch" "_c10d" \
     python3 "$bundle/build_c10d.py" "$bundle/c10d-src" "$python/trainrun"
   check "torch.distributed backend trainrun, CUDA tensors, NCCL, np=1" "c10d cuda: rank 0 of 1 .*passed" \
     env PYTHONPATH="$python" "$bin/trainrun" --local -np 1 python3 "$python/c10d_cuda_check.py"
-  check "torch.distributed backend trainrun, CUDA tensors, staged through Gloo, np=2" \
+  check "torch.distributed backend trainrun, CUDA tensors, staged through the tcp backend, np=2" \
     "c10d cuda: rank 1 of 2 .*passed" \
-    env PYTHONPATH="$python" "$bin/trainrun" --local -np 2 --backend gloo python3 "$python/c10d_cuda_check.py"
+    env PYTHONPATH="$python" "$bin/trainrun" --local -np 2 --backend tcp python3 "$python/c10d_cuda_check.py"
   check "DDP on a GPU: backend trainrun beside nccl, np=1" "agree after the steps: yes" \
     env PYTHONPATH="$python" "$bin/trainrun" --local -np 1 python3 "$python/ddp_gpu_bench.py" \
     --sizes "$bundle/data/resnet50_sizes.txt"
@@ -218,24 +218,24 @@ run() {
     "$bin/trainrun" --check-build
   check "NCCL conformance, np=1" "conformance: rank 0 of 1 \(nccl, CUDA buffers\): passed" \
     "$bin/trainrun" --local -np 1 --backend nccl "$bin/conformance_cuda"
-  check "Gloo conformance with CUDA buffers, np=2" "rank 1 of 2 \(gloo, CUDA buffers\): passed" \
-    "$bin/trainrun" --local -np 2 --backend gloo "$bin/conformance_cuda"
+  check "tcp conformance with CUDA buffers, np=2" "rank 1 of 2 \(tcp, CUDA buffers\): passed" \
+    "$bin/trainrun" --local -np 2 --backend tcp "$bin/conformance_cuda"
   check "default routing sends CUDA buffers to NCCL" "NCCL version [0-9.]+" \
     env NCCL_DEBUG=VERSION "$bin/trainrun" --local -np 1 "$bin/conformance_cuda" --test-case="allreduce*"
   check "allreduce_bench, CUDA buffers, NCCL, np=1" "busbw" \
     "$bin/trainrun" --local -np 1 --backend nccl "$bin/allreduce_bench" --device cuda --max-bytes "$max_bytes"
-  check "allreduce_bench, CUDA buffers, staged through Gloo, np=2" "busbw" \
-    "$bin/trainrun" --local -np 2 --backend gloo "$bin/allreduce_bench" --device cuda --max-bytes "$max_bytes"
+  check "allreduce_bench, CUDA buffers, staged through the tcp backend, np=2" "busbw" \
+    "$bin/trainrun" --local -np 2 --backend tcp "$bin/allreduce_bench" --device cuda --max-bytes "$max_bytes"
   local sizes=$bundle/data/resnet50_sizes.txt
   if [[ -x $bin/device_copy_bench ]]; then
     check "device fusion copies: per copy, batched, the engine's kernel" "kernel" "$bin/device_copy_bench" "$sizes"
   fi
   check "engine, ResNet-50 step on CUDA tensors, fused against unfused, NCCL, np=1" "unfused / fused = " \
     "$bin/trainrun" --local -np 1 --backend nccl "$bin/engine_cuda_bench" "$sizes"
-  check "engine, ResNet-50 step on CUDA tensors, staged through Gloo, np=2" "np=2, backend gloo" \
-    "$bin/trainrun" --local -np 2 --backend gloo "$bin/engine_cuda_bench" "$sizes" --rounds 2 --steps 3
+  check "engine, ResNet-50 step on CUDA tensors, staged through the tcp backend, np=2" "np=2, backend tcp" \
+    "$bin/trainrun" --local -np 2 --backend tcp "$bin/engine_cuda_bench" "$sizes" --rounds 2 --steps 3
   check "staged allreduce latency, np=2 on one GPU" "copies, one rank at a time" \
-    "$bin/trainrun" --local -np 2 --backend gloo "$bin/staging_latency_bench"
+    "$bin/trainrun" --local -np 2 --backend tcp "$bin/staging_latency_bench"
   staging_under_mps "$bin"
   if [[ -d $bundle/python ]]; then
     run_python_checks "$bundle"

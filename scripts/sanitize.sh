@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Sanitizer runs, CI's phases after the main suite (scripts/test.sh):
 #   asan  build-asan, gcc -Db_sanitize=address,undefined: the unit tests,
-#         the rendezvous server and its load test, conformance-gloo-np2, the
+#         the rendezvous server and its load test, conformance-tcp-np2, the
 #         engine tests and the launcher integration tests (launcher, output,
 #         strangers, bad_input, full-disk, cli_compat) and the elastic jobs (elastic)
-#   tsan  build-tsan, gcc -Db_sanitize=thread: unit-engine, engine-gloo-np2, elastic
+#   tsan  build-tsan, gcc -Db_sanitize=thread: unit-engine, engine-tcp-np2, elastic
 # Builds only what those tests run. Results: <dir>/meson-logs/testlog.json.
 #   scripts/sanitize.sh [asan] [tsan]        (both when none is named)
 # Reports stop the test at the first finding (halt_on_error); suppressions
@@ -31,9 +31,9 @@ declare -A targets=(
   [tsan]="trainrun tests/test-unit-engine tests/engine_multirank tests/elastic_program tests/test-elastic")
 declare -A tests=(
   [asan]="unit-rendezvous unit-lib unit-engine unit-cli rendezvous-server rendezvous-load-1024
-          conformance-gloo-np2 engine-gloo-np2 engine-jobs launcher output unit-mesh strangers bad_input elastic
+          conformance-tcp-np2 engine-tcp-np2 engine-jobs launcher output unit-mesh strangers bad_input elastic
           full-disk cli_compat unit-process closed_streams"
-  [tsan]="unit-engine engine-gloo-np2 elastic")
+  [tsan]="unit-engine engine-tcp-np2 elastic")
 
 status=0
 for phase in "${phases[@]}"; do

@@ -71,7 +71,7 @@ class MpiBackend final : public Backend {
                               "calls MPI from its own thread): set ") +
                       protocol::kEnvMpiThreads +
                       "=multiple, or call MPI_Init_thread with MPI_THREAD_MULTIPLE "
-                      "before trainrun::init(), or use the gloo backend");
+                      "before trainrun::init(), or use the tcp backend");
     }
     const int position = static_cast<int>(std::find(ranks.begin(), ranks.end(), rank_) - ranks.begin());
     MPI_Comm comm = MPI_COMM_NULL;

@@ -205,8 +205,8 @@ int start_and_supervise(const Options& options, const JobPlan& plan, const std::
 
 int run_mpirun(const Options& options, ReportRecorder& report) {
   report.set_launcher("mpirun");
-  if (options.backend == "gloo") {
-    std::cerr << "trainrun: error: --backend gloo needs trainrun's rendezvous, which ranks started by "
+  if (options.backend == "tcp") {
+    std::cerr << "trainrun: error: --backend tcp needs trainrun's rendezvous, which ranks started by "
                  "mpirun do not have; use --backend mpi (the default under mpirun)\n";
     return 2;
   }

@@ -29,7 +29,7 @@ void add_mpirun(CLI::App& app, Options& o) {
 void add_horovodrun(CLI::App& app, Options& o) {
   app.add_option("--num-proc", o.np, "horovodrun: ranks [--np]")->check(rank_count())->group(kGroup);
   app.add_flag_callback(
-         "--gloo", [&o] { o.backend = "gloo"; }, "horovodrun: [--backend gloo]")
+         "--gloo", [&o] { o.backend = "tcp"; }, "horovodrun: [--backend tcp]")
       ->group(kGroup);
   app.add_option("--timeline-filename", o.timeline, "horovodrun: [--timeline FILE]")->group(kGroup);
   app.add_flag("--timeline-mark-cycles,!--no-timeline-mark-cycles", o.timeline_mark_cycles,
@@ -39,7 +39,7 @@ void add_horovodrun(CLI::App& app, Options& o) {
          "--hierarchical-allreduce",
          [&o] {
            o.notes.push_back(
-               "--hierarchical-allreduce: trainrun's gloo backend runs allreduces two-level by itself "
+               "--hierarchical-allreduce: trainrun's tcp backend runs allreduces two-level by itself "
                "(shared memory within each host, TCP between hosts) when every host runs the same number "
                "of ranks, choosing the algorithm per size; --dry-run says which");
          },
@@ -49,7 +49,7 @@ void add_horovodrun(CLI::App& app, Options& o) {
          "--hierarchical-allgather",
          [&o] {
            o.notes.push_back(
-               "--hierarchical-allgather: trainrun's gloo backend runs allgathers two-level by itself when every "
+               "--hierarchical-allgather: trainrun's tcp backend runs allgathers two-level by itself when every "
                "host runs the same number of ranks");
          },
          "horovodrun: accepted; trainrun goes two-level by itself")
@@ -174,12 +174,12 @@ void add_horovodrun_settings(CLI::App& app, Options& o) {
 // horovodrun's choices of algorithm and MPI tuning.
 void add_horovodrun_tuning(CLI::App& app, Options& o) {
   note_flag(app, o, "--torus-allreduce",
-            "--torus-allreduce: trainrun has no torus allreduce; its gloo backend goes two-level by itself when "
+            "--torus-allreduce: trainrun has no torus allreduce; its tcp backend goes two-level by itself when "
             "every host runs the same number of ranks (--dry-run says)",
             "horovodrun: accepted; trainrun chooses two-level allreduces itself");
   default_flag(app, "--no-torus-allreduce", "horovodrun: no torus allreduce (the default)");
   note_flag(app, o, "--no-hierarchical-allreduce",
-            "--no-hierarchical-allreduce: trainrun's gloo backend chooses the two-level allreduce by itself "
+            "--no-hierarchical-allreduce: trainrun's tcp backend chooses the two-level allreduce by itself "
             "(--dry-run says which); it cannot be turned off",
             "horovodrun: accepted; trainrun chooses two-level allreduces itself");
   default_flag(app, "--no-hierarchical-allgather", "horovodrun: no hierarchical allgather (the default)");

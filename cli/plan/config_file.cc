@@ -95,7 +95,7 @@ void read_config(const YAML::Node& root, ConfigTokens& out, const std::function<
   if (const YAML::Node c = top.take("controller");
       c && !top.was_given("--backend", {"--gloo", "--launcher", "--mpi"})) {
     const std::string controller = c.IsScalar() ? c.Scalar() : "...";
-    if (controller == "gloo" || controller == "GLOO") top.add("controller", "--backend=gloo");
+    if (controller == "gloo" || controller == "GLOO") top.add("controller", "--backend=tcp");
     else if (controller == "mpi" || controller == "MPI") top.add("controller", "--launcher=mpirun");
     else out.error = "controller: " + quoted(controller) + " is not gloo or mpi";
   }

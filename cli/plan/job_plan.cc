@@ -173,7 +173,7 @@ std::string transport_choice(const Options& options, const JobPlan& plan, const 
   if (plan.ranks.size() < 2 || options.backend == "mpi") return "";
   const char* shm = getenv(protocol::kEnvShm);
   const bool off = !options.shm || (shm && std::string(shm) == "0");
-  const std::string what = options.backend == "nccl" ? "host buffers (gloo)" : "collectives (gloo)";
+  const std::string what = options.backend == "nccl" ? "host buffers (tcp)" : "collectives (tcp)";
   if (off) {
     return what + ": TCP mesh between every pair of ranks (" +
            (options.shm ? std::string(protocol::kEnvShm) + "=0" : std::string("--no-shm")) + ")";

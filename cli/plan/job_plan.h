@@ -43,7 +43,7 @@ PlanResult make_plan(const Options& options, const std::string& local_host_name,
                      const ReadFile& read_file);
 
 // What --verbose and --dry-run say about the transport the ranks' host
-// buffers take (gloo: shared memory when every rank is on one host, unless
+// buffers take (tcp: shared memory when every rank is on one host, unless
 // --no-shm or TRAINRUN_SHM=0; else the TCP mesh); empty for one rank or a
 // backend with its own transports.
 std::string transport_choice(const Options& options, const JobPlan& plan, const GetEnv& getenv);

@@ -11,6 +11,7 @@
 #include "cli/plan/host_list.h"
 #include "cli/plan/printable.h"
 #include "contract/switch_points.h"
+#include "contract/world.h"
 #include "trainrun/version.h"
 
 namespace trainrun::cli {
@@ -199,8 +200,11 @@ void build(CLI::App& app, Options& o) {
   app.add_option("-x,--env", o.env_forward, "Forward NAME (or set NAME=VALUE) for every rank; repeatable")
       ->allow_extra_args(false)
       ->group(job);
-  app.add_option("--backend", o.backend, "Collective backend for the ranks: gloo, mpi or nccl")
-      ->check(CLI::IsMember({"gloo", "mpi", "nccl"}))
+  app.add_option("--backend", o.backend,
+                 "Collective backend for the ranks: tcp (trainrun's own TCP and shared memory; gloo is its former "
+                 "name), mpi or nccl")
+      ->check(CLI::IsMember({"tcp", "gloo", "mpi", "nccl"}))
+      ->transform([](const std::string& name) { return detail::canonical_backend(name); })
       ->group(job);
   app.add_flag_callback(
          "--no-shm", [&o] { o.shm = false; },

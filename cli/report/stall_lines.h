@@ -1,7 +1,7 @@
 // The library's own lines about waiting ops, recognised in rank stderr:
 // the engine's stall warnings and stall shutdown (lib/engine/engine.cc,
 // "trainrun: rank R (HOST): stall: ...") and the core collectives' wait
-// warnings (backends/gloo/socket_mesh.cc, "trainrun: rank R (HOST): waiting:
+// warnings (backends/tcp/socket_mesh.cc, "trainrun: rank R (HOST): waiting:
 // ..."). They trigger stack dumps (the shutdown always, warnings with
 // --stacks-on-stall) and are the engine's view printed beside a dump: what
 // the ranks last said about the ops they wait for. Pure: bytes and time

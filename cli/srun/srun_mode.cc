@@ -50,7 +50,7 @@ SrunDecision decide_srun_mode(const Options& o, const SlurmGetEnv& getenv, const
   if (o.backend == "mpi") {
     return fail(
         "--backend mpi needs ranks that MPI starts itself: under Slurm run 'srun --mpi=pmix ./train' "
-        "or 'trainrun --launcher mpirun'; trainrun's srun agents give gloo (or nccl)");
+        "or 'trainrun --launcher mpirun'; trainrun's srun agents give tcp (or nccl)");
   }
   if (!srun_path) return fail("srun not found in PATH, inside " + allocation.description() + local_hint);
   decision.mode = SrunMode{allocation, *srun_path, trainrun_path, !asked};

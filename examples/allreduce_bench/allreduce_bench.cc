@@ -7,7 +7,7 @@
 // exit status 2): --dtype float32|float16|bfloat16|float64|int32|int64|int8|uint8,
 // --op sum|average|min|max|product, --min-bytes, --max-bytes, --factor,
 // --iters (default: adaptive), --warmup, --csv, --device host|cuda (CUDA
-// buffers on the current device; through NCCL, or staged by --backend gloo),
+// buffers on the current device; through NCCL, or staged by --backend tcp),
 // --collective allreduce|allgather|broadcast|alltoall|reducescatter (default
 // allreduce; allgather: the size is the whole result, size/np from each
 // rank; broadcast from rank 0; alltoall: the size is each rank's whole send

@@ -48,7 +48,7 @@ class Executor {
   void reducescatter(const Request& r, Work* work);
   // Memory for a joined rank's neutral input, or for the fusion buffer.
   char* scratch(std::size_t bytes);
-  std::string label(OpType op) const;  // e.g. GLOO_ALLREDUCE
+  std::string label(OpType op) const;  // e.g. TCP_ALLREDUCE
 
   Backend& backend_;
   const int rank_;

@@ -6,7 +6,7 @@
 // of the tensors' kind). A tensor of kInPlaceMinBytes or more (host) or
 // kDeviceInPlaceMinBytes or more (CUDA) is never packed: it is reduced in
 // place, alone, because copying it into the buffer and back costs more
-// than the backend call it would save. Host (gloo backend, 2 ranks): a call
+// than the backend call it would save. Host (tcp backend, 2 ranks): a call
 // costs ~20 us, copying in and out ~0.5 ns per byte, so fusing stops paying
 // at ~40 KB; the ResNet-50 set ran 113 ms fully packed against 60 ms with
 // tensors >= 256 KiB in place. CUDA (NCCL): a call costs ~15 us to launch

@@ -23,7 +23,7 @@ struct TimelineEvent {
   char scope = 'p';                                       // Instant: 'p' on its row, 'g' across the whole trace
 };
 
-// Trace names are upper case: "ALLREDUCE", "GLOO_ALLREDUCE".
+// Trace names are upper case: "ALLREDUCE", "TCP_ALLREDUCE".
 std::string upper_case(std::string text);
 // One JSON object, no trailing separator.
 std::string to_json(const TimelineEvent& event);

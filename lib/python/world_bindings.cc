@@ -57,7 +57,7 @@ void bind_world(py::module_& m) {
         for (const detail::BackendInfo& b : detail::built_backends()) backends.emplace_back(b.name, b.version);
         return backends;
       },
-      "(name, library version) of each backend this build has, e.g. ('gloo', 'Gloo 0.5.0').");
+      "(name, library version) of each backend this build has, e.g. ('mpi', 'Open MPI v4.1.4').");
 }
 
 }  // namespace trainrun::python

@@ -19,8 +19,8 @@
 #include <mutex>
 #include <thread>
 
-#include "backends/gloo/mesh_handshake.h"
-#include "backends/gloo/mesh_wiring.h"
+#include "backends/tcp/mesh_handshake.h"
+#include "backends/tcp/mesh_wiring.h"
 #include "trainrun/error.h"
 
 using namespace trainrun::detail;

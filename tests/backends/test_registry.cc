@@ -1,5 +1,5 @@
 // Which backend a world gets by default (docs/design.md §3): mpi under Open MPI or
-// Slurm when it is built, gloo when trainrun started the job, and
+// Slurm when it is built, tcp when trainrun started the job, and
 // TRAINRUN_BACKEND over both. Worlds come from simulated environments.
 #include <doctest/doctest.h>
 
@@ -58,20 +58,22 @@ TEST_CASE("a simulated srun task: mpi backend when built") {
   CHECK(w.source == World::Source::Slurm);
   CHECK(w.rank == 3);
   CHECK_FALSE(w.has_rendezvous());
-  CHECK(choose_backend(w) == (built("mpi") ? "mpi" : "gloo"));
+  CHECK(choose_backend(w) == (built("mpi") ? "mpi" : "tcp"));
 }
 
 TEST_CASE("plain mpirun: mpi backend when built") {
-  CHECK(choose_backend(world_of(kOpenMpi)) == (built("mpi") ? "mpi" : "gloo"));
+  CHECK(choose_backend(world_of(kOpenMpi)) == (built("mpi") ? "mpi" : "tcp"));
 }
 
-TEST_CASE("started by trainrun: gloo when built") {
-  CHECK(choose_backend(world_of(kTrainrun)) == (built("gloo") ? "gloo" : "mpi"));
+TEST_CASE("started by trainrun: tcp, which every build has") {
+  CHECK(built("tcp"));
+  CHECK(choose_backend(world_of(kTrainrun)) == "tcp");
 }
 
 TEST_CASE("TRAINRUN_BACKEND overrides the default everywhere") {
   for (const Env& env : {kSlurm, kOpenMpi, kTrainrun}) {
-    CHECK(choose_backend(world_of(with(env, "TRAINRUN_BACKEND", "gloo"))) == "gloo");
+    CHECK(choose_backend(world_of(with(env, "TRAINRUN_BACKEND", "tcp"))) == "tcp");
+    CHECK(choose_backend(world_of(with(env, "TRAINRUN_BACKEND", "gloo"))) == "tcp");  // its former name
     CHECK(choose_backend(world_of(with(env, "TRAINRUN_BACKEND", "mpi"))) == "mpi");
     CHECK(choose_backend(world_of(with(env, "TRAINRUN_BACKEND", "nccl"))) == "nccl");
   }
@@ -80,11 +82,11 @@ TEST_CASE("TRAINRUN_BACKEND overrides the default everywhere") {
 TEST_CASE("an unavailable backend is a clear error naming what is built") {
   trainrun::detail::World world = world_of({});
   try {
-    trainrun::detail::create_backend("tcp", {world, nullptr, 0, {}});
+    trainrun::detail::create_backend("udp", {world, nullptr, 0, {}});
     FAIL("no error");
   } catch (const trainrun::Error& e) {
     CHECK(e.code() == trainrun::Error::Code::InvalidArgument);
-    CHECK(std::string(e.what()).find("backend 'tcp' is not available (this build has: ") == 0);
+    CHECK(std::string(e.what()).find("backend 'udp' is not available (this build has: ") == 0);
   }
 }
 

@@ -82,7 +82,7 @@ TEST_CASE("host and CUDA memory in one call: InvalidArgument naming both buffers
 TEST_CASE("TRAINRUN_BACKEND sets how CUDA buffers travel") {
   CHECK(cuda_policy("") == CudaPolicy::Auto);
   CHECK(cuda_policy("nccl") == CudaPolicy::Nccl);
-  CHECK(cuda_policy("gloo") == CudaPolicy::Staged);
+  CHECK(cuda_policy("tcp") == CudaPolicy::Staged);
   CHECK(cuda_policy("mpi") == CudaPolicy::Staged);
 }
 
@@ -109,7 +109,7 @@ TEST_CASE("the CUDA path every rank agrees on") {
     } catch (const Error& e) {
       CHECK(e.code() == Error::Code::Unsupported);
       CHECK(contains(e.what(), "rank 2 (h3: no NVIDIA driver on this host)"));
-      CHECK(contains(e.what(), policy == CudaPolicy::Auto ? "TRAINRUN_BACKEND=gloo to stage"
+      CHECK(contains(e.what(), policy == CudaPolicy::Auto ? "TRAINRUN_BACKEND=tcp to stage"
                                                           : "TRAINRUN_BACKEND=nccl but NCCL cannot run"));
     }
   }
@@ -126,12 +126,12 @@ TEST_CASE("many ranks without NCCL are summed up, not listed") {
   }
 }
 
-// The backend every communicator gets, over a real single-process Gloo.
+// The backend every communicator gets, over a real single-process tcp backend.
 TEST_CASE("host buffers through the registry's routed backend, aliased input included") {
   World world;
   world.hostname = "h1";
-  auto backend = create_backend("gloo", BackendContext{world, nullptr, 0, {}});
-  CHECK(backend->name() == "gloo");
+  auto backend = create_backend("tcp", BackendContext{world, nullptr, 0, {}});
+  CHECK(backend->name() == "tcp");
 
   std::vector<std::int32_t> in = {1, 2, 3}, out(3, 0);
   backend->allreduce(in.data(), out.data(), 3, DataType::Int32, ReduceOp::Sum);

@@ -8,24 +8,25 @@ a burst of load on the 2-core machine hurts both sides alike.
   compare_allreduce.py --baseline mpi --launch mpirun [--mpi-args "--mca btl tcp,self"]
 
 --baseline gloo: plain Gloo (tests/bench/gloo_allreduce_bench), both sides
-started by trainrun --local, trainrun on its gloo backend.
+started by trainrun --local, trainrun on its tcp backend.
 --baseline mpi: plain MPI_Allreduce (tests/bench/mpi_allreduce_bench) under
 plain mpirun, trainrun on its mpi backend. --launch says how trainrun's side
 starts: mpirun (the default with --baseline mpi: the very same mpirun command
 line as the baseline, so both run under the same MPI settings) or trainrun
-(trainrun --local for gloo, trainrun --launcher mpirun for mpi). --mpi-args
+(trainrun --local for tcp, trainrun --launcher mpirun for mpi). --mpi-args
 are added to every mpirun command line.
 --baseline build: the allreduce_bench of another trainrun build
-(--baseline-build DIR), both on gloo, for A/B runs of two versions;
+(--baseline-build DIR), both on tcp (the other one as --backend gloo, the
+name every version knows), for A/B runs of two versions;
 --collective broadcast|alltoall times that op instead of allreduce (both
 builds' allreduce_bench must know --collective), --no-shm puts both sides
 on the TCP mesh:
   compare_allreduce.py --baseline build --baseline-build ../old/build --collective alltoall --no-shm --np 4
---backend gloo with --baseline mpi --launch trainrun: trainrun's own transports
-(trainrun --local on gloo: shared memory on one host) against plain MPI.
---also-tcp adds trainrun --local --no-shm on gloo (its TCP mesh) as a third
+--backend tcp with --baseline mpi --launch trainrun: trainrun's own transports
+(trainrun --local on tcp: shared memory on one host) against plain MPI.
+--also-tcp adds trainrun --local --no-shm on tcp (its TCP mesh) as a third
 program, with its own columns and ratios:
-  compare_allreduce.py --baseline mpi --launch trainrun --backend gloo --also-tcp
+  compare_allreduce.py --baseline mpi --launch trainrun --backend tcp --also-tcp
 --sizes-per-run N runs each program on N sizes at a time, alternating per
 chunk of sizes instead of per whole sweep: on a loaded machine the two sides
 of a size are then measured seconds apart, not minutes (costs one launch per
@@ -84,12 +85,12 @@ def main():
                     help="how trainrun's side starts (default: mpirun with --baseline mpi, else trainrun)")
     ap.add_argument("--mpi-args", default="", help="extra arguments for every mpirun, e.g. '--mca btl tcp,self'")
     ap.add_argument("--sizes-per-run", type=int, default=0, help="sizes per program run (default: all)")
-    ap.add_argument("--backend", choices=["gloo", "mpi"], help="trainrun's backend (default: the baseline's)")
+    ap.add_argument("--backend", choices=["tcp", "mpi"], help="trainrun's backend (default: the baseline's)")
     ap.add_argument("--collective", choices=["allreduce", "broadcast", "alltoall"], default="allreduce",
                     help="the op allreduce_bench times (with --baseline build)")
     ap.add_argument("--no-shm", action="store_true", help="with --baseline build: both sides over TCP")
     ap.add_argument("--also-tcp", action="store_true",
-                    help="add trainrun --local --no-shm on gloo (the TCP mesh) as a third program")
+                    help="add trainrun --local --no-shm on tcp (the TCP mesh) as a third program")
     args = ap.parse_args()
     if args.baseline == "build" and not args.baseline_build:
         ap.error("--baseline build needs --baseline-build DIR")
@@ -98,7 +99,7 @@ def main():
     bench_args = (["--no-shm"] if args.no_shm else [])
     op_args = ["--collective", args.collective] if args.collective != "allreduce" else []
     launch = args.launch or ("mpirun" if args.baseline == "mpi" else "trainrun")
-    backend = args.backend or ("mpi" if args.baseline == "mpi" else "gloo")
+    backend = args.backend or ("mpi" if args.baseline == "mpi" else "tcp")
 
     trainrun = os.path.join(args.build, "trainrun")
     mpirun = ["mpirun", "-np", str(args.np)] + shlex.split(args.mpi_args)
@@ -117,7 +118,7 @@ def main():
             bench_args + [bench] + op_args
     programs = {"trainrun": lambda: trainrun_side}
     if args.also_tcp:
-        programs["tcp"] = lambda: [trainrun, "--local", "--no-tag-output", "-np", str(args.np), "--backend", "gloo",
+        programs["tcp"] = lambda: [trainrun, "--local", "--no-tag-output", "-np", str(args.np), "--backend", "tcp",
                                    "--no-shm", bench]
     if args.baseline == "gloo":
         programs["gloo"] = lambda: [trainrun, "--local", "--no-tag-output", "-np", str(args.np),
@@ -164,8 +165,8 @@ def main():
         print(f"  {size:>10} {bt:>10.2f} {tt:>11.2f} {tt / bt:>6.3f} {bp:>9.2f} {tp:>12.2f} {tp / bp:>6.3f} "
               f"{bb:>9.3f} {tb:>13.3f} {ratio_bw:>11.3f}")
     if args.also_tcp:
-        print(f"# side by side: p50 time and busbw of {base}, trainrun (gloo, shared memory) and tcp "
-              "(gloo --no-shm); ratios to " + base)
+        print(f"# side by side: p50 time and busbw of {base}, trainrun (tcp, shared memory) and tcp "
+              "(--no-shm); ratios to " + base)
         print(f"# {'bytes':>10} {base + ' p50':>9} {'shm p50':>9} {'tcp p50':>9} {'shm/' + base:>8} "
               f"{'tcp/' + base:>8} {base + ' GB/s':>9} {'shm GB/s':>9} {'tcp GB/s':>9} {'shm bw x':>8} {'tcp bw x':>8}")
         for size in sizes:

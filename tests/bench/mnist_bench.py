@@ -11,7 +11,7 @@ Per np, medians over rounds of the last epoch:
   comm ms       time per step some gradient's allreduce was in flight (from
                 its NEGOTIATE begin to its ALLREDUCE end in the timeline,
                 union over tensors): communication, overlapped or not
-  wire ms       time per step a backend allreduce ran (GLOO_ALLREDUCE spans)
+  wire ms       time per step a backend allreduce ran (TCP_ALLREDUCE spans)
   wait ms       time per step the training thread blocked in step() waiting
                 for allreduces (DistributedOptimizer's clock): the part of
                 communication that backward did not hide
@@ -54,7 +54,7 @@ def timeline_split(path, first_step_ts):
             begin = open_spans[key].pop()
             if begin < first_step_ts:
                 continue
-            if e["name"] == "GLOO_ALLREDUCE":
+            if e["name"] == "TCP_ALLREDUCE":
                 wire.append((begin, e["ts"]))
             elif e["name"] in ("NEGOTIATE_ALLREDUCE", "ALLREDUCE"):
                 comm.append((begin, e["ts"]))

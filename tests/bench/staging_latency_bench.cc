@@ -11,7 +11,7 @@
 // and prints p50/p90/p99 in microseconds, per rank. Comparing the rows says
 // whether the time is the GPU's (copies at once against in turn) or the
 // host collective's.
-//   trainrun --local -np 2 --backend gloo build/tests/bench/staging_latency_bench [--iterations N]
+//   trainrun --local -np 2 --backend tcp build/tests/bench/staging_latency_bench [--iterations N]
 // Exits 77 without a GPU.
 #include <trainrun/trainrun.h>
 

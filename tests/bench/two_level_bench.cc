@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
   std::map<std::string, Table> tables;
   for (int round = 0; round < rounds; ++round) {
     for (const std::string mode : {"two-level", "flat"}) {
-      std::vector<std::string> args = {argv[1], "-H", "h1:2,h2:2", "-np", "4", "--no-tag-output", "--backend", "gloo"};
+      std::vector<std::string> args = {argv[1], "-H", "h1:2,h2:2", "-np", "4", "--no-tag-output", "--backend", "tcp"};
       if (mode == "flat") args.push_back("--no-shm");
       args.insert(args.end(), sweep.begin(), sweep.end());
       ProcessOptions options;

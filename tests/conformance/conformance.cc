@@ -6,7 +6,7 @@
 //   mpirun -np 4 ./conformance
 // conformance_cuda is this program with CUDA buffers (cuda_device_memory.cc):
 //   trainrun --local -np 1 --backend nccl ./conformance_cuda
-//   trainrun --local -np 2 --backend gloo ./conformance_cuda   (staged)
+//   trainrun --local -np 2 --backend tcp ./conformance_cuda   (staged)
 // Collective tests use CHECK only (never REQUIRE): a rank that skipped the
 // rest of a test case would leave its peers waiting.
 #define DOCTEST_CONFIG_IMPLEMENT
@@ -138,7 +138,7 @@ TEST_CASE("world is consistent") {
   CHECK(sum == comm().size() * (comm().size() - 1) / 2);
 }
 
-// CONFORMANCE_TRANSPORT=shm|tcp (set by the meson registrations of the gloo
+// CONFORMANCE_TRANSPORT=shm|tcp (set by the meson registrations of the tcp
 // runs): whether this rank maps the shared-memory transport's segment.
 TEST_CASE("the transport is the one the run expects") {
   const char* expected = std::getenv("CONFORMANCE_TRANSPORT");
@@ -178,7 +178,7 @@ TEST_CASE("allreduce: every dtype, op and count, in place and not") {
   }
 }
 
-// The sizes where the gloo backend's allreduce across hosts changes
+// The sizes where the tcp backend's allreduce across hosts changes
 // algorithm: the cost model's for 2-8 hosts of 2-8 ranks (contract/switch_points.h:
 // split from 8-128 KiB, pipeline chunks of 256 KiB, a last chunk short), and
 // every size TRAINRUN_SWITCH_POINTS names. This program sees only the public API,

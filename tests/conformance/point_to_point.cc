@@ -3,7 +3,7 @@
 // order and tags, any source, calls from a thread beside collectives, and
 // the errors (a mismatch naming both ranks, a bad peer). Skipped at np 1.
 // On the mpi backend, MPI_Send of a large message may wait for its receiver
-// and threads need MPI_THREAD_MULTIPLE: those two cases are gloo's only.
+// and threads need MPI_THREAD_MULTIPLE: those two cases are tcp's only.
 // Every rank runs every case (CHECK only, as in conformance.cc).
 #include <doctest/doctest.h>
 #include <trainrun/trainrun.h>
@@ -25,12 +25,12 @@ std::vector<std::int32_t> message(int sender, int tag, std::size_t n) {
   return v;
 }
 
-bool on_gloo() { return comm().backend_name() == "gloo"; }
+bool on_tcp() { return comm().backend_name() == "tcp"; }
 
 }  // namespace
 
 TEST_CASE("p2p: every rank sends 32 MiB both ways before it receives") {
-  if (comm().size() < 2 || !on_gloo()) return;
+  if (comm().size() < 2 || !on_tcp()) return;
   const int rank = comm().rank(), size = comm().size();
   const int right = (rank + 1) % size, left = (rank + size - 1) % size;
   const std::size_t n = 8u << 20;  // int32: 32 MiB, far above a socket's buffers
@@ -82,7 +82,7 @@ TEST_CASE("p2p: recv from any source returns each sender") {
 }
 
 TEST_CASE("p2p: a thread's receive waits beside collectives on the main thread") {
-  if (comm().size() < 2 || !on_gloo()) return;
+  if (comm().size() < 2 || !on_tcp()) return;
   const int rank = comm().rank(), size = comm().size();
   const int right = (rank + 1) % size, left = (rank + size - 1) % size;
   std::vector<std::int32_t> got(1000);
@@ -108,11 +108,11 @@ TEST_CASE("p2p: a size or type mismatch names both ranks; a bad peer is refused"
     comm().send(v.data(), 4, DataType::Int32, 1, 10);
   } else if (rank == 1) {
     std::vector<float> f(6);
-    const std::string size_mismatch = on_gloo() ? "rank 0 sent 20 bytes of int32 with tag 9, rank 1 receives 24 bytes"
-                                                : "rank 0 sent 20 bytes with tag 9, rank 1 receives 24 bytes";
+    const std::string size_mismatch = on_tcp() ? "rank 0 sent 20 bytes of int32 with tag 9, rank 1 receives 24 bytes"
+                                               : "rank 0 sent 20 bytes with tag 9, rank 1 receives 24 bytes";
     CHECK_THROWS_WITH_AS(comm().recv(f.data(), 6, DataType::Float32, 0, 9), doctest::Contains(size_mismatch.c_str()),
                          trainrun::Error);
-    if (on_gloo()) {
+    if (on_tcp()) {
       CHECK_THROWS_WITH_AS(comm().recv(f.data(), 4, DataType::Float32, 0, 10),
                            doctest::Contains("rank 0 sent 16 bytes of int32 with tag 10, rank 1 receives 16 bytes of "
                                              "float32"),

@@ -34,7 +34,7 @@ TEST_CASE("any tensor name stays valid JSON") {
       nlohmann::json::parse(to_json({TimelineEvent::Phase::Metadata, "process_name", 0, 1, {{"name", nasty}}}));
   CHECK(parsed["args"]["name"] == nasty);
   CHECK(json_escape("\x1f") == "\\u001f");
-  CHECK(upper_case("gloo_allreduce") == "GLOO_ALLREDUCE");
+  CHECK(upper_case("tcp_allreduce") == "TCP_ALLREDUCE");
 }
 
 namespace {

@@ -1,7 +1,7 @@
 // The direct mesh's handshake as a stranger would play it: whatever bytes
 // arrive as a reply, only the one made with the job secret for this very
 // challenge and these two ranks verifies, and it names a higher rank.
-#include "backends/gloo/mesh_handshake.h"
+#include "backends/tcp/mesh_handshake.h"
 #include "tests/fuzz/fuzz_input.h"
 
 using namespace trainrun::detail;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Process sets (tests/conformance/process_sets.cc) under a real launcher:
 #   process_sets.sh shm|tcp|mpi|death-shm|death-tcp NP PROGRAM TRAINRUN
-# shm/tcp: trainrun --local on the gloo backend, ranks sharing memory or
+# shm/tcp: trainrun --local on the tcp backend, ranks sharing memory or
 #          (TRAINRUN_SHM=0) the TCP mesh; every rank must report "passed".
 # mpi:     plain mpirun (exits 77 without mpirun).
 # death-*: job rank 1 dies inside the odd ranks' set: rank 3, its peer
@@ -11,11 +11,11 @@ set -euo pipefail
 mode=$1 np=$2 program=$3 trainrun=$4
 export TRAINRUN_COLLECTIVE_TIMEOUT=120
 case $mode in
-  shm) cmd=("$trainrun" --local -np "$np" --backend gloo "$program") ;;
-  tcp) cmd=(env TRAINRUN_SHM=0 "$trainrun" --local -np "$np" --backend gloo "$program") ;;
+  shm) cmd=("$trainrun" --local -np "$np" --backend tcp "$program") ;;
+  tcp) cmd=(env TRAINRUN_SHM=0 "$trainrun" --local -np "$np" --backend tcp "$program") ;;
   # The ranks that outlive rank 1 ignore SIGTERM: --grace gives them time to report.
-  death-shm) cmd=("$trainrun" --local -np "$np" --grace 100 --backend gloo "$program") ;;
-  death-tcp) cmd=(env TRAINRUN_SHM=0 "$trainrun" --local -np "$np" --grace 100 --backend gloo "$program") ;;
+  death-shm) cmd=("$trainrun" --local -np "$np" --grace 100 --backend tcp "$program") ;;
+  death-tcp) cmd=(env TRAINRUN_SHM=0 "$trainrun" --local -np "$np" --grace 100 --backend tcp "$program") ;;
   mpi)
     command -v mpirun >/dev/null || { echo "SKIP: mpirun not found in PATH (Debian: apt-get install openmpi-bin)"; exit 77; }
     # Each set's engine calls MPI from its own thread.
@@ -38,7 +38,7 @@ if [[ $mode == death-* ]]; then
   echo "rank 1's death failed its set only, naming it"
   exit 0
 fi
-backend=gloo; [[ $mode == mpi ]] && backend=mpi
+backend=tcp; [[ $mode == mpi ]] && backend=mpi
 for ((rank = 0; rank < np; ++rank)); do
   grep -q "process_sets: rank $rank of $np ($backend): passed$" <<<"$out" ||
     fail "rank $rank of $np did not pass on $backend (exit status $status)"

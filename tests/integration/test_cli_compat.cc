@@ -190,7 +190,7 @@ TEST_CASE("every compatibility spelling plans exactly what trainrun's own spelli
       {{"-machinefile", hostfile}, {"--hostfile", hostfile}, "  1  localhost"},
       {{"-hostfile", hostfile}, {"--hostfile", hostfile}, "  1  localhost"},
       {{"--oversubscribe", "-H", "localhost:1", "-np", "3"}, {"-H", "localhost:3", "-np", "3"}, "  2  localhost"},
-      {with({"--gloo"}, np2), with({"--backend", "gloo"}, np2), "TRAINRUN_BACKEND=gloo"},
+      {with({"--gloo"}, np2), with({"--backend", "gloo"}, np2), "TRAINRUN_BACKEND=tcp"},
       {with({"--timeline-filename", "/tmp/t.json"}, np2), with({"--timeline", "/tmp/t.json"}, np2),
        "TRAINRUN_TIMELINE=/tmp/t.json"},
       {with({"--stall-check-warning-time-seconds", "7"}, np2), with({"--stall-warning", "7"}, np2),

@@ -192,8 +192,8 @@ TEST_CASE("the timeline is Chrome-trace JSON with every phase of every tensor") 
                                           "E:QUEUE",
                                           "B:MEMCPY_IN_FUSION_BUFFER",
                                           "E:MEMCPY_IN_FUSION_BUFFER",
-                                          "B:GLOO_ALLREDUCE",
-                                          "E:GLOO_ALLREDUCE",
+                                          "B:TCP_ALLREDUCE",
+                                          "E:TCP_ALLREDUCE",
                                           "B:MEMCPY_OUT_FUSION_BUFFER",
                                           "E:MEMCPY_OUT_FUSION_BUFFER",
                                           "E:ALLREDUCE"};
@@ -203,7 +203,7 @@ TEST_CASE("the timeline is Chrome-trace JSON with every phase of every tensor") 
   // runs alone, in place, and that is what its first step must show.
   const std::vector<std::string> alone = {
       "B:NEGOTIATE_ALLREDUCE", "E:NEGOTIATE_ALLREDUCE", "B:ALLREDUCE", "B:QUEUE", "E:QUEUE",
-      "B:GLOO_ALLREDUCE",      "E:GLOO_ALLREDUCE",      "E:ALLREDUCE"};
+      "B:TCP_ALLREDUCE",       "E:TCP_ALLREDUCE",       "E:ALLREDUCE"};
   REQUIRE((negotiated_at.count("small.a") && negotiated_at.count("small.b")));
   const bool same_cycle = negotiated_at["small.a"] == negotiated_at["small.b"];
   if (!same_cycle) MESSAGE("small.a and small.b were negotiated in different cycles: small.a ran alone");
@@ -215,11 +215,11 @@ TEST_CASE("the timeline is Chrome-trace JSON with every phase of every tensor") 
   CHECK((a.size() >= first_step.size() && std::equal(first_step.begin(), first_step.end(), a.begin())));
   CHECK(phases["small.a"][1].rfind("i:rank ", 0) == 0);  // marks sit inside the NEGOTIATE span
   CHECK(phases["small.a"][2].rfind("i:rank ", 0) == 0);
-  CHECK(std::count(a.begin(), a.end(), "B:GLOO_ALLREDUCE") == 3);  // one per step, cached after the first
-  CHECK(has("big", "B:GLOO_ALLREDUCE"));
+  CHECK(std::count(a.begin(), a.end(), "B:TCP_ALLREDUCE") == 3);  // one per step, cached after the first
+  CHECK(has("big", "B:TCP_ALLREDUCE"));
   CHECK_FALSE(has("big", "B:MEMCPY_IN_FUSION_BUFFER"));  // large tensors are reduced in place
-  CHECK(has("gathered", "B:GLOO_ALLGATHER"));
-  CHECK(has("params", "B:GLOO_BROADCAST"));
+  CHECK(has("gathered", "B:TCP_ALLGATHER"));
+  CHECK(has("params", "B:TCP_BROADCAST"));
   CHECK(processes_with_env(options.env[0]).empty());
 }
 

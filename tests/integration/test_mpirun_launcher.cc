@@ -100,7 +100,7 @@ TEST_CASE("plain mpirun, no trainrun: the library finds Open MPI and uses the mp
 TEST_CASE("TRAINRUN_BACKEND overrides detection under plain mpirun") {
   const ProcessResult r = run_plain_mpirun({"-np", "2", rank_program(), "topology"}, {"TRAINRUN_BACKEND=gloo"});
   CHECK(r.exit_code != 0);
-  CHECK(contains(r.err, "init: the gloo backend needs a rendezvous"));
+  CHECK(contains(r.err, "init: the tcp backend needs a rendezvous"));
 }
 
 TEST_CASE("a count MPI cannot express is an error naming it, and the job goes on") {
@@ -212,7 +212,7 @@ TEST_CASE("clear errors before anything starts") {
         "(Debian/Ubuntu: apt-get install openmpi-bin)\n");
   const ProcessResult gloo = run_trainrun({"--mpi", "-np", "2", "--backend", "gloo", rank_program()});
   CHECK(gloo.exit_code == 2);
-  CHECK(contains(gloo.err, "--backend gloo needs trainrun's rendezvous"));
+  CHECK(contains(gloo.err, "--backend tcp needs trainrun's rendezvous"));
   const ProcessResult program = run_trainrun({"--mpi", "-np", "2", "/nonexistent/prog"});
   CHECK(program.exit_code == 127);
   CHECK(program.err == "trainrun: error: no such file: /nonexistent/prog\n");

@@ -73,7 +73,7 @@ TEST_CASE("success: every rank exited 0, with pid, backend, times and resource u
     CHECK(rank["state"] == "exited");
     CHECK(rank["exit_code"] == 0);
     CHECK(rank["pid"].get<int>() > 0);
-    CHECK(rank["backend"] == "gloo");
+    CHECK(rank["backend"] == "tcp");
     CHECK(rank["max_rss_kb"].get<long>() > 1000);
     CHECK(rank["end_s"].get<double>() >= rank["start_s"].get<double>());
   }

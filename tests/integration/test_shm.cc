@@ -48,7 +48,7 @@ TEST_CASE("ranks on one host share memory by default; --no-shm and TRAINRUN_SHM=
   CHECK(contains(on.out, "rank 0: shm mapped: yes"));
   CHECK(contains(on.out, "rank 1: shm mapped: yes"));
   CHECK(contains(on.out, "rank 1: sum=1"));
-  CHECK(contains(on.err, "trainrun: collectives (gloo): shared memory among the 2 ranks on "));
+  CHECK(contains(on.err, "trainrun: collectives (tcp): shared memory among the 2 ranks on "));
   CHECK(nothing_left(tag));
 
   const ProcessResult flag =
@@ -56,7 +56,7 @@ TEST_CASE("ranks on one host share memory by default; --no-shm and TRAINRUN_SHM=
   CHECK(flag.exit_code == 0);
   CHECK(contains(flag.out, "rank 0: shm mapped: no"));
   CHECK(contains(flag.out, "rank 1: sum=1"));
-  CHECK(contains(flag.err, "trainrun: collectives (gloo): TCP mesh between every pair of ranks (--no-shm)"));
+  CHECK(contains(flag.err, "trainrun: collectives (tcp): TCP mesh between every pair of ranks (--no-shm)"));
 
   ProcessOptions off;
   off.env = {"TRAINRUN_SHM=0"};
@@ -79,7 +79,7 @@ TEST_CASE("--help documents --no-shm; --check-build and --dry-run say which tran
   CHECK(contains(build.out, "shared memory among ranks on one host unless TRAINRUN_SHM=0"));
   const ProcessResult dry = run_trainrun({"--dry-run", "-np", "3", rank_program()});
   CHECK(dry.exit_code == 0);
-  CHECK(contains(dry.out, "trainrun: collectives (gloo): shared memory among the 3 ranks on "));
+  CHECK(contains(dry.out, "trainrun: collectives (tcp): shared memory among the 3 ranks on "));
   CHECK(contains(dry.out, "TRAINRUN_SHM") == false);
   const ProcessResult dry_off = run_trainrun({"--dry-run", "-np", "3", "--no-shm", rank_program()});
   CHECK(contains(dry_off.out, "TRAINRUN_SHM=0"));

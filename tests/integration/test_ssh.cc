@@ -118,11 +118,11 @@ std::string fingerprint(const std::string& public_key) {
 TEST_CASE("conformance: 8 ranks on 4 hosts") {
   std::string tag;
   const ProcessResult r = run_remote({"-x", "TRAINRUN_COLLECTIVE_TIMEOUT=120", "-H", "h1:2,h2:2,h3:2,h4:2", "-np", "8",
-                                      "--backend", "gloo", program_path("CONFORMANCE")},
+                                      "--backend", "tcp", program_path("CONFORMANCE")},
                                      &tag);
   INFO(r.out, r.err);
   CHECK(r.exit_code == 0);
-  CHECK(count(r.out, "of 8 (gloo): passed") == 8);
+  CHECK(count(r.out, "of 8 (tcp): passed") == 8);
   CHECK(nothing_left_anywhere(tag));
 }
 
@@ -130,12 +130,12 @@ TEST_CASE("conformance: 2 hosts x 2 ranks, allreduce two-level (shared memory in
   std::string tag;
   const ProcessResult r =
       run_remote({"-x", "TRAINRUN_COLLECTIVE_TIMEOUT=120", "-x", "CONFORMANCE_TRANSPORT=shm", "-H", "h1:2,h2:2", "-np",
-                  "4", "--backend", "gloo", "--verbose", program_path("CONFORMANCE")},
+                  "4", "--backend", "tcp", "--verbose", program_path("CONFORMANCE")},
                  &tag);
   INFO(r.out, r.err);
   CHECK(r.exit_code == 0);
-  CHECK(count(r.out, "of 4 (gloo): passed") == 4);
-  CHECK(contains(r.err, "collectives (gloo): two-level"));
+  CHECK(count(r.out, "of 4 (tcp): passed") == 4);
+  CHECK(contains(r.err, "collectives (tcp): two-level"));
   CHECK(nothing_left_anywhere(tag));
 }
 
@@ -160,11 +160,11 @@ TEST_CASE(
   std::string tag;
   const ProcessResult r =
       run_remote({"-x", "TRAINRUN_COLLECTIVE_TIMEOUT=60", "-x", "CONFORMANCE_LARGE_BLOCKS=1", "-H", "h1:2,h2:2", "-np",
-                  "4", "--backend", "gloo", program_path("CONFORMANCE"), "--test-case=*larger than the sockets*"},
+                  "4", "--backend", "tcp", program_path("CONFORMANCE"), "--test-case=*larger than the sockets*"},
                  &tag);
   INFO(r.out, r.err);
   CHECK(r.exit_code == 0);
-  CHECK(count(r.out, "of 4 (gloo): passed") == 4);
+  CHECK(count(r.out, "of 4 (tcp): passed") == 4);
   CHECK(nothing_left_anywhere(tag));
 }
 
@@ -178,12 +178,12 @@ TEST_CASE("conformance: 2 hosts x 2 ranks, allreduce at moved switch points (--s
   std::string tag;
   const ProcessResult r =
       run_remote({"-x", "TRAINRUN_COLLECTIVE_TIMEOUT=120", "-x", "CONFORMANCE_TRANSPORT=shm", "-H", "h1:2,h2:2", "-np",
-                  "4", "--backend", "gloo", "--verbose", "--switch-points",
+                  "4", "--backend", "tcp", "--verbose", "--switch-points",
                   "two-level=4K,leader=16K,split=64K,chunk=64K,reducescatter-split=16K", program_path("CONFORMANCE")},
                  &tag);
   INFO(r.out, r.err);
   CHECK(r.exit_code == 0);
-  CHECK(count(r.out, "of 4 (gloo): passed") == 4);
+  CHECK(count(r.out, "of 4 (tcp): passed") == 4);
   CHECK(contains(r.err,
                  "two-level allreduce (shared memory within each host, TCP mesh between hosts): TCP mesh "
                  "below 4 KiB, two-level with every local rank carrying the host's sum across below 16 KiB, "
@@ -199,19 +199,19 @@ TEST_CASE("conformance: 2 hosts x 2 ranks, allreduce at moved switch points (--s
 TEST_CASE("conformance: 2 hosts x 2 ranks, the engine's uneven reducescatter, pipelined in 64 KiB chunks") {
   std::string tag;
   const ProcessResult r =
-      run_remote({"-x", "TRAINRUN_COLLECTIVE_TIMEOUT=120", "-H", "h1:2,h2:2", "-np", "4", "--backend", "gloo",
+      run_remote({"-x", "TRAINRUN_COLLECTIVE_TIMEOUT=120", "-H", "h1:2,h2:2", "-np", "4", "--backend", "tcp",
                   "--switch-points", "chunk=64K", program_path("ENGINE_MULTIRANK"), "--test-case=*reducescatter*"},
                  &tag);
   INFO(r.out, r.err);
   CHECK(r.exit_code == 0);
-  CHECK(count(r.out, "of 4 (gloo): passed") == 4);
+  CHECK(count(r.out, "of 4 (tcp): passed") == 4);
   CHECK(nothing_left_anywhere(tag));
 }
 
 TEST_CASE("a bad TRAINRUN_SWITCH_POINTS fails init across hosts, naming the part") {
   std::string tag;
   const ProcessResult r = run_remote({"-x", "TRAINRUN_SWITCH_POINTS=split=4X", "-H", "h1:2,h2:2", "-np", "4",
-                                      "--backend", "gloo", program_path("CONFORMANCE")},
+                                      "--backend", "tcp", program_path("CONFORMANCE")},
                                      &tag);
   INFO(r.out, r.err);
   CHECK(r.exit_code != 0);
@@ -225,12 +225,12 @@ TEST_CASE("a bad TRAINRUN_SWITCH_POINTS fails init across hosts, naming the part
 TEST_CASE("conformance: 3 hosts x 2 ranks, allreduce and reducescatter") {
   std::string tag;
   const ProcessResult r =
-      run_remote({"-x", "TRAINRUN_COLLECTIVE_TIMEOUT=120", "-H", "h1:2,h2:2,h3:2", "-np", "6", "--backend", "gloo",
+      run_remote({"-x", "TRAINRUN_COLLECTIVE_TIMEOUT=120", "-H", "h1:2,h2:2,h3:2", "-np", "6", "--backend", "tcp",
                   program_path("CONFORMANCE"), "--test-case=allreduce*,reducescatter*"},
                  &tag);
   INFO(r.out, r.err);
   CHECK(r.exit_code == 0);
-  CHECK(count(r.out, "of 6 (gloo): passed") == 6);
+  CHECK(count(r.out, "of 6 (tcp): passed") == 6);
   CHECK(nothing_left_anywhere(tag));
 }
 
@@ -243,7 +243,7 @@ TEST_CASE("conformance: 16 ranks on 4 hosts") {
                                      &tag, options);
   INFO(r.out, r.err);
   CHECK(r.exit_code == 0);
-  CHECK(count(r.out, "of 16 (gloo): passed") == 16);
+  CHECK(count(r.out, "of 16 (tcp): passed") == 16);
   CHECK(nothing_left_anywhere(tag));
 }
 
@@ -412,7 +412,7 @@ TEST_CASE("the JSON report of a remote job: its hosts, each rank on its host, th
   CHECK(j["ranks"][2]["local_rank"] == 1);
   CHECK(j["ranks"][2]["exit_code"] == 3);
   CHECK(j["ranks"][2]["max_rss_kb"].get<long>() > 0);
-  CHECK(j["ranks"][0]["backend"] == "gloo");
+  CHECK(j["ranks"][0]["backend"] == "tcp");
   CHECK(j["rendezvous_s"].is_number());
   CHECK(nothing_left_anywhere(tag));
 

@@ -116,7 +116,7 @@ TEST_CASE("garbage and silent connections to every mesh port during a slow start
   options.env = {tag};
   options.timeout = 300s;
   // Rank 2 is late: ranks 0 and 1 listen on their mesh ports and wait for it.
-  Child job(trainrun_argv({"--local", "-np", "3", "--backend", "gloo", "--start-timeout", "240", rank_program(),
+  Child job(trainrun_argv({"--local", "-np", "3", "--backend", "tcp", "--start-timeout", "240", rank_program(),
                            "await:2:" + gate.path.string(), "allreduce"}),
             options);
   std::vector<int> strangers;

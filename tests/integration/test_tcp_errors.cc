@@ -1,4 +1,4 @@
-// Bad calls over the gloo backend's TCP mesh (--no-shm), in a real job:
+// Bad calls over the tcp backend's TCP mesh (--no-shm), in a real job:
 // ranks that disagree on an alltoall's count, and a reducescatter whose
 // buffers cannot be allocated. Each must be a trainrun::Error on the ranks
 // (rank_program prints it and exits 1, so the job exits 1), never a hang

@@ -180,11 +180,11 @@ TEST_CASE("the watcher stops within one poll when nothing is published") {
 TEST_CASE("a backend's rendezvous wait ends as soon as a newer generation is published") {
   auto store = std::make_shared<MemoryStore>();
   trainrun::detail::FormingStore forming(store, 3, std::chrono::milliseconds(20));
-  store->set("gloo.3", "present", "x");
-  CHECK(forming.get("gloo.3", "present", std::chrono::milliseconds(100)) == "x");
+  store->set("tcp.3", "present", "x");
+  CHECK(forming.get("tcp.3", "present", std::chrono::milliseconds(100)) == "x");
   // Nothing newer: the wait runs its whole course and says so.
   try {
-    forming.get("gloo.3", "absent", std::chrono::milliseconds(60));
+    forming.get("tcp.3", "absent", std::chrono::milliseconds(60));
     FAIL("got a value");
   } catch (const Error& e) {
     CHECK(e.code() == Error::Code::Timeout);
@@ -196,7 +196,7 @@ TEST_CASE("a backend's rendezvous wait ends as soon as a newer generation is pub
   });
   const auto start = std::chrono::steady_clock::now();
   try {
-    forming.get("gloo.3", "absent", std::chrono::seconds(10));
+    forming.get("tcp.3", "absent", std::chrono::seconds(10));
     FAIL("got a value");
   } catch (const Error& e) {
     CHECK(e.code() == Error::Code::MembershipChanged);

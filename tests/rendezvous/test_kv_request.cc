@@ -7,10 +7,10 @@ using namespace trainrun::rendezvous;
 using std::chrono::milliseconds;
 
 TEST_CASE("targets built by the client parse back on the server") {
-  auto put = parse_kv_request("PUT", kv_target("gloo.0", "addr.3"));
+  auto put = parse_kv_request("PUT", kv_target("tcp.0", "addr.3"));
   REQUIRE(put.request);
   CHECK(put.request->op == KvOp::Put);
-  CHECK(put.request->keys == std::vector<std::string>{"gloo.0/addr.3"});
+  CHECK(put.request->keys == std::vector<std::string>{"tcp.0/addr.3"});
 
   auto get = parse_kv_request("GET", kv_get_target("job", "rank.1", milliseconds(2500)));
   REQUIRE(get.request);
@@ -81,7 +81,7 @@ TEST_CASE("bad requests get the documented status") {
 }
 
 TEST_CASE("names are limited in charset and length") {
-  CHECK(is_valid_name("gloo.0"));
+  CHECK(is_valid_name("tcp.0"));
   CHECK(is_valid_name("A-z_9"));
   CHECK_FALSE(is_valid_name(""));
   CHECK_FALSE(is_valid_name("a b"));

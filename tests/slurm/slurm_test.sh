@@ -4,8 +4,8 @@
 #   slurm_test.sh CASE TRAINRUN CONFORMANCE RANK_PROGRAM
 # Cases:
 #   srun-pmix NP        srun --mpi=pmix -n NP conformance: every rank passes on mpi
-#   launcher-srun NP    salloc -n NP trainrun --launcher srun -np NP --backend gloo
-#                       conformance: every rank passes on gloo; --dry-run shows srun
+#   launcher-srun NP    salloc -n NP trainrun --launcher srun -np NP --backend tcp
+#                       conformance: every rank passes on tcp; --dry-run shows srun
 #   salloc              trainrun inside salloc: automatic srun mode, announced in
 #                       one line; -np above the allocation is a usage error (2)
 #   sbatch              an sbatch script runs trainrun ./conformance (automatic)
@@ -18,7 +18,7 @@
 #   timeout, ctrl-c     --timeout (exit 124) and SIGINT (exit 130) inside salloc:
 #                       trainrun's summary, nothing is left
 #   two-nodes-trainrun  two nodes h1, h2 (network namespaces, a slurmd each):
-#                       salloc -N 2 trainrun runs ranks on both; conformance on gloo
+#                       salloc -N 2 trainrun runs ranks on both; conformance on tcp
 #   two-nodes-pmix      srun --mpi=pmix -N 2 across them: conformance on mpi
 #   no-pmi              plain srun -n 2 without PMI: one line per task, no Open MPI banner
 # Exits 77 (skip) with the reason when Slurm is not installed or not root.
@@ -99,14 +99,14 @@ case $case_name in
     [[ $status == 0 ]] || { echo "$out"; fail "--dry-run: exit status $status"; }
     grep -q -- "srun --nodes=1 --ntasks=1 --nodelist=$(hostname -s) --overlap .* agent\$" <<<"$out" ||
       { echo "$out"; fail "--dry-run does not show the srun command"; }
-    run salloc --quiet -n "$np" "$trainrun" --launcher srun -np "$np" --backend gloo "$conformance"
-    expect_passed "$out" "$np" gloo
+    run salloc --quiet -n "$np" "$trainrun" --launcher srun -np "$np" --backend tcp "$conformance"
+    expect_passed "$out" "$np" tcp
     [[ $status == 0 ]] || { echo "$out" | tail -20; fail "exit status $status"; }
     grep -q "^\[0\] " <<<"$out" || fail "output is not tagged with ranks"
     ;;
   salloc)
     run salloc --quiet -n "$np" "$trainrun" "$conformance"
-    expect_passed "$out" "$np" gloo
+    expect_passed "$out" "$np" tcp
     [[ $status == 0 ]] || { echo "$out" | tail -20; fail "exit status $status"; }
     [[ $(grep -c "^trainrun: inside Slurm job [0-9]* ($(hostname -s):$np): starting one agent per node with srun" <<<"$out") == 1 ]] ||
       { echo "$out"; fail "no single line announcing srun mode"; }
@@ -122,7 +122,7 @@ case $case_name in
     printf '#!/bin/bash\nexec %q %q\n' "$trainrun" "$conformance" > job.sh
     run sbatch --time=4 --wait -n "$np" -o job.out job.sh
     out=$(cat job.out)
-    expect_passed "$out" "$np" gloo
+    expect_passed "$out" "$np" tcp
     [[ $status == 0 ]] || { echo "$out" | tail -20; fail "sbatch --wait: exit status $status"; }
     grep -q "^trainrun: inside Slurm job" <<<"$out" || fail "no line announcing srun mode"
     ;;
@@ -197,7 +197,7 @@ case $case_name in
     grep -q "^trainrun: inside Slurm job [0-9]* (h1:[0-9],h2:[0-9])" <<<"$out" || fail "not on h1 and h2"
     grep -q "cross=1/2" <<<"$out" || fail "no rank on the second node"
     run salloc --quiet -N 2 -n "$np" "$trainrun" --network "$slurm_net.0/24" "$conformance"
-    expect_passed "$out" "$np" gloo
+    expect_passed "$out" "$np" tcp
     [[ $status == 0 ]] || { echo "$out" | tail -20; fail "exit status $status"; }
     ;;
   two-nodes-pmix)

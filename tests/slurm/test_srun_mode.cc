@@ -91,7 +91,7 @@ TEST_CASE("clashes are usage errors that say what to do") {
       {{"--launcher", "srun", "--backend", "mpi"},
        kAllocation,
        "--backend mpi needs ranks that MPI starts itself: under Slurm run 'srun --mpi=pmix ./train' or "
-       "'trainrun --launcher mpirun'; trainrun's srun agents give gloo (or nccl)"},
+       "'trainrun --launcher mpirun'; trainrun's srun agents give tcp (or nccl)"},
       {{},
        {{"SLURM_JOB_ID", "12"}, {"SLURM_JOB_NODELIST", "n[1-"}, {"SLURM_TASKS_PER_NODE", "1"}},
        "SLURM_JOB_NODELIST='n[1-': 'n[1-' has a '[' without ']' (--launcher local runs every rank on this "

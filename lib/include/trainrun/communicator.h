@@ -4,7 +4,7 @@
 // Buffers are host memory or CUDA device memory, all of one call's buffers
 // on the same side. CUDA buffers go through NCCL when the build has it and
 // every rank can run it, else they are staged through pinned host memory
-// (TRAINRUN_BACKEND=nccl insists on NCCL; =gloo or =mpi always stages).
+// (TRAINRUN_BACKEND=nccl insists on NCCL; =tcp or =mpi always stages).
 // A call on CUDA buffers is ordered after work queued on the legacy default
 // stream, like cudaMemcpy; synchronize other streams before the call.
 // `count` is in elements of `type`. In-place forms:
@@ -46,7 +46,7 @@ class Communicator {
   int cross_rank() const;
   int cross_size() const;
   const std::string& hostname() const;
-  std::string backend_name() const;  // "gloo" | "mpi" | "nccl"
+  std::string backend_name() const;  // "tcp" | "mpi" | "nccl"
 
   void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op);
   // recv holds size() * count elements, rank r's block at r * count.
@@ -63,7 +63,7 @@ class Communicator {
 
   // Point-to-point, not collective: only the two ranks take part. send
   // returns once buf may be reused and does not wait for `peer` to call
-  // recv (on the gloo backend; MPI_Send may wait for large messages). recv
+  // recv (on the tcp backend; MPI_Send may wait for large messages). recv
   // waits for the next message with `tag` from `peer`, or from any rank
   // with kAnySource, and returns its sender. Messages between a pair with
   // one tag arrive in send order; tags keep them apart. Unlike the calls

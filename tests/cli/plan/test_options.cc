@@ -30,15 +30,19 @@ TEST_CASE("-np with one dash works, and the program's own -np is left alone") {
 TEST_CASE("--np=N, -np=N and option values that look like -np") {
   CHECK(parse({"--np=3", "p"}).options.np == 3);
   CHECK(parse({"-np=2", "p"}).options.np == 2);
-  const ParseResult r = parse({"--backend", "gloo", "-np", "2", "p", "a b"});
-  CHECK(r.options.backend == "gloo");
+  const ParseResult r = parse({"--backend", "tcp", "-np", "2", "p", "a b"});
+  CHECK(r.options.backend == "tcp");
   CHECK(r.options.command == std::vector<std::string>{"p", "a b"});
+}
+
+TEST_CASE("--backend gloo, the tcp backend's former name, is tcp") {
+  CHECK(parse({"--backend", "gloo", "-np", "2", "p"}).options.backend == "tcp");
 }
 
 TEST_CASE("usage errors exit 2") {
   CHECK(parse({"-np", "0", "p"}).exit_code == 2);
   CHECK(parse({"-np", "x", "p"}).exit_code == 2);
-  CHECK(parse({"--backend", "tcp", "-np", "1", "p"}).exit_code == 2);
+  CHECK(parse({"--backend", "udp", "-np", "1", "p"}).exit_code == 2);
   CHECK(parse({"--no-such-option"}).exit_code == 2);
 }
 

@@ -61,7 +61,7 @@ TEST_CASE("a successful job: every rank exited 0, no failure") {
   JobReport r = two_ranks();
   for (auto& rank : r.ranks) {
     rank.pid = 100 + rank.rank;
-    rank.backend = "gloo";
+    rank.backend = "tcp";
     rank.start_s = 0.01;
     rank.end_s = 1.5;
     rank.exit = ExitRecord{0, ExitRecord::Usage{1000, 2'000'000, 1'000}};
@@ -76,7 +76,7 @@ TEST_CASE("a successful job: every rank exited 0, no failure") {
   CHECK(j["ranks"][1]["exit_code"] == 0);
   CHECK(j["ranks"][1]["signal"].is_null());
   CHECK(j["ranks"][1]["user_cpu_s"] == 2.0);
-  CHECK(j["ranks"][1]["backend"] == "gloo");
+  CHECK(j["ranks"][1]["backend"] == "tcp");
   CHECK(j["stragglers"].is_null());
   CHECK(j["rendezvous_s"].is_null());
 }

@@ -192,7 +192,7 @@ def test_capability_probes_answer_as_horovod():
     assert isinstance(hvd.nccl_built(), int) and not isinstance(hvd.nccl_built(), bool)
     assert hvd.ccl_built() is False and hvd.ddl_built() is False and hvd.rocm_built() is False
     assert hvd.mpi_enabled() == (trainrun._core.backend_name() == 'mpi')
-    assert hvd.gloo_enabled() == (trainrun._core.backend_name() == 'gloo')
+    assert hvd.gloo_enabled() == (trainrun._core.backend_name() == 'tcp')
 
 
 def test_a_failed_collective_is_a_horovod_internal_error():

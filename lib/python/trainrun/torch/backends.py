@@ -24,7 +24,7 @@ def _version_number(version):
 
 
 def gloo_built():
-    return 'gloo' in _built()
+    return 'tcp' in _built()  # trainrun's tcp backend does what Horovod's Gloo does
 
 
 def mpi_built():
@@ -56,7 +56,7 @@ def rocm_built():
 
 
 def gloo_enabled():
-    return _core.backend_name() == 'gloo'
+    return _core.backend_name() == 'tcp'
 
 
 def mpi_enabled():

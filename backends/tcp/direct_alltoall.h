@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "backends/gloo/socket_mesh.h"
+#include "backends/tcp/socket_mesh.h"
 
 namespace trainrun::detail {
 

@@ -1,9 +1,9 @@
-#include "backends/gloo/two_level_allreduce.h"
+#include "backends/tcp/two_level_allreduce.h"
 
 #include <algorithm>
 
 #include "backends/blocks.h"
-#include "backends/gloo/direct_collectives.h"
+#include "backends/tcp/direct_collectives.h"
 
 namespace trainrun::detail {
 namespace {

@@ -1,4 +1,4 @@
-#include "backends/gloo/mesh_handshake.h"
+#include "backends/tcp/mesh_handshake.h"
 
 #include <cstdint>
 #include <cstring>

@@ -20,7 +20,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "backends/gloo/socket_mesh.h"
+#include "backends/tcp/socket_mesh.h"
 #include "backends/reduction.h"
 #include "backends/shm/shm_collectives.h"
 #include "contract/switch_points.h"

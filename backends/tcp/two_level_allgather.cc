@@ -1,7 +1,7 @@
-#include "backends/gloo/two_level_allgather.h"
+#include "backends/tcp/two_level_allgather.h"
 
 #include "backends/blocks.h"
-#include "backends/gloo/two_level_allreduce.h"
+#include "backends/tcp/two_level_allreduce.h"
 
 namespace trainrun::detail {
 

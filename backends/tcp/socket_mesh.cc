@@ -1,4 +1,4 @@
-#include "backends/gloo/socket_mesh.h"
+#include "backends/tcp/socket_mesh.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -15,7 +15,7 @@
 #include <cstring>
 #include <system_error>
 
-#include "backends/gloo/mesh_wiring.h"
+#include "backends/tcp/mesh_wiring.h"
 #include "rendezvous/net.h"
 #include "trainrun/error.h"
 

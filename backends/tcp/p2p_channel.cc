@@ -1,4 +1,4 @@
-#include "backends/gloo/p2p_channel.h"
+#include "backends/tcp/p2p_channel.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "backends/gloo/mesh_wiring.h"
+#include "backends/tcp/mesh_wiring.h"
 #include "rendezvous/net.h"
 #include "rendezvous/store.h"
 #include "trainrun/error.h"

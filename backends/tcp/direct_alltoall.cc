@@ -1,11 +1,11 @@
-#include "backends/gloo/direct_alltoall.h"
+#include "backends/tcp/direct_alltoall.h"
 
 #include <cstdint>
 #include <cstring>
 #include <string>
 
 #include "backends/blocks.h"
-#include "backends/gloo/direct_collectives.h"
+#include "backends/tcp/direct_collectives.h"
 #include "trainrun/error.h"
 
 namespace trainrun::detail {

@@ -14,7 +14,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "backends/gloo/socket_mesh.h"
+#include "backends/tcp/socket_mesh.h"
 #include "backends/shm/shm_collectives.h"
 
 namespace trainrun::detail {

@@ -1,4 +1,4 @@
-#include "backends/gloo/mesh_wiring.h"
+#include "backends/tcp/mesh_wiring.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -11,7 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 
-#include "backends/gloo/mesh_handshake.h"
+#include "backends/tcp/mesh_handshake.h"
 #include "rendezvous/net.h"
 #include "trainrun/error.h"
 

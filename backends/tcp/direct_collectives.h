@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "backends/gloo/socket_mesh.h"
+#include "backends/tcp/socket_mesh.h"
 #include "backends/reduction.h"
 
 namespace trainrun::detail {

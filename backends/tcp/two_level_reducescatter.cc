@@ -1,11 +1,11 @@
-#include "backends/gloo/two_level_reducescatter.h"
+#include "backends/tcp/two_level_reducescatter.h"
 
 #include <algorithm>
 #include <cstring>
 
 #include "backends/blocks.h"
-#include "backends/gloo/direct_collectives.h"
-#include "backends/gloo/two_level_allreduce.h"
+#include "backends/tcp/direct_collectives.h"
+#include "backends/tcp/two_level_allreduce.h"
 
 namespace trainrun::detail {
 namespace {

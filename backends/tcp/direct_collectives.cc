@@ -1,4 +1,4 @@
-#include "backends/gloo/direct_collectives.h"
+#include "backends/tcp/direct_collectives.h"
 
 #include <algorithm>
 #include <cstring>
