@@ -21,12 +21,6 @@ from trainrun.torch.functions import (  # noqa: F401
     broadcast_optimizer_state,
     broadcast_parameters,
 )
-from trainrun.torch.grouped_ops import (  # noqa: F401
-    grouped_allgather,
-    grouped_allgather_async,
-    grouped_reducescatter,
-    grouped_reducescatter_async,
-)
 from trainrun.torch.mpi_ops import (  # noqa: F401
     Adasum,
     Average,
@@ -49,10 +43,14 @@ from trainrun.torch.mpi_ops import (  # noqa: F401
     broadcast_async_,
     cross_rank,
     cross_size,
+    grouped_allgather,
+    grouped_allgather_async,
     grouped_allreduce,
     grouped_allreduce_,
     grouped_allreduce_async,
     grouped_allreduce_async_,
+    grouped_reducescatter,
+    grouped_reducescatter_async,
     init,
     is_homogeneous,
     is_initialized,
@@ -79,7 +77,3 @@ from trainrun.torch.process_sets import (  # noqa: F401
 )
 from trainrun.torch.sparse import sparse_allreduce_async  # noqa: F401
 from trainrun.torch.sync_batch_norm import SyncBatchNorm  # noqa: F401
-
-# The modules built on mpi_ops, handed to it (imports run one way: they -> mpi_ops).
-from trainrun.torch import adasum as _adasum, autograd_ops as _autograd_ops, mpi_ops as _mpi_ops  # noqa: E402
-_mpi_ops._extend(_autograd_ops, _adasum)

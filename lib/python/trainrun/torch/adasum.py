@@ -7,10 +7,9 @@ ranks combine a and b as
 level by level (ranks r and r ^ 2^k at level k), as Horovod's recursive
 doubling does. Every rank allgathers the flat tensors and computes the same
 tree in float64, so every rank gets the same bits. Like Horovod it needs a
-power-of-two number of ranks."""
+power-of-two number of ranks. The math only: engine_ops submits the
+allgather and calls it."""
 import torch
-
-from trainrun.torch import mpi_ops
 
 
 def combine(a, b):
@@ -33,20 +32,3 @@ def tree(vectors):
 def check(size):
     if size & (size - 1):
         raise NotImplementedError('Running Adasum with non-power of 2 ranks is not supported yet.')
-
-
-def allreduce_async_(tensor, name, prescale_factor=1.0, postscale_factor=1.0):
-    """Adasum of `tensor` over the ranks, written into it; a handle for synchronize()."""
-    check(mpi_ops.size())
-    if not tensor.is_floating_point():
-        raise ValueError(f"'{name}': Adasum needs a floating-point tensor, not {tensor.dtype}")
-    flat = (tensor.detach().reshape(1, -1).double() * prescale_factor)
-    gathered = mpi_ops.allgather_async(flat, name=None if name is None else f'adasum.{name}')
-
-    def finish(rows):
-        (rows,) = rows
-        result = tree(list(rows)) * postscale_factor
-        with torch.no_grad():
-            tensor.copy_(result.reshape(tensor.shape).to(tensor.dtype))
-        return tensor
-    return mpi_ops._submit_group([gathered], finish)

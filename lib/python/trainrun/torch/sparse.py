@@ -5,6 +5,7 @@ average) as a sparse COO tensor, duplicates left to coalesce()."""
 import torch
 
 from trainrun.torch import mpi_ops
+from trainrun.torch import process_sets as _sets
 
 
 def sparse_allreduce_async(tensor, name, op, process_set=None):
@@ -20,6 +21,6 @@ def sparse_allreduce_async(tensor, name, op, process_set=None):
         gathered_values = mpi_ops.synchronize(values)
         gathered_indices = mpi_ops.synchronize(indices)
         if op == mpi_ops.Average:
-            gathered_values = gathered_values / mpi_ops._sets._set_size(process_set)
+            gathered_values = gathered_values / _sets._set_size(process_set)
         return torch.sparse_coo_tensor(gathered_indices.transpose(0, 1), gathered_values, t.size())
     return handle
