@@ -36,6 +36,8 @@ packages=(
   # meson-python into a venv; the Debian packages (debian/); ccache lets the
   # pip build reuse the main build's objects
   python3-mesonpy python3-venv python3-pip build-essential debhelper dh-python dpkg-dev ccache
+  # scripts/make_pictures.sh: docs/pictures, drawn from real jobs with matplotlib
+  python3-matplotlib
 )
 # Commands that other packages may provide (nodesource's nodejs ships npm;
 # Debian's npm package would conflict with it): installed only when absent.
