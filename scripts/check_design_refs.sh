@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Keeps the design document and the tree in step. Three checks:
+# Keeps the documentation (docs/ and README.md) and the tree in step. Five
+# checks:
 #
 # 1. Every "docs/design.md §N" (or §N.M) cited in the tree names a section
 #    that docs/design.md has ("## N." or "### N.M" headings).
 # 2. Nothing cites the design by its old name, "DESIGN §N", a file that was
 #    never in the repository.
-# 3. Every repository path that a file under docs/ names exists. A path is
+# 3. Every repository path that README.md or a file under docs/ names
+#    exists. A path is
 #    a token that starts with one of the repository's top-level folders and
 #    a slash (`cli/job/job_state.h`, backends/tcp/, tests/conformance), in
 #    backticks or plain text, and is not itself part of a longer path (the
@@ -17,11 +19,14 @@
 #    and needs at least one. A path exists when it is a tracked file, a
 #    folder that holds one (with or without the trailing /), or a file
 #    generated from a tracked "<path>.in" template.
-# 4. Every bare file name that a file under docs/ writes alone in backticks
+# 4. Every bare file name that README.md or a file under docs/ writes alone
+#    in backticks
 #    (`cycle_status.h`, `meson.build`) is the name of a tracked file in some
 #    folder, of a "<name>.in" template, or of a meson.build configure_file
 #    output (`trainrun_config.h`). Name another project's file with its
 #    project's folder (gloo/rendezvous/store.h) or without backticks.
+# 5. README.md and docs/ speak to users, not to the project's tracker: no
+#    "issue 30", "issues #12 and 14" or "the issue".
 #
 # Prints each failure as file:line: text and exits 1 if there is any.
 # Usage: scripts/check_design_refs.sh [SOURCE_ROOT]
@@ -54,7 +59,9 @@ while IFS= read -r hit; do
 done < <(printf '%s\n' "${tracked[@]}" | grep -v "^$design$\|^scripts/check_design_refs.sh$" \
            | xargs -d '\n' grep -n 'DESIGN §' 2>/dev/null)
 
-# --- 3: paths named in docs/ ----------------------------------------------
+# --- 3: paths named in README.md and docs/ ----------------------------------
+# The user documentation: README.md and every markdown file under docs/.
+user_docs() { printf '%s\n' "${tracked[@]}" | grep '^docs/.*\.md$\|^README\.md$'; }
 declare -A is_file=() is_dir=()
 for f in "${tracked[@]}"; do
   is_file[$f]=1
@@ -100,9 +107,9 @@ while IFS= read -r doc; do
       path_exists "$p" || { echo "$doc:$line: $p does not exist (named as $token)"; bad=1; }
     done
   done < <(grep -noE "(^|[^A-Za-z0-9_./-])($top)/[A-Za-z0-9_./{},*?-]*" "$doc")
-done < <(printf '%s\n' "${tracked[@]}" | grep '^docs/')
+done < <(user_docs)
 
-# --- 4: bare file names in backticks in docs/ --------------------------------
+# --- 4: bare file names in backticks in README.md and docs/ ------------------
 declare -A is_name=()
 for f in "${tracked[@]}"; do is_name[${f##*/}]=1; done
 while IFS= read -r name; do is_name[$name]=1; done < <(printf '%s\n' "${tracked[@]}" | grep 'meson\.build$' \
@@ -115,5 +122,12 @@ while IFS= read -r doc; do
     [[ -n ${is_name[$name]:-} || -n ${is_name[$name.in]:-} ]] \
       || { echo "$doc:$line: no file is named $name"; bad=1; }
   done < <(grep -noE "$bare" "$doc")
-done < <(printf '%s\n' "${tracked[@]}" | grep '^docs/')
+done < <(user_docs)
+
+# --- 5: no talk of the issue tracker in README.md and docs/ -------------------
+while IFS= read -r doc; do
+  while IFS= read -r hit; do
+    echo "$doc:$hit  (say what the reader needs, not which issue asked for it)"; bad=1
+  done < <(grep -niE '\bissues? *#?[0-9]+|\bthe issue\b' "$doc")
+done < <(user_docs)
 exit $bad
