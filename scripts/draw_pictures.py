@@ -65,9 +65,9 @@ def verbose_job_line(path):
 def verbose_collectives_line(path):
     with open(path) as f:
         for line in f:
-            if 'collectives (gloo):' in line:
-                return line.split('collectives (gloo):', 1)[1].strip()
-    sys.exit(f'{path}: no "collectives (gloo):" line (was the job run with --verbose on 2 hosts?)')
+            if 'collectives (tcp):' in line:
+                return line.split('collectives (tcp):', 1)[1].strip()
+    sys.exit(f'{path}: no "collectives (tcp):" line (was the job run with --verbose on 2 hosts?)')
 
 
 # --- 1. the process model -----------------------------------------------------
@@ -171,7 +171,7 @@ def process_model(args):
 PHASES = [('NEGOTIATE_ALLREDUCE', 'negotiation: waiting until every rank submitted it', '#d9d9d9'),
           ('QUEUE', 'queued for the fusion buffer', '#fdd49e'),
           ('MEMCPY_IN_FUSION_BUFFER', 'copy into the fusion buffer', '#fc8d59'),
-          ('GLOO_ALLREDUCE', 'the allreduce (shared memory)', '#3182bd'),
+          ('TCP_ALLREDUCE', 'the allreduce (shared memory)', '#3182bd'),
           ('MEMCPY_OUT_FUSION_BUFFER', 'copy out of the fusion buffer', '#9e0142')]
 
 
