@@ -13,7 +13,7 @@
 #include "cli/ssh/check_table.h"
 #include "cli/plan/host_list.h"
 #include "cli/job/job_state.h"
-#include "cli/launch.h"
+#include "cli/mode/planned_job.h"
 #include "cli/ssh/preflight.h"
 #include "cli/plan/program_path.h"
 #include "cli/ssh/remote_plan.h"

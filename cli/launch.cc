@@ -2,10 +2,7 @@
 
 #include <signal.h>
 #include <sys/resource.h>
-#include <unistd.h>
-
 #include <cerrno>
-#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -16,6 +13,7 @@
 #include "cli/plan/host_list.h"
 #include "cli/plan/job_plan.h"
 #include "cli/job/job_state.h"
+#include "cli/mode/planned_job.h"
 #include "cli/agent/local_agent_link.h"
 #include "cli/plan/local_host.h"
 #include "cli/output/job_output.h"
@@ -201,33 +199,6 @@ std::optional<int> start_remote(const Options& options, const RemotePlan& remote
   report.failed("preflight_failed", text.substr(0, text.find('\n')));
   return kExitLaunch;
 }
-
-}  // namespace
-
-std::string current_directory() {
-  char path[PATH_MAX];
-  return ::getcwd(path, sizeof path) ? path : ".";
-}
-
-std::optional<PlannedJob> plan_job(const Options& options, std::string* error_line) {
-  std::string error;
-  PlanResult planned = make_plan(options, this_host_name(), &std::getenv, read_text_file);
-  try {
-    // Multi-host: which hosts are remote, and which network the job uses.
-    if (planned.plan) {
-      RemotePlan remote(*planned.plan, options);
-      return PlannedJob{std::move(*planned.plan), std::move(remote)};
-    }
-    error = planned.error;
-  } catch (const Error& e) {
-    error = e.what();
-  }
-  std::cerr << "trainrun: error: " << error << "\n";
-  if (error_line) *error_line = "trainrun: error: " + error;
-  return std::nullopt;
-}
-
-namespace {
 
 // Inside a Slurm allocation (or with --launcher srun): the allocation's
 // hosts, agents started by srun (cli/srun/srun_mode.h).

@@ -26,14 +26,15 @@
 #
 # Inside cli, folders bottom to top; each may include its own and lower ones:
 #
-#   process < plan < output < report < agent < ssh < srun < job < elastic < mpirun < cli/*.cc
+#   process < plan < output < report < agent < ssh < job < mode < srun < elastic < mpirun < cli/*.cc
 #
+# (mode: what every launch mode shares, above the job model it runs on.)
 # (cli/*.cc: main.cc, launch.cc, doctor.cc: the commands, which use every folder.)
 set -uo pipefail
 cd "${1:-$(dirname "$0")/..}" || exit 2
 
 library_layers=(vocabulary contract rendezvous backends lib cli)
-cli_layers=(process plan output report agent ssh srun job elastic mpirun top)
+cli_layers=(process plan output report agent ssh job mode srun elastic mpirun top)
 
 rank_of() {  # rank_of NAME LIST...: the index of NAME in LIST, or -1
   local name=$1 i=0; shift
