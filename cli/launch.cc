@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/resource.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -9,24 +10,21 @@
 #include <iostream>
 #include <sstream>
 
+#include "cli/choose_launch_mode.h"
 #include "cli/elastic/elastic_start.h"
+#include "cli/mode/agent_mode.h"
+#include "cli/mode/planned_job.h"
 #include "cli/plan/host_list.h"
 #include "cli/plan/job_plan.h"
 #include "cli/job/job_state.h"
-#include "cli/mode/planned_job.h"
-#include "cli/agent/local_agent_link.h"
-#include "cli/plan/local_host.h"
 #include "cli/output/job_output.h"
 #include "cli/output/output_router.h"
-#include "cli/ssh/preflight.h"
 #include "cli/plan/program_path.h"
 #include "cli/plan/rank_env.h"
 #include "cli/ssh/remote_plan.h"
 #include "cli/job/report_recorder.h"
 #include "cli/report/stack_dumps.h"
 #include "cli/plan/shell_words.h"
-#include "cli/srun/srun_agent_link.h"
-#include "cli/srun/srun_mode.h"
 #include "cli/job/supervisor.h"
 #include "rendezvous/auth.h"
 #include "rendezvous/http_server.h"
@@ -87,7 +85,7 @@ std::vector<JobSpec> host_jobs(const Options& options, const JobPlan& plan, cons
 }
 
 // How the elastic driver starts workers and agents later in the job.
-elastic::Starter elastic_starter(const Options& options, const JobEnv& job, const RemotePlan& remote) {
+elastic::Starter elastic_starter(const Options& options, const JobEnv& job, JobAgents& agents) {
   elastic::Starter starter;
   starter.job_template = job_template(options);
   starter.rank_spec = [&options, job](const RankSlot& slot, int size, int worker) {
@@ -95,37 +93,19 @@ elastic::Starter elastic_starter(const Options& options, const JobEnv& job, cons
     sized.size = size;
     return rank_spec(options, slot, sized, worker);
   };
-  starter.start_agent = [&options, &remote](const HostSlots& host, std::string* error) -> std::unique_ptr<AgentLink> {
-    if (is_local_host(host.host)) return std::make_unique<LocalAgentLink>(display_name(host));
-    RemoteAgents agents = start_remote_agents({host}, options.remote, remote.probe(current_directory()), false);
-    if (agents.ok) return std::move(agents.links.front());
-    *error = "the pre-flight checks failed";
-    for (const CheckRow& row : agents.rows) {
-      if (!row.ok) *error = row.check + ": " + row.result;  // the last: what stopped the checks
-    }
-    return nullptr;
-  };
+  starter.start_agent = [&agents](const HostSlots& host, std::string* error) { return agents.link_later(host, error); };
   return starter;
 }
 
-// What starts each host's agent: SSH (in remote.choices()) or srun steps.
-std::vector<std::string> agent_choices(const JobPlan& plan, const RemotePlan& remote, const SrunMode* srun) {
-  std::vector<std::string> lines = remote.choices();
-  if (!srun) return lines;
-  lines.resize(lines.size() - remote.remote_hosts().size());  // the SSH destinations
-  for (const HostSlots& host : plan.hosts) {
-    lines.push_back(display_name(host) + ": " + display_join(srun->agent_command(host.host)));
-  }
-  return lines;
-}
-
-int dry_run(const Options& options, const JobPlan& plan, const RemotePlan& remote, const SrunMode* srun) {
+int dry_run(const Options& options, const PlannedJob& planned, const AgentMode& mode) {
+  const JobPlan& plan = planned.plan;
+  const RemotePlan& remote = planned.remote;
   JobEnv job = job_environment(options, plan, remote);
   job.master_addr = remote.is_remote(0) ? "<rank 0's host address>" : job.rendezvous_addr;
   std::cout << "trainrun: dry run: " << plan.ranks.size() << " rank(s) on " << plan.hosts.size()
             << " host(s); rendezvous on " << job.rendezvous_addr << ", port chosen at launch; nothing is started\n";
-  if (srun) std::cout << "trainrun: " << srun->allocation.description() << ": one srun step per host\n";
-  for (const std::string& line : agent_choices(plan, remote, srun)) std::cout << "trainrun: " << line << "\n";
+  if (const std::optional<std::string> line = mode.dry_run_line()) std::cout << "trainrun: " << *line << "\n";
+  for (const std::string& line : mode.agent_choices(planned)) std::cout << "trainrun: " << line << "\n";
   const std::string transport = transport_choice(options, plan, &std::getenv);
   if (!transport.empty()) std::cout << "trainrun: " << transport << "\n";
   std::cout << "rank  host              local  cross  command\n";
@@ -164,8 +144,14 @@ report::StackDumps::Options stack_dump_options(const Options& options) {
 // (measured: -np 8 starts with 24 and fails with 20, -np 32 with 72 and
 // 64). A limit below that would fail mid-start with "Too many open files":
 // say so first, with the numbers (the server has already raised the soft
-// limit to the hard one).
-std::optional<std::string> too_few_descriptors(std::size_t remote_hosts, std::size_t ranks, std::size_t local_ranks) {
+// limit to the hard one). How each host's agent is reached
+// (cli/mode/agent_mode.h) says which hosts and ranks count.
+std::optional<std::string> too_few_descriptors(const AgentMode& mode, const PlannedJob& planned) {
+  const JobPlan& plan = planned.plan;
+  std::size_t remote_hosts = 0, local_ranks = 0;
+  for (std::size_t i = 0; i < plan.hosts.size(); ++i) remote_hosts += mode.reach(planned, i) == AgentReach::kSsh;
+  for (const RankSlot& slot : plan.ranks) local_ranks += mode.reach(planned, slot.host_index) == AgentReach::kChild;
+  const std::size_t ranks = plan.ranks.size();
   const std::size_t needed = std::max(5 * remote_hosts + ranks, 2 * local_ranks) + 8;
   rlimit limit{};
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= needed) {
@@ -176,36 +162,6 @@ std::optional<std::string> too_few_descriptors(std::size_t remote_hosts, std::si
          " open files, but this process may open " + std::to_string(limit.rlim_cur) + " (ulimit -n; hard limit " +
          (limit.rlim_max == RLIM_INFINITY ? std::string("unlimited") : std::to_string(limit.rlim_max)) +
          "): raise it, e.g. ulimit -n " + std::to_string(needed);
-}
-
-// Multi-host: every remote host checked at once, its agent started; nothing
-// starts unless all pass. Returns trainrun's exit status when they did not.
-std::optional<int> start_remote(const Options& options, const RemotePlan& remote, RemoteAgents& agents,
-                                ReportRecorder& report) {
-  if (!remote.any_remote()) return std::nullopt;
-  agents =
-      start_remote_agents(remote.remote_hosts(), options.remote, remote.probe(current_directory()), options.verbose);
-  if (agents.signal) {
-    const std::string line =
-        "trainrun: received " + signal_name(agents.signal) + " during the pre-flight checks; nothing was started";
-    std::cerr << line << "\n";
-    report.failed("signal", line);
-    report.write(128 + agents.signal);
-    std::_Exit(128 + agents.signal);  // host threads may still wait on the network
-  }
-  if (agents.ok) return std::nullopt;
-  const std::string text = preflight_failure_report(agents.rows, remote.host_count());
-  std::cerr << text;
-  report.failed("preflight_failed", text.substr(0, text.find('\n')));
-  return kExitLaunch;
-}
-
-// Inside a Slurm allocation (or with --launcher srun): the allocation's
-// hosts, agents started by srun (cli/srun/srun_mode.h).
-SrunDecision srun_decision(const Options& options) {
-  const ProgramLookup srun = find_program("srun", std::getenv("PATH"));
-  const std::string agent = options.remote.remote_trainrun.empty() ? self_executable() : options.remote.remote_trainrun;
-  return decide_srun_mode(options, &std::getenv, srun.path, agent);
 }
 
 // One run of a non-elastic job under --max-restarts (torchrun's whole-job
@@ -223,14 +179,14 @@ bool restarts(const JobState& state, const Attempt* attempt) {
 
 // Before anything starts: the report's plan, the program, the OMP note; a
 // dry run ends here. Returns trainrun's exit status when the launch ends here.
-std::optional<int> before_start(const Options& options, const PlannedJob& planned, const SrunMode* srun,
+std::optional<int> before_start(const Options& options, const PlannedJob& planned, const AgentMode& mode,
                                 ReportRecorder& report, const Attempt* attempt) {
   const JobPlan& plan = planned.plan;
   const RemotePlan& remote = planned.remote;
   std::vector<bool> is_remote;
-  for (std::size_t i = 0; i < plan.hosts.size(); ++i) is_remote.push_back(!srun && remote.is_remote(i));
+  for (std::size_t i = 0; i < plan.hosts.size(); ++i) is_remote.push_back(mode.reach(planned, i) == AgentReach::kSsh);
   report.planned(plan, is_remote);
-  report.set_launcher(srun ? "srun" : remote.any_remote() ? "ssh" : "local");
+  report.set_launcher(mode.name(planned));
   // Remote hosts look for the program themselves, in the pre-flight.
   const ProgramLookup program = find_program(options.command.front(), std::getenv("PATH"));
   if (!program.path && remote.any_local()) {
@@ -243,15 +199,15 @@ std::optional<int> before_start(const Options& options, const PlannedJob& planne
     std::cerr << "trainrun: note: OMP_NUM_THREADS=1 for every rank, as several share a host (set OMP_NUM_THREADS "
                  "or -x OMP_NUM_THREADS=N to choose)\n";
   }
-  if (options.dry_run) return dry_run(options, plan, remote, srun);
-  if (srun && srun->automatic) std::cerr << srun->announcement() << "\n";
+  if (options.dry_run) return dry_run(options, planned, mode);
+  if (const std::optional<std::string> line = mode.announcement()) std::cerr << *line << "\n";
   return std::nullopt;
 }
 
 // What every rank is told: the rendezvous and its secret, the job id, and
 // torch's MASTER_ADDR/MASTER_PORT.
-JobEnv job_env(const Options& options, const PlannedJob& planned, const SrunMode* srun, const Attempt* attempt,
-               const rendezvous::Secret& secret, std::uint16_t rendezvous_port, const RemoteAgents& remote_agents) {
+JobEnv job_env(const Options& options, const PlannedJob& planned, const Attempt* attempt,
+               const rendezvous::Secret& secret, std::uint16_t rendezvous_port, const JobAgents& agents) {
   const JobPlan& plan = planned.plan;
   const RemotePlan& remote = planned.remote;
   JobEnv job = job_environment(options, plan, remote);
@@ -261,11 +217,11 @@ JobEnv job_env(const Options& options, const PlannedJob& planned, const SrunMode
   job.secret_hex = rendezvous::to_hex(secret);
   job.restart_count = attempt ? attempt->number : 0;
   // torch's env:// store runs in rank 0, so MASTER_ADDR is rank 0's host.
-  const bool probed_master = remote.is_remote(0) && !srun;
-  job.master_addr = probed_master         ? remote_agents.answers[0].address
-                    : remote.is_remote(0) ? plan.hosts[0].host  // srun: no probe; the node's name
+  const std::optional<MasterEndpoint> probed = agents.master();
+  job.master_addr = probed                ? probed->address
+                    : remote.is_remote(0) ? plan.hosts[0].host  // not probed: the host's name
                                           : job.rendezvous_addr;
-  job.master_port = probed_master ? remote_agents.answers[0].free_port : net::free_tcp_port(job.rendezvous_addr);
+  job.master_port = probed ? probed->port : net::free_tcp_port(job.rendezvous_addr);
   if (options.verbose) {
     const ProgramLookup program = find_program(options.command.front(), std::getenv("PATH"));
     std::cerr << "trainrun: job " << job.job_id << ": " << plan.ranks.size() << " rank(s) on " << plan.hosts.size()
@@ -274,24 +230,6 @@ JobEnv job_env(const Options& options, const PlannedJob& planned, const SrunMode
               << program.path.value_or(options.command.front()) << "\n";
   }
   return job;
-}
-
-// One link per host, in the plan's order: srun's, the pre-flight's SSH
-// links for remote hosts, a local agent for this one.
-std::vector<std::unique_ptr<AgentLink>> agent_links(const PlannedJob& planned, const SrunMode* srun,
-                                                    RemoteAgents& remote_agents) {
-  const JobPlan& plan = planned.plan;
-  std::vector<std::unique_ptr<AgentLink>> agents;
-  for (std::size_t i = 0, next_remote = 0; i < plan.hosts.size(); ++i) {
-    if (srun) {
-      agents.push_back(
-          std::make_unique<SrunAgentLink>(display_name(plan.hosts[i]), srun->agent_command(plan.hosts[i].host)));
-      continue;
-    }
-    agents.push_back(planned.remote.is_remote(i) ? std::move(remote_agents.links[next_remote++])
-                                                 : std::make_unique<LocalAgentLink>(display_name(plan.hosts[i])));
-  }
-  return agents;
 }
 
 SupervisorOptions supervisor_options(const Options& options, ReportRecorder& report, const Attempt* attempt) {
@@ -325,9 +263,8 @@ void take_late_signals(JobState& state, OutputRouter& output) {
 
 // The agents started and supervised to the job's end, its summary printed,
 // its output and report collected. Returns trainrun's exit status.
-int run_job(const Options& options, const PlannedJob& planned, const SrunMode* srun, ReportRecorder& report,
-            elastic::ElasticStart* elastic, Attempt* attempt, rendezvous::HttpServer& server, const JobEnv& job,
-            RemoteAgents& remote_agents) {
+int run_job(const Options& options, const PlannedJob& planned, JobAgents& job_agents, ReportRecorder& report,
+            elastic::ElasticStart* elastic, Attempt* attempt, rendezvous::HttpServer& server, const JobEnv& job) {
   const JobPlan& plan = planned.plan;
   const std::vector<JobSpec> jobs = host_jobs(options, plan, job);
   OutputRouter::Options output_options = job_output_options(options, plan);
@@ -339,7 +276,7 @@ int run_job(const Options& options, const PlannedJob& planned, const SrunMode* s
   std::vector<std::string> rank_hosts;
   for (const RankSlot& slot : plan.ranks) rank_hosts.push_back(display_name(plan.hosts[slot.host_index]));
   JobState state(static_cast<int>(plan.ranks.size()), rank_hosts);
-  std::vector<std::unique_ptr<AgentLink>> agents = agent_links(planned, srun, remote_agents);
+  std::vector<std::unique_ptr<AgentLink>> agents = job_agents.links();
   Supervisor supervisor(supervisor_options(options, report, attempt), state, output, &server.table());
   report::StackDumps stacks(stack_dump_options(options), rank_hosts);
   supervisor.attach_stacks(stacks);
@@ -347,7 +284,7 @@ int run_job(const Options& options, const PlannedJob& planned, const SrunMode* s
   if (elastic) {
     state.name_ranks_workers();
     driver = std::make_unique<elastic::ElasticDriver>(elastic->driver, elastic->hosts, plan.ranks, state, supervisor,
-                                                      server.table(), elastic_starter(options, job, planned.remote),
+                                                      server.table(), elastic_starter(options, job, job_agents),
                                                       elastic->discovery.get());
     supervisor.attach_control(*driver);
     if (elastic->discovery) elastic->discovery->start();
@@ -380,15 +317,15 @@ int run_job(const Options& options, const PlannedJob& planned, const SrunMode* s
 // One run of the job: planned, checked, the rendezvous server and the
 // agents started, supervised to the end. The job's signals stay blocked
 // and the server runs from their start to every return (scope-bound).
-int launch_planned(const Options& options, const SrunMode* srun, ReportRecorder& report, elastic::ElasticStart* elastic,
-                   Attempt* attempt = nullptr) {
+int launch_planned(const Options& options, const AgentMode& mode, ReportRecorder& report,
+                   elastic::ElasticStart* elastic, Attempt* attempt = nullptr) {
   std::string plan_error;
   const std::optional<PlannedJob> planned = plan_job(options, &plan_error);
   if (!planned) {
     report.failed("usage_error", plan_error);
     return kExitUsage;
   }
-  if (const std::optional<int> ended = before_start(options, *planned, srun, report, attempt)) return *ended;
+  if (const std::optional<int> ended = before_start(options, *planned, mode, report, attempt)) return *ended;
 
   // Before the server thread and the agents exist (they inherit the mask).
   const BlockedJobSignals blocked;
@@ -399,30 +336,28 @@ int launch_planned(const Options& options, const SrunMode* srun, ReportRecorder&
   server.start();
   report.watch(server.table());
   if (options.verbose) {
-    for (const std::string& line : agent_choices(planned->plan, planned->remote, srun)) {
-      std::cerr << "trainrun: " << line << "\n";
-    }
+    for (const std::string& line : mode.agent_choices(*planned)) std::cerr << "trainrun: " << line << "\n";
     const std::string transport = transport_choice(options, planned->plan, &std::getenv);
     if (!transport.empty()) std::cerr << "trainrun: " << transport << "\n";
   }
-  std::size_t local_ranks = 0;
-  for (const RankSlot& slot : planned->plan.ranks) local_ranks += !srun && !planned->remote.is_remote(slot.host_index);
-  if (const auto why = too_few_descriptors(srun ? 0 : planned->remote.remote_hosts().size(), planned->plan.ranks.size(),
-                                           local_ranks)) {
+  if (const auto why = too_few_descriptors(mode, *planned)) {
     std::cerr << "trainrun: error: " << *why << "\n";
     report.failed("launch_failed", "trainrun: error: " + *why);
     return kExitLaunch;
   }
-  RemoteAgents remote_agents;
-  const std::optional<int> failed = srun ? std::nullopt : start_remote(options, planned->remote, remote_agents, report);
-  if (failed) return *failed;
-  const JobEnv job = job_env(options, *planned, srun, attempt, secret, server.port(), remote_agents);
-  return run_job(options, *planned, srun, report, elastic, attempt, server, job, remote_agents);
+  AgentStart started = mode.start(options, *planned, report);
+  if (!started.agents) return started.exit_status;
+  const JobEnv job = job_env(options, *planned, attempt, secret, server.port(), *started.agents);
+  return run_job(options, *planned, *started.agents, report, elastic, attempt, server, job);
 }
 
-}  // namespace
+// Runs a job on trainrun's agents, whichever mode starts them.
+class Launcher final : public AgentLauncher {
+ public:
+  int launch(const Options& given, ReportRecorder& report, const AgentMode& mode) override;
+};
 
-int launch(const Options& given, ReportRecorder& report) {
+int Launcher::launch(const Options& given, ReportRecorder& report, const AgentMode& mode) {
   Options options = given;
   if (options.elastic()) {  // local and SSH agents only (elastic_start.h)
     std::string error_line;
@@ -432,16 +367,8 @@ int launch(const Options& given, ReportRecorder& report) {
       report.failed(exit_code == kExitUsage ? "usage_error" : "preflight_failed", error_line);
       return exit_code;
     }
-    return launch_planned(options, nullptr, report, &*elastic);
+    return launch_planned(options, mode, report, &*elastic);
   }
-  const SrunDecision srun = srun_decision(given);
-  if (!srun.error.empty()) {
-    std::cerr << "trainrun: error: " << srun.error << "\n";
-    report.failed("usage_error", "trainrun: error: " + srun.error);
-    return kExitUsage;
-  }
-  if (srun.mode) options.hosts = srun.mode->allocation.host_option();
-  const SrunMode* srun_mode = srun.mode ? &*srun.mode : nullptr;
   // torchrun's --max-restarts: after a rank fails, every rank is stopped and
   // the whole job starts again through the same path (a fresh rendezvous
   // and job id), at most N times; the last failure ends the job.
@@ -451,7 +378,7 @@ int launch(const Options& given, ReportRecorder& report) {
   Attempt attempt;
   attempt.max = options.dry_run ? 0 : std::max(options.reset_limit, 0);
   while (true) {
-    const int status = launch_planned(options, srun_mode, report, nullptr, &attempt);
+    const int status = launch_planned(options, mode, report, nullptr, &attempt);
     if (!attempt.restarting) return status;
     for (int sig : take_pending_signals({SIGUSR1, SIGUSR2})) {
       std::cerr << "trainrun: received " << signal_name(sig) << " while the job restarts: no rank to forward it to\n";
@@ -459,6 +386,19 @@ int launch(const Options& given, ReportRecorder& report) {
     report.restarted();
     ++attempt.number;
   }
+}
+
+}  // namespace
+
+int launch(const Options& options, ReportRecorder& report) {
+  const LaunchModeChoice chosen = choose_launch_mode(options, &std::getenv);
+  if (!chosen.mode) {
+    std::cerr << "trainrun: error: " << chosen.error << "\n";
+    report.failed("usage_error", "trainrun: error: " + chosen.error);
+    return kExitUsage;
+  }
+  Launcher launcher;
+  return chosen.mode->run(options, report, launcher);
 }
 
 }  // namespace trainrun::cli

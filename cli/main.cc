@@ -12,7 +12,6 @@
 #include "cli/job/job_state.h"
 #include "cli/job/supervisor.h"
 #include "cli/launch.h"
-#include "cli/mpirun/mpirun_launcher.h"
 #include "cli/plan/options.h"
 #include "cli/plan/program_path.h"
 #include "cli/job/report_recorder.h"
@@ -73,9 +72,7 @@ int main(int argc, char** argv) {
   // summary and report (docs/design.md §2).
   const BlockedJobSignals blocked;
   try {
-    // Elastic jobs need trainrun's agents: launch() says so for mpirun too.
-    const bool mpirun = options.launcher == "mpirun" && !options.elastic();
-    status = mpirun ? run_mpirun(options, report) : launch(options, report);
+    status = launch(options, report);  // through the mode the options choose
   } catch (const trainrun::Error& e) {
     std::cerr << "trainrun: error: " << e.what() << "\n";
     report.failed("launch_failed", std::string("trainrun: error: ") + e.what());

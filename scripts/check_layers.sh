@@ -28,8 +28,9 @@
 #
 #   process < plan < output < report < agent < ssh < job < mode < srun < elastic < mpirun < cli/*.cc
 #
-# (mode: what every launch mode shares, above the job model it runs on.)
-# (cli/*.cc: main.cc, launch.cc, doctor.cc: the commands, which use every folder.)
+# (mode: the launch-mode interface, which srun and mpirun implement. cli/*.cc:
+# main.cc, launch.cc, doctor.cc: the commands, which use every folder, and
+# choose_launch_mode.cc, which knows every mode.)
 set -uo pipefail
 cd "${1:-$(dirname "$0")/..}" || exit 2
 

@@ -3,8 +3,9 @@
 // with --launcher srun, the hosts and slots are the allocation's and every
 // host's agent is one srun step: `srun --nodes=1 --ntasks=1 --nodelist=HOST
 // ... trainrun agent`, whose stdin and stdout are the agent's control stream
-// (cli/srun/srun_agent_link.h). Rendezvous, supervision and teardown are the
-// SSH mode's (cli/launch.cc). Pure given the environment and srun's path.
+// (cli/srun/srun_agent_link.h; the launch mode: cli/srun/srun_launch_mode.h).
+// Rendezvous, supervision and teardown are every agent mode's
+// (cli/launch.cc). Pure given the environment and srun's path.
 #pragma once
 
 #include <optional>

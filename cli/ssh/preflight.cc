@@ -171,7 +171,7 @@ SshDestination ssh_destination(const HostSlots& host, const RemoteOptions& optio
 RemoteAgents start_remote_agents(const std::vector<HostSlots>& hosts, const RemoteOptions& options,
                                  const ProbeRequest& request, bool verbose) {
   // Shared with the threads, which a stop signal leaves running while
-  // trainrun exits at once (see launch.cc).
+  // trainrun exits at once (see cli/mode/local_ssh_launch_mode.cc).
   struct Shared {
     std::vector<HostCheck> checks;
     std::mutex known_hosts_lock;
