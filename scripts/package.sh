@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# CI's "package" phase (scripts/test.sh): each install path of README
-# "Install", end to end, in build-package/ (outside git):
+# CI's "package" phase (scripts/test.sh): each install path of
+# docs/install.md, end to end, in build-package/ (outside git):
 #   pip   tests/packaging/pip.sh: pip install --no-build-isolation . into a
 #         venv, the MNIST example with 2 ranks, pip wheel, pip uninstall
 #   deb   tests/packaging/deb.sh: dpkg-buildpackage -us -uc -b on a copy of the tree

@@ -1,7 +1,7 @@
 // mpirun's and horovodrun's spellings of trainrun's options, listed in
 // --help under "Compatibility": each sets the Options field of trainrun's
 // own option, or is accepted with a note (Options::notes) saying what
-// trainrun does instead. README "Coming from mpirun / horovodrun / torchrun"
+// trainrun does instead. docs/running-jobs.md "Coming from mpirun / horovodrun / torchrun"
 // has the table. Called from cli/plan/options.cc while the app is built.
 #pragma once
 

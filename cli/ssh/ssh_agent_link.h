@@ -26,7 +26,7 @@ namespace trainrun::cli {
 
 inline constexpr std::chrono::seconds kPingInterval{2};
 // An unplugged host is named within kSilenceLimit + one poll of its last
-// answer: within 10 s of the unplug, as the README says (at 10 s here it
+// answer: within 10 s of the unplug, as docs/multi-host.md says (at 10 s here it
 // took 11.1-11.3 s).
 inline constexpr std::chrono::seconds kSilenceLimit{8};
 // How long a remote agent waits for the next Ping before it ends the job.

@@ -2,7 +2,7 @@
 # scripts/gpu_checks.sh where there is no GPU: pack, with the Python package
 # for Debian's python3, gives a bundle whose package loads from the bundle,
 # and run says in one line that there is no GPU and exits 77 (what it does
-# with a GPU: README "GPU checks"). Usage: gpu_bundle.sh BUILD_DIR SOURCE_DIR
+# with a GPU: docs/gpus.md "GPU checks"). Usage: gpu_bundle.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
 build=$(realpath "$1")
 src=$(realpath "$2")

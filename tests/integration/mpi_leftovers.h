@@ -1,8 +1,8 @@
 // Open MPI's shared-memory segments (/dev/shm/vader_segment.HOST.*) that a
 // job whose ranks mpirun or trainrun killed leaves behind: a killed rank
-// cannot unlink its segment (a known limit, README "Running on Open MPI and
-// Slurm"). A test that makes that happen holds a VaderSegmentsGuard, which
-// removes what appeared while it lived, so that no run accumulates them.
+// cannot unlink its segment (a known limit, docs/slurm-and-mpi.md). A test
+// that makes that happen holds a VaderSegmentsGuard, which removes what
+// appeared while it lived, so that no run accumulates them.
 // For serial tests: a segment another job made meanwhile would go too.
 #pragma once
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The pip install path (README "Install"), end to end:
+# The pip install path (docs/install.md), end to end:
 #   tests/packaging/pip.sh AREA
 # 1. a venv made with --system-site-packages (Debian's torch) gets
 #    `pip install --no-build-isolation .` (meson-python; build dir

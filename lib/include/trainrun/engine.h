@@ -27,7 +27,7 @@
 // - The tensor's memory must stay valid and untouched until the handle
 //   completes. Host memory (device kCpu) everywhere; CUDA memory (device >= 0,
 //   the rank's GPU) in allreduce and broadcast, with prescale and postscale 1,
-//   unfused, through NCCL or staged (README "CUDA buffers and NCCL"): the
+//   fused into a device buffer, through NCCL or staged (docs/gpus.md): the
 //   others are Error(Unsupported), as is an int16 allreduce through NCCL,
 //   and a rank that joined fails them.
 // - Every function here is thread-safe.
