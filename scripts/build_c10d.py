@@ -8,7 +8,7 @@ another one, e.g. a pip torch 2.x on a GPU machine.
     python3 scripts/build_c10d.py SOURCE_ROOT PACKAGE_DIR
 
 SOURCE_ROOT is a trainrun source tree (lib/torch_distributed,
-lib/python/core_group.h, lib/include); PACKAGE_DIR is the trainrun package
+lib/python/core_group.h, lib/include, vocabulary); PACKAGE_DIR is the trainrun package
 whose _core the module will call: it lands there as _c10d<EXT_SUFFIX>.
 Needs a C++17 compiler and ninja. Prints the module's path; exit 1 with
 the compiler's words when the build fails.
@@ -35,7 +35,7 @@ def main():
     build = tempfile.mkdtemp(prefix="trainrun-c10d-")
     try:
         cpp_extension.load(name="_c10d", sources=sources, build_directory=build,
-                           extra_include_paths=[root, os.path.join(root, "lib", "include")],
+                           extra_include_paths=[root, os.path.join(root, "lib", "include"), os.path.join(root, "vocabulary")],
                            extra_cflags=["-O2", "-std=c++17"], is_python_module=False, verbose=False)
         target = os.path.join(package, "_c10d" + sysconfig.get_config_var("EXT_SUFFIX"))
         shutil.copy(os.path.join(build, "_c10d.so"), target)

@@ -9,7 +9,7 @@
 # layer and links each with only the layers below it):
 #
 #   layer        folder                    may include
-#   vocabulary   lib/include/trainrun/     vocabulary (the public headers include only <trainrun/*.h>)
+#   vocabulary   vocabulary/               vocabulary
 #   contract     contract/                 vocabulary
 #   rendezvous   rendezvous/               contract, vocabulary
 #   backends     backends/                 rendezvous, contract, vocabulary
@@ -19,10 +19,11 @@
 #                                          (one exception: cli/main.cc includes backends/registry.h
 #                                          for `trainrun --version`)
 #
-# "vocabulary" from outside lib/ means trainrun/error.h, types.h, half.h and
-# version.h (lib/names.cc implements them); the other public headers
-# (communicator.h, engine.h, elastic.h, sampler.h, trainrun.h, torch.h) are
-# the lib layer's API.
+# The vocabulary is trainrun/error.h, types.h, half.h and version.h
+# (vocabulary/trainrun; vocabulary/names.cc implements them); the other
+# public headers (lib/include/trainrun: communicator.h, engine.h, elastic.h,
+# sampler.h, trainrun.h, torch.h) are the lib layer's API and include only
+# <trainrun/*.h>.
 #
 # Inside cli, folders bottom to top; each may include its own and lower ones:
 #
@@ -45,7 +46,7 @@ rank_of() {  # rank_of NAME LIST...: the index of NAME in LIST, or -1
 
 layer_of_file() {
   case $1 in
-    lib/include/trainrun/*|lib/names.cc) echo vocabulary ;;
+    vocabulary/*) echo vocabulary ;;
     contract/*) echo contract ;; rendezvous/*) echo rendezvous ;; backends/*) echo backends ;;
     lib/*) echo lib ;; cli/*) echo cli ;;
   esac
@@ -92,8 +93,8 @@ while IFS= read -r file; do
       fi
     fi
   done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file")
-done < <(git ls-files 'lib/*' 'contract/*' 'rendezvous/*' 'backends/*' 'cli/*' 2>/dev/null | grep -E '\.(h|cc|h\.in)$' ||
-         find lib contract rendezvous backends cli -name '*.h' -o -name '*.cc' -o -name '*.h.in')
+done < <(git ls-files 'vocabulary/*' 'lib/*' 'contract/*' 'rendezvous/*' 'backends/*' 'cli/*' 2>/dev/null | grep -E '\.(h|cc|h\.in)$' ||
+         find vocabulary lib contract rendezvous backends cli -name '*.h' -o -name '*.cc' -o -name '*.h.in')
 
 # The Python package: module -> the trainrun modules it imports (anywhere in
 # it, function bodies included); a cycle is printed as a -> b -> a. A module

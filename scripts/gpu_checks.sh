@@ -76,10 +76,11 @@ pack_python() {
   cp "$root"/tests/gpu/*.py "$root/tests/bench/gradient_set.py" "$bundle/python/" || exit 1
   # trainrun._c10d is built on the GPU machine, against its own torch.
   rm -f "$bundle/python/trainrun/"_c10d*
-  mkdir -p "$bundle/c10d-src/lib/python" "$bundle/c10d-src/lib/include" || exit 1
+  mkdir -p "$bundle/c10d-src/lib/python" "$bundle/c10d-src/lib/include" "$bundle/c10d-src/vocabulary" || exit 1
   cp -r "$root/lib/torch_distributed" "$bundle/c10d-src/lib/" &&
     cp "$root/lib/python/core_group.h" "$bundle/c10d-src/lib/python/" &&
     cp -r "$root/lib/include/trainrun" "$bundle/c10d-src/lib/include/" &&
+    cp -r "$root/vocabulary/trainrun" "$bundle/c10d-src/vocabulary/" &&
     cp "$root/scripts/build_c10d.py" "$bundle/" || exit 1
   echo "$bundle/python/trainrun/_core$suffix"
 }
