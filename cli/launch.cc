@@ -28,7 +28,7 @@
 #include "cli/job/supervisor.h"
 #include "rendezvous/auth.h"
 #include "rendezvous/http_server.h"
-#include "rendezvous/net.h"
+#include "os/net.h"
 #include "contract/environment.h"
 #include "trainrun/error.h"
 

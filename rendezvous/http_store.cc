@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "rendezvous/kv_request.h"
-#include "rendezvous/net.h"
+#include "os/net.h"
 #include "contract/http_scheme.h"
 #include "contract/auth_scheme.h"
 #include "contract/limits.h"

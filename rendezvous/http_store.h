@@ -13,7 +13,7 @@
 #include "rendezvous/auth.h"
 #include "rendezvous/http_message.h"
 #include "rendezvous/store.h"
-#include "rendezvous/unique_fd.h"
+#include "os/unique_fd.h"
 
 namespace trainrun::rendezvous {
 

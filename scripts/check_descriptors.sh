@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every descriptor has one owner and every child one way to start (issue 24):
-# close(2) is called only by UniqueFd (rendezvous/unique_fd.h) and fork/exec
+# close(2) is called only by UniqueFd (os/unique_fd.h) and fork/exec
 # only by the subprocess helper (cli/process/subprocess.cc). Lists each other
 # call in cli/, lib/, backends/, rendezvous/ and exits 1 if there is any.
 # Usage: scripts/check_descriptors.sh [ROOT]   (default: this repository)
@@ -11,9 +11,9 @@ status=0
 # close(2) takes the descriptor: a member's close() (a stream's, UniqueFd's
 # own) has no argument. Comment lines do not count.
 closes=$(grep -rnE '(^|[^A-Za-z0-9_.>])(::)?close\(\s*[^) ]' --include=*.cc --include=*.h cli lib backends rendezvous |
-         grep -vE '^rendezvous/unique_fd\.h:|^[^:]+:[0-9]+:\s*//')
+         grep -vE '^os/unique_fd\.h:|^[^:]+:[0-9]+:\s*//')
 if [[ -n "$closes" ]]; then
-  echo "close(2) outside UniqueFd (rendezvous/unique_fd.h); own the descriptor with a UniqueFd instead:"
+  echo "close(2) outside UniqueFd (os/unique_fd.h); own the descriptor with a UniqueFd instead:"
   echo "$closes"
   status=1
 fi

@@ -10,12 +10,13 @@
 #
 #   layer        folder                    may include
 #   vocabulary   vocabulary/               vocabulary
-#   contract     contract/                 vocabulary
-#   rendezvous   rendezvous/               contract, vocabulary
-#   backends     backends/                 rendezvous, contract, vocabulary
-#   lib          lib/ (engine/, elastic/,  backends, rendezvous, contract, vocabulary
+#   os           os/                       vocabulary
+#   contract     contract/                 os, vocabulary
+#   rendezvous   rendezvous/               contract, os, vocabulary
+#   backends     backends/                 rendezvous, contract, os, vocabulary
+#   lib          lib/ (engine/, elastic/,  backends, rendezvous, contract, os, vocabulary
 #                torch/, python/)
-#   cli          cli/                      rendezvous, contract, vocabulary; never backends or lib
+#   cli          cli/                      rendezvous, contract, os, vocabulary; never backends or lib
 #                                          (one exception: cli/main.cc includes backends/registry.h
 #                                          for `trainrun --version`)
 #
@@ -35,7 +36,7 @@
 set -uo pipefail
 cd "${1:-$(dirname "$0")/..}" || exit 2
 
-library_layers=(vocabulary contract rendezvous backends lib cli)
+library_layers=(vocabulary os contract rendezvous backends lib cli)
 cli_layers=(process plan output report agent ssh job mode srun elastic mpirun top)
 
 rank_of() {  # rank_of NAME LIST...: the index of NAME in LIST, or -1
@@ -47,6 +48,7 @@ rank_of() {  # rank_of NAME LIST...: the index of NAME in LIST, or -1
 layer_of_file() {
   case $1 in
     vocabulary/*) echo vocabulary ;;
+    os/*) echo os ;;
     contract/*) echo contract ;; rendezvous/*) echo rendezvous ;; backends/*) echo backends ;;
     lib/*) echo lib ;; cli/*) echo cli ;;
   esac
@@ -93,8 +95,8 @@ while IFS= read -r file; do
       fi
     fi
   done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file")
-done < <(git ls-files 'vocabulary/*' 'lib/*' 'contract/*' 'rendezvous/*' 'backends/*' 'cli/*' 2>/dev/null | grep -E '\.(h|cc|h\.in)$' ||
-         find vocabulary lib contract rendezvous backends cli -name '*.h' -o -name '*.cc' -o -name '*.h.in')
+done < <(git ls-files 'vocabulary/*' 'os/*' 'lib/*' 'contract/*' 'rendezvous/*' 'backends/*' 'cli/*' 2>/dev/null | grep -E '\.(h|cc|h\.in)$' ||
+         find vocabulary os lib contract rendezvous backends cli -name '*.h' -o -name '*.cc' -o -name '*.h.in')
 
 # The Python package: module -> the trainrun modules it imports (anywhere in
 # it, function bodies included); a cycle is printed as a -> b -> a. A module

@@ -12,7 +12,7 @@
 #include <utility>
 
 #include "rendezvous/auth.h"
-#include "rendezvous/net.h"
+#include "os/net.h"
 #include "trainrun/error.h"
 
 namespace trainrun::detail {

@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <string>
 
-#include "rendezvous/unique_fd.h"
+#include "os/unique_fd.h"
 
 namespace trainrun::detail {
 

@@ -12,7 +12,7 @@
 #include <cstdio>
 
 #include "backends/tcp/mesh_handshake.h"
-#include "rendezvous/net.h"
+#include "os/net.h"
 #include "trainrun/error.h"
 
 namespace trainrun::detail {

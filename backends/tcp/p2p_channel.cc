@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "backends/tcp/mesh_wiring.h"
-#include "rendezvous/net.h"
+#include "os/net.h"
 #include "rendezvous/store.h"
 #include "trainrun/error.h"
 

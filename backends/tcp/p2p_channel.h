@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "rendezvous/auth.h"
-#include "rendezvous/unique_fd.h"
+#include "os/unique_fd.h"
 #include "trainrun/types.h"
 
 namespace trainrun::rendezvous {

@@ -16,7 +16,7 @@
 #include <system_error>
 
 #include "backends/tcp/mesh_wiring.h"
-#include "rendezvous/net.h"
+#include "os/net.h"
 #include "trainrun/error.h"
 
 namespace trainrun::detail {

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "rendezvous/auth.h"
-#include "rendezvous/unique_fd.h"
+#include "os/unique_fd.h"
 
 namespace trainrun::detail {
 

@@ -9,8 +9,8 @@
 #include "backends/tcp/direct_collectives.h"
 #include "contract/environment.h"
 #include "rendezvous/auth.h"
-#include "rendezvous/interfaces.h"
-#include "rendezvous/net.h"
+#include "os/interfaces.h"
+#include "os/net.h"
 #include "rendezvous/store.h"
 #include "trainrun/error.h"
 

@@ -29,7 +29,7 @@
 #include "cli/report/stack_capture.h"
 #include "contract/environment.h"
 #include "cli/process/subprocess.h"
-#include "rendezvous/unique_fd.h"
+#include "os/unique_fd.h"
 #include "trainrun/version.h"
 
 namespace trainrun::cli {

@@ -12,9 +12,9 @@
 #include <thread>
 
 #include "cli/plan/program_path.h"
-#include "rendezvous/interfaces.h"
+#include "os/interfaces.h"
 #include "rendezvous/kv_request.h"
-#include "rendezvous/net.h"
+#include "os/net.h"
 #include "trainrun/error.h"
 
 namespace trainrun::cli {

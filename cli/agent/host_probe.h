@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "rendezvous/unique_fd.h"
+#include "os/unique_fd.h"
 
 namespace trainrun::cli {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "cli/agent/agent_link.h"
-#include "rendezvous/unique_fd.h"
+#include "os/unique_fd.h"
 
 namespace trainrun::cli {
 

@@ -19,7 +19,7 @@
 #include "cli/plan/printable.h"
 #include "cli/process/process_tree.h"
 #include "cli/process/subprocess.h"
-#include "rendezvous/unique_fd.h"
+#include "os/unique_fd.h"
 
 namespace trainrun::cli::elastic {
 namespace {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "cli/plan/rank_plan.h"
-#include "rendezvous/unique_fd.h"
+#include "os/unique_fd.h"
 
 namespace trainrun::cli::elastic {
 

@@ -21,7 +21,7 @@
 #include "cli/job/job_state.h"
 #include "cli/output/output_router.h"
 #include "cli/job/rank_events.h"
-#include "rendezvous/unique_fd.h"
+#include "os/unique_fd.h"
 
 namespace trainrun::rendezvous {
 class KvTable;

@@ -26,7 +26,7 @@
 #include "cli/plan/shell_words.h"
 #include "cli/plan/program_path.h"
 #include "contract/environment.h"
-#include "rendezvous/unique_fd.h"
+#include "os/unique_fd.h"
 #include "trainrun/error.h"
 
 namespace trainrun::cli {

@@ -20,7 +20,7 @@
 
 #include "cli/output/line_assembler.h"
 #include "cli/output/write_failure.h"
-#include "rendezvous/unique_fd.h"
+#include "os/unique_fd.h"
 
 namespace trainrun::cli {
 

@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "rendezvous/unique_fd.h"
+#include "os/unique_fd.h"
 
 namespace trainrun::cli {
 

@@ -15,7 +15,7 @@
 #include "contract/environment.h"
 #include "contract/switch_points.h"
 #include "contract/world.h"
-#include "rendezvous/unique_fd.h"
+#include "os/unique_fd.h"
 #include "trainrun/error.h"
 
 namespace trainrun::cli {

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "rendezvous/unique_fd.h"
+#include "os/unique_fd.h"
 
 namespace trainrun::cli {
 

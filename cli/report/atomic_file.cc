@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "rendezvous/unique_fd.h"
+#include "os/unique_fd.h"
 
 namespace trainrun::cli {
 

@@ -14,7 +14,7 @@
 #include "cli/process/process_tree.h"
 #include "cli/process/subprocess.h"
 #include "cli/plan/program_path.h"
-#include "rendezvous/unique_fd.h"
+#include "os/unique_fd.h"
 
 namespace trainrun::cli::report {
 namespace {

@@ -10,8 +10,8 @@
 #include "cli/plan/local_host.h"
 #include "cli/ssh/preflight.h"
 #include "cli/plan/shell_words.h"
-#include "rendezvous/interfaces.h"
-#include "rendezvous/net.h"
+#include "os/interfaces.h"
+#include "os/net.h"
 #include "contract/environment.h"
 #include "trainrun/error.h"
 

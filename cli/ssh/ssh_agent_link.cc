@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "cli/agent/agent_protocol.h"
-#include "rendezvous/net.h"
+#include "os/net.h"
 #include "trainrun/error.h"
 
 namespace trainrun::cli {

@@ -20,7 +20,7 @@
 
 #include "cli/agent/agent_link.h"
 #include "cli/ssh/ssh_session.h"
-#include "rendezvous/unique_fd.h"
+#include "os/unique_fd.h"
 
 namespace trainrun::cli {
 

@@ -5,7 +5,7 @@
 
 #include <cerrno>
 
-#include "rendezvous/net.h"
+#include "os/net.h"
 #include "trainrun/error.h"
 
 namespace trainrun::cli {

@@ -7,7 +7,7 @@
 #include <set>
 
 #include "backends/core_call.h"
-#include "rendezvous/net.h"
+#include "os/net.h"
 #include "trainrun/error.h"
 
 namespace trainrun::detail {

@@ -21,7 +21,7 @@
 #include "contract/world.h"
 #include "contract/elastic_protocol.h"
 #include "rendezvous/store.h"
-#include "rendezvous/unique_fd.h"
+#include "os/unique_fd.h"
 
 namespace trainrun::detail {
 

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "backends/reduction.h"
-#include "rendezvous/net.h"
+#include "os/net.h"
 
 namespace trainrun::detail {
 namespace {

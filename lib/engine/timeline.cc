@@ -6,8 +6,8 @@
 
 #include <cerrno>
 
-#include "rendezvous/net.h"
-#include "rendezvous/unique_fd.h"
+#include "os/net.h"
+#include "os/unique_fd.h"
 #include "trainrun/error.h"
 
 namespace trainrun::detail {
@@ -50,7 +50,7 @@ std::FILE* open_timeline(const std::string& path) {
   }
   std::FILE* file = ::fdopen(fd.get(), "w");
   if (!file) return fail(net::errno_text(errno));
-  fd.release();  // the FILE owns it now
+  (void)fd.release();  // the FILE owns it now
   return file;
 }
 

@@ -15,7 +15,7 @@
 #include <sstream>
 #include <thread>
 
-#include "rendezvous/net.h"
+#include "os/net.h"
 #include "tests/integration/process_runner.h"
 
 namespace trainrun::test {

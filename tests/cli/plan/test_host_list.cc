@@ -93,10 +93,10 @@ TEST_CASE("hostfile: errors name the file, line and token") {
 TEST_CASE("fuzz regressions: an embedded NUL never hides the rest of an IPv6 address") {
   // tests/fuzz/fuzz_host_list found "[fe79::1\0\0\0\x0e" "0]" accepted as host
   // "fe79::1\0\0\0\x0e" "0": inet_pton stopped reading at the NUL.
-  for (const std::string text : {std::string("[fe79::1\0\0\0\x0e"
-                                             "0]",
-                                             14),
-                                 std::string("fe79::1\0x", 9), std::string("[::1\0]:2", 8)}) {
+  for (const std::string& text : {std::string("[fe79::1\0\0\0\x0e"
+                                              "0]",
+                                              14),
+                                  std::string("fe79::1\0x", 9), std::string("[::1\0]:2", 8)}) {
     CAPTURE(text);
     CHECK_FALSE(parse_host_option(text).ok());
     CHECK_FALSE(parse_hostfile(text, "f").ok());

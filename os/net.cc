@@ -1,4 +1,4 @@
-#include "rendezvous/net.h"
+#include "os/net.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "rendezvous/unique_fd.h"
+#include "os/unique_fd.h"
 
 namespace trainrun::net {
 

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "rendezvous/interfaces.h"
+#include "os/interfaces.h"
 #include "trainrun/error.h"
 
 using namespace trainrun::net;

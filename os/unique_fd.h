@@ -1,9 +1,8 @@
 // UniqueFd: the one owner of a file descriptor (a socket, pipe end, file,
 // signalfd, eventfd, pidfd, shared-memory file). Move-only; the destructor
 // closes it, release() hands it back unowned, reset() closes the current one
-// and takes another. Every layer opens descriptors, so this header sits at
-// the bottom (rendezvous/, which includes nothing from lib, backends or cli)
-// and includes only the C library. It is the only place in the project that
+// and takes another. Every layer opens descriptors, so this header sits in
+// os/, the layer just above the vocabulary, and includes only the C library. It is the only place in the project that
 // calls close(2), besides a forked child closing its inherited descriptors
 // before exec (cli/process/subprocess.cc, which may not allocate there).
 // Not thread safe: one owner at a time, like the descriptor itself.

@@ -1,4 +1,4 @@
-#include "rendezvous/interfaces.h"
+#include "os/interfaces.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>

@@ -1,7 +1,7 @@
 // This machine's network interfaces and CIDR networks: which address to
 // bind when the user names a network (--network 10.1.0.0/16, i.e.
 // TRAINRUN_NETWORK) or an interface (--network-interface eth1). Used by the
-// launcher for the rendezvous address and by every rank for its own Gloo
+// launcher for the rendezvous address and by every rank for its own mesh
 // address, so that both sides pick the same network by the same rule.
 // parse_cidr and Cidr::contains are pure; the rest read getifaddrs().
 // Stateless, thread-safe.

@@ -1,4 +1,4 @@
-// UniqueFd (rendezvous/unique_fd.h): one owner per descriptor, closed once.
+// UniqueFd (os/unique_fd.h): one owner per descriptor, closed once.
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "rendezvous/unique_fd.h"
+#include "os/unique_fd.h"
 
 using trainrun::UniqueFd;
 
