@@ -1,5 +1,5 @@
 // The size check every core call (lib/communicator.cc) and every engine
-// request (lib/engine/engine_api.cc) goes through: a count, a sum of counts
+// request (lib/api/engine_api.cc) goes through: a count, a sum of counts
 // or a shape whose byte size overflows, or exceeds the largest buffer a
 // process can address, is Error(InvalidArgument) naming the count, before
 // any transport sees it (a negative int converted to size_t is the usual

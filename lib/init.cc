@@ -12,7 +12,7 @@
 #include "lib/elastic/forming_store.h"
 #include "lib/elastic/generation_join.h"
 #include "lib/elastic/generation_watcher.h"
-#include "lib/elastic/membership.h"
+#include "lib/api/membership.h"
 #include "lib/fork_guard.h"
 #include "lib/rendezvous_client.h"
 #include "contract/world.h"

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "lib/elastic/membership.h"
+#include "lib/api/membership.h"
 #include "contract/environment.h"
 #include "trainrun/communicator.h"
 #include "trainrun/elastic.h"

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <set>
 
-#include "lib/elastic/membership.h"
+#include "lib/api/membership.h"
 #include "trainrun/communicator.h"
 #include "trainrun/elastic.h"
 
