@@ -20,17 +20,8 @@ Unpacked unpack(const CallDescriptor& d) {
 }  // namespace
 
 const char* to_string(CoreOp op) {
-  switch (op) {
-    case CoreOp::Allreduce: return "allreduce";
-    case CoreOp::Allgather: return "allgather";
-    case CoreOp::Allgatherv: return "allgatherv";
-    case CoreOp::Broadcast: return "broadcast";
-    case CoreOp::Alltoall: return "alltoall";
-    case CoreOp::Reducescatter: return "reducescatter";
-    case CoreOp::Barrier: return "barrier";
-    case CoreOp::Subset: return "subset";
-  }
-  return "?";
+  const auto n = static_cast<std::size_t>(op);
+  return n >= 1 && n <= std::size(kCoreOps) ? kCoreOps[n - 1].name : "?";
 }
 
 CallDescriptor describe_call(CoreOp op, DataType type, const std::vector<std::size_t>& counts) {

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,35 @@ enum class CoreOp : std::uint8_t {
   Subset
 };
 
+// Every core op, in enum order, with its name and which of the descriptor's
+// arguments it uses: to_string, describe_call and the engine's requests
+// (lib/engine/request.h, which carry the CoreOp) all read this one table, so
+// a new core op is one enumerator and one row.
+struct CoreOpInfo {
+  CoreOp op;
+  const char* name;  // as users see it: the Communicator call's name
+  bool reduces;      // the reduce op counts
+  bool rooted;       // the root counts
+};
+inline constexpr CoreOpInfo kCoreOps[] = {
+    {CoreOp::Allreduce, "allreduce", true, false},    {CoreOp::Allgather, "allgather", false, false},
+    {CoreOp::Allgatherv, "allgatherv", false, false}, {CoreOp::Broadcast, "broadcast", false, true},
+    {CoreOp::Alltoall, "alltoall", false, false},     {CoreOp::Reducescatter, "reducescatter", true, false},
+    {CoreOp::Barrier, "barrier", false, false},       {CoreOp::Subset, "subset", false, false},
+};
+inline constexpr CoreOp kLastCoreOp = CoreOp::Subset;
+
+constexpr bool core_ops_in_enum_order() {
+  for (std::size_t i = 0; i < std::size(kCoreOps); ++i) {
+    if (static_cast<std::size_t>(kCoreOps[i].op) != i + 1) return false;
+  }
+  return static_cast<std::size_t>(kLastCoreOp) == std::size(kCoreOps);
+}
+static_assert(core_ops_in_enum_order(), "kCoreOps lists every CoreOp once, in enum order");
+
+// The row of a valid op; ops from the wire are checked against kLastCoreOp first.
+constexpr const CoreOpInfo& info(CoreOp op) { return kCoreOps[static_cast<std::size_t>(op) - 1]; }
+// "allreduce"; "?" for a value that is no CoreOp (e.g. CoreOp{}).
 const char* to_string(CoreOp op);
 
 struct CallDescriptor {
@@ -45,14 +75,14 @@ inline std::uint64_t pack_call(CoreOp op, DataType type, ReduceOp reduce, int ro
          static_cast<std::uint64_t>(reduce) << 16 | static_cast<std::uint64_t>(static_cast<std::uint32_t>(root)) << 32;
 }
 
-// `root` counts only for broadcast and `reduce` only for the reducing ops:
+// `root` counts only for the rooted ops and `reduce` only for the reducing ones:
 // the others pack 0, so no rank is told it disagrees about an unused argument.
 // Inline: every core call makes one.
 inline CallDescriptor describe_call(CoreOp op, DataType type, std::size_t count, ReduceOp reduce = ReduceOp::Sum,
                                     int root = 0) {
   if (op == CoreOp::Barrier) return {pack_call(op, DataType::UInt8, ReduceOp::Sum, 0), 0};
-  const bool reduces = op == CoreOp::Allreduce || op == CoreOp::Reducescatter;
-  return {pack_call(op, type, reduces ? reduce : ReduceOp::Sum, op == CoreOp::Broadcast ? root : 0), count};
+  const CoreOpInfo& what = info(op);
+  return {pack_call(op, type, what.reduces ? reduce : ReduceOp::Sum, what.rooted ? root : 0), count};
 }
 // allgatherv: every rank passes every rank's count; they are what must agree.
 CallDescriptor describe_call(CoreOp op, DataType type, const std::vector<std::size_t>& counts);

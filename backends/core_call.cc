@@ -13,7 +13,7 @@ std::atomic<std::uint64_t> g_finished{0};
 
 const CoreCall* current_core_call() { return t_current; }
 
-CoreCallScope::CoreCallScope(const char* op, std::uint64_t number, CallDescriptor descriptor)
+CoreCallScope::CoreCallScope(CoreOp op, std::uint64_t number, CallDescriptor descriptor)
     : call_{op, number, descriptor}, outer_(t_current) {
   t_current = &call_;
 }
@@ -33,9 +33,9 @@ CollectiveProgress collective_progress() {
 
 std::string core_wait_message(int rank, const std::string& host, const CoreCall& call, int peer,
                               const std::string& peer_host, std::chrono::seconds waited) {
-  return "trainrun: rank " + std::to_string(rank) + " (" + host + "): waiting: " + call.op + " (core call #" +
-         std::to_string(call.number) + ") has waited " + std::to_string(waited.count()) + " s for rank " +
-         std::to_string(peer) + " (" + peer_host + "); still waiting";
+  return "trainrun: rank " + std::to_string(rank) + " (" + host + "): waiting: " + to_string(call.op) +
+         " (core call #" + std::to_string(call.number) + ") has waited " + std::to_string(waited.count()) +
+         " s for rank " + std::to_string(peer) + " (" + peer_host + "); still waiting";
 }
 
 }  // namespace trainrun::detail

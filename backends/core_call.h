@@ -17,7 +17,7 @@
 namespace trainrun::detail {
 
 struct CoreCall {
-  const char* op = "";        // "allreduce", ...
+  CoreOp op{};                // CoreOp{} only in a default-made CoreCall
   std::uint64_t number = 0;   // 1 for this communicator's first core call
   CallDescriptor descriptor;  // what every rank must agree on
 };
@@ -52,7 +52,7 @@ CollectiveProgress collective_progress();
 
 class CoreCallScope {
  public:
-  CoreCallScope(const char* op, std::uint64_t number, CallDescriptor descriptor = {});
+  CoreCallScope(CoreOp op, std::uint64_t number, CallDescriptor descriptor = {});
   ~CoreCallScope();
   CoreCallScope(const CoreCallScope&) = delete;
   CoreCallScope& operator=(const CoreCallScope&) = delete;

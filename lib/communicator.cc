@@ -36,12 +36,11 @@ const char* offset(const void* base, std::size_t elements, DataType type) {
   return static_cast<const char*>(base) + elements * size_of(type);
 }
 
-// What every rank must agree on for a core call negotiated by the engine.
-detail::Request core_request(const char* op, DataType type, std::vector<std::int64_t> shape,
-                             ReduceOp reduce_op = ReduceOp::Sum, int root = 0) {
+// What every rank must agree on for a core call negotiated by the engine
+// (Impl::call adds which call it is).
+detail::Request core_request(DataType type, std::vector<std::int64_t> shape, ReduceOp reduce_op = ReduceOp::Sum,
+                             int root = 0) {
   detail::Request r;
-  r.op = detail::OpType::Core;
-  r.core_op = op;
   r.type = type;
   r.shape = std::move(shape);
   r.reduce_op = reduce_op;
@@ -178,7 +177,7 @@ void Communicator::Impl::check_call_agrees(const detail::CallDescriptor& call) {
 // descriptor left where the shared-memory round carries it to the peers
 // (backends/core_call.h), then run: on this thread, or, while the engine runs,
 // on the engine's once every rank has reached the call `request()`
-// describes (the engine compares the requests itself). Every error leaving
+// describes, with `op` (the engine compares the requests itself). Every error leaving
 // a collective names the rank, its host and the op. Backends may only
 // enqueue (NCCL): the core API returns when done.
 template <typename Check, typename Negotiated, typename Run>
@@ -187,9 +186,11 @@ void Communicator::Impl::call(detail::CoreOp op, Check&& check, Negotiated&& req
   try {
     detail::check_not_forked();
     const detail::CallDescriptor descriptor = check();
-    const detail::CoreCallScope scope(name, ++core_calls_, descriptor);
+    const detail::CoreCallScope scope(op, ++core_calls_, descriptor);
     if (detail::Engine* engine = running_engine()) {
-      engine->run_core(request(), run);
+      detail::Request negotiated = request();
+      negotiated.core_op = op;
+      engine->run_core(std::move(negotiated), run);
     } else {
       if (world_->check_calls) check_call_agrees(descriptor);
       run();
@@ -209,7 +210,7 @@ void Communicator::allreduce(const void* send, void* recv, std::size_t count, Da
         require(count == 0 || (send && recv), "send and recv must not be null");
         return detail::describe_call(CoreOp::Allreduce, type, count, op);
       },
-      [&] { return core_request("allreduce", type, {as_dim(count)}, op); },
+      [&] { return core_request(type, {as_dim(count)}, op); },
       [&] { impl_->backend_->allreduce(send, recv, count, type, op); });
 }
 
@@ -223,7 +224,7 @@ void Communicator::allgather(const void* send, void* recv, std::size_t count, Da
         in_place = !send || send == recv || send == offset(recv, count * impl_->world_->rank, type);
         return detail::describe_call(CoreOp::Allgather, type, count);
       },
-      [&] { return core_request("allgather", type, {as_dim(count)}); },
+      [&] { return core_request(type, {as_dim(count)}); },
       [&] { impl_->backend_->allgather(in_place ? nullptr : send, recv, count, type); });
 }
 
@@ -248,7 +249,7 @@ void Communicator::allgatherv(const void* send, std::size_t count, void* recv, c
         return detail::describe_call(CoreOp::Allgatherv, type, counts);
       },
       // Every rank passes the same counts, so they are what must agree.
-      [&] { return core_request("allgatherv", type, std::vector<std::int64_t>(counts.begin(), counts.end())); },
+      [&] { return core_request(type, std::vector<std::int64_t>(counts.begin(), counts.end())); },
       [&] { impl_->backend_->allgatherv(in_place ? nullptr : send, recv, counts, type); });
 }
 
@@ -264,7 +265,7 @@ void Communicator::broadcast(void* buf, std::size_t count, DataType type, int ro
         require(count == 0 || buf, "buf must not be null");
         return detail::describe_call(CoreOp::Broadcast, type, count, ReduceOp::Sum, root);
       },
-      [&] { return core_request("broadcast", type, {as_dim(count)}, ReduceOp::Sum, root); },
+      [&] { return core_request(type, {as_dim(count)}, ReduceOp::Sum, root); },
       [&] { impl_->backend_->broadcast(buf, count, type, root); });
 }
 
@@ -276,7 +277,7 @@ void Communicator::alltoall(const void* send, void* recv, std::size_t count, Dat
         require(count == 0 || (send && recv), "send and recv must not be null");
         return detail::describe_call(CoreOp::Alltoall, type, count);
       },
-      [&] { return core_request("alltoall", type, {as_dim(count)}); },
+      [&] { return core_request(type, {as_dim(count)}); },
       [&] {
         const std::vector<std::size_t> counts(static_cast<std::size_t>(impl_->world_->size), count);
         impl_->backend_->alltoall(send, counts, recv, counts, type);
@@ -291,7 +292,7 @@ void Communicator::reducescatter(const void* send, void* recv, std::size_t count
         require(count == 0 || (send && recv), "send and recv must not be null");
         return detail::describe_call(CoreOp::Reducescatter, type, count, op);
       },
-      [&] { return core_request("reducescatter", type, {as_dim(count)}, op); },
+      [&] { return core_request(type, {as_dim(count)}, op); },
       [&] {
         const std::vector<std::size_t> counts(static_cast<std::size_t>(impl_->world_->size), count);
         impl_->backend_->reducescatter(send, recv, counts, type, op);
@@ -351,7 +352,7 @@ std::unique_ptr<Communicator> Communicator::subset(const std::vector<int>& ranks
         // The ranks themselves are compared below, with a clearer message.
         return detail::describe_call(CoreOp::Subset, DataType::Int64, 0);
       },
-      [&] { return core_request("subset", DataType::Int64, {}); },
+      [&] { return core_request(DataType::Int64, {}); },
       [&] {
         const detail::SubsetRecord mine = detail::subset_record(sorted, me.world_->hostname, ordinal);
         std::vector<detail::SubsetRecord> records(static_cast<std::size_t>(me.world_->size));
@@ -370,7 +371,7 @@ std::unique_ptr<Communicator> Communicator::subset(const std::vector<int>& ranks
 void Communicator::barrier() {
   impl_->call(
       CoreOp::Barrier, [] { return detail::describe_call(CoreOp::Barrier, DataType::UInt8, 0); },
-      [] { return core_request("barrier", DataType::UInt8, {}); }, [&] { impl_->backend_->barrier(); });
+      [] { return core_request(DataType::UInt8, {}); }, [&] { impl_->backend_->barrier(); });
 }
 
 }  // namespace trainrun

@@ -125,7 +125,9 @@ std::size_t Request::count() const {
   return n;
 }
 
-std::string op_label(const Request& r) { return r.op == OpType::Core ? "core " + r.core_op : to_string(r.op); }
+std::string op_label(const Request& r) {
+  return r.op == OpType::Core ? std::string("core ") + to_string(r.core_op) : to_string(r.op);
+}
 
 std::string shape_text(const std::vector<std::int64_t>& shape) {
   std::string s = "[";
@@ -195,7 +197,7 @@ std::string encode_requests(const std::vector<Request>& requests) {
       put_string(out, m.name);
       put_shape(out, m.shape);
     }
-    put_string(out, r.core_op);
+    put<std::uint8_t>(out, static_cast<std::uint8_t>(r.core_op));
     put<std::uint32_t>(out, r.age_ms);
   }
   return out;
@@ -223,7 +225,7 @@ std::vector<Request> decode_requests(std::string_view bytes, int from_rank) {
       member.shape = in.get_shape();
       r.members.push_back(std::move(member));
     }
-    r.core_op = in.get_string();
+    r.core_op = in.get_enum(kLastCoreOp);  // 0: not a core call
     r.age_ms = in.get<std::uint32_t>();
     requests.push_back(std::move(r));
   }

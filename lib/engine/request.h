@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backends/call_descriptor.h"
 #include "trainrun/types.h"
 
 namespace trainrun::detail {
@@ -41,7 +42,7 @@ struct Request {
   // A grouped allreduce is one request, so that it is negotiated, checked
   // and run as a unit.
   std::vector<Member> members;
-  std::string core_op;  // Core: which Communicator call ("allreduce", ...)
+  CoreOp core_op{};  // Core: which Communicator call (the one table: backends/call_descriptor.h)
   bool on_cuda() const { return device >= 0; }
   // How long the request had waited on its rank when it was reported: lets
   // the stall inspector date requests that first waited on a cache hit.

@@ -33,20 +33,20 @@ TEST_CASE("requests survive encoding, every field") {
   group.members = {{"a", {3}}, {"b", {4, 5}}};
   Request core;
   core.op = OpType::Core;
-  core.core_op = "allgatherv";
+  core.core_op = CoreOp::Allgatherv;
   core.name = "#core.7";
   const auto decoded = decode_requests(encode_requests({sample(), group, core}), 1);
   REQUIRE(decoded.size() == 3);
   CHECK_FALSE(disagreement(decoded[0], 0, sample(), 1));
   CHECK(decoded[0].age_ms == 1234);
   CHECK(decoded[1].members == group.members);
-  CHECK(decoded[2].core_op == "allgatherv");
+  CHECK(decoded[2].core_op == CoreOp::Allgatherv);
   CHECK(decode_requests(encode_requests({}), 0).empty());
 }
 
 TEST_CASE("malformed negotiation bytes are an Internal error naming the sender") {
   const std::string good = encode_requests({sample()});
-  auto fails = [](const std::string& bytes, const char* what) {
+  auto fails = [](const std::string& bytes, const std::string& what) {
     try {
       decode_requests(bytes, 3);
       FAIL("decoded: " << what);
@@ -62,6 +62,9 @@ TEST_CASE("malformed negotiation bytes are an Internal error naming the sender")
   std::string bad_op = good;
   bad_op[4 + 4 + 9] = 42;  // count, name length, name, then the op byte
   fails(bad_op, "enum value 42");
+  std::string bad_core_op = good;
+  bad_core_op[good.size() - 4 - 1] = static_cast<char>(static_cast<int>(kLastCoreOp) + 1);  // before age_ms
+  fails(bad_core_op, "enum value " + std::to_string(static_cast<int>(kLastCoreOp) + 1));
   Request negative = sample();
   negative.shape = {-1};
   fails(encode_requests({negative}), "negative dimension");
@@ -129,10 +132,10 @@ TEST_CASE("core calls compare the call and its count") {
   Request a, b;
   a.op = b.op = OpType::Core;
   a.name = b.name = "#core.3";
-  a.core_op = "allreduce";
-  b.core_op = "broadcast";
+  a.core_op = CoreOp::Allreduce;
+  b.core_op = CoreOp::Broadcast;
   CHECK(why(a, b) == "core allreduce '#core.3': rank 1 op core broadcast != rank 0 op core allreduce");
-  b.core_op = "allreduce";
+  b.core_op = CoreOp::Allreduce;
   a.shape = {2};
   b.shape = {3};
   CHECK(why(a, b) == "core allreduce '#core.3': rank 1 shape [3] != rank 0 shape [2]");
