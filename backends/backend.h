@@ -35,6 +35,14 @@ class Backend {
   virtual void allgather(const void* send, void* recv, std::size_t count, DataType type) = 0;
   virtual void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts, DataType type) = 0;
   virtual void broadcast(void* buf, std::size_t count, DataType type, int root) = 0;
+  // Every rank's send reduced into root's recv; recv is null on the other
+  // ranks, and send == recv at the root is in place. By default an
+  // allreduce, off the root into host scratch: a backend whose buffers may
+  // be device memory, or that has a reduce of its own, overrides it.
+  virtual void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int /*root*/) {
+    std::vector<char> scratch(recv ? 0 : count * size_of(type));
+    allreduce(send, recv ? recv : scratch.data(), count, type, op);
+  }
   // Block r of send (send_counts[r] elements) goes to rank r; block r of
   // recv comes from rank r. send and recv never alias (RoutedBackend, the
   // backend callers hold, copies aliased input aside).

@@ -27,7 +27,8 @@ enum class CoreOp : std::uint8_t {
   Alltoall,
   Reducescatter,
   Barrier,
-  Subset
+  Subset,
+  Reduce
 };
 
 // Every core op, in enum order, with its name and which of the descriptor's
@@ -45,8 +46,9 @@ inline constexpr CoreOpInfo kCoreOps[] = {
     {CoreOp::Allgatherv, "allgatherv", false, false}, {CoreOp::Broadcast, "broadcast", false, true},
     {CoreOp::Alltoall, "alltoall", false, false},     {CoreOp::Reducescatter, "reducescatter", true, false},
     {CoreOp::Barrier, "barrier", false, false},       {CoreOp::Subset, "subset", false, false},
+    {CoreOp::Reduce, "reduce", true, true},
 };
-inline constexpr CoreOp kLastCoreOp = CoreOp::Subset;
+inline constexpr CoreOp kLastCoreOp = CoreOp::Reduce;
 
 constexpr bool core_ops_in_enum_order() {
   for (std::size_t i = 0; i < std::size(kCoreOps); ++i) {

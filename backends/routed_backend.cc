@@ -68,6 +68,17 @@ void RoutedBackend::allreduce(const void* send, void* recv, std::size_t count, D
   cuda_->copy(recv, area, bytes);
 }
 
+// Staged, the root's result comes back from the staging area.
+void RoutedBackend::reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root) {
+  const Routed r = route("send", send, "recv", recv);
+  if (r.route != Route::Staged) return direct(r).reduce(send, recv, count, type, op, root);
+  const std::size_t bytes = count * size_of(type);
+  void* area = cuda_->staging(bytes, r.device_buffer);
+  cuda_->copy(area, send, bytes);
+  host_->reduce(area, recv ? area : nullptr, count, type, op, root);
+  if (recv) cuda_->copy(recv, area, bytes);
+}
+
 void RoutedBackend::allgather(const void* send, void* recv, std::size_t count, DataType type) {
   const Routed r = route("send", send, "recv", recv);
   if (r.route != Route::Staged) return direct(r).allgather(send, recv, count, type);

@@ -37,6 +37,7 @@ class RoutedBackend final : public Backend, private DeviceFusion {
   void allgather(const void* send, void* recv, std::size_t count, DataType type) override;
   void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts, DataType type) override;
   void broadcast(void* buf, std::size_t count, DataType type, int root) override;
+  void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root) override;
   void alltoall(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
                 const std::vector<std::size_t>& recv_counts, DataType type) override;
   void reducescatter(const void* send, void* recv, const std::vector<std::size_t>& counts, DataType type,

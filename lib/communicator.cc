@@ -32,6 +32,12 @@ void require(bool ok, const char* what) {
   if (!ok) invalid(what);
 }
 
+void check_root(int root, const detail::World& world) {
+  if (root < 0 || root >= world.size) {
+    invalid("root " + std::to_string(root) + " is not a rank of this " + std::to_string(world.size) + "-rank world");
+  }
+}
+
 const char* offset(const void* base, std::size_t elements, DataType type) {
   return static_cast<const char*>(base) + elements * size_of(type);
 }
@@ -257,16 +263,27 @@ void Communicator::broadcast(void* buf, std::size_t count, DataType type, int ro
   impl_->call(
       CoreOp::Broadcast,
       [&] {
-        if (root < 0 || root >= impl_->world_->size) {
-          invalid("root " + std::to_string(root) + " is not a rank of this " + std::to_string(impl_->world_->size) +
-                  "-rank world");
-        }
+        check_root(root, *impl_->world_);
         detail::checked_bytes(count, type);
         require(count == 0 || buf, "buf must not be null");
         return detail::describe_call(CoreOp::Broadcast, type, count, ReduceOp::Sum, root);
       },
       [&] { return core_request(type, {as_dim(count)}, ReduceOp::Sum, root); },
       [&] { impl_->backend_->broadcast(buf, count, type, root); });
+}
+
+void Communicator::reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root) {
+  const bool at_root = root == impl_->world_->rank;
+  impl_->call(
+      CoreOp::Reduce,
+      [&] {
+        check_root(root, *impl_->world_);
+        detail::checked_bytes(count, type);
+        require(count == 0 || (send && (recv || !at_root)), "send, and recv at the root, must not be null");
+        return detail::describe_call(CoreOp::Reduce, type, count, op, root);
+      },
+      [&] { return core_request(type, {as_dim(count)}, op, root); },
+      [&] { impl_->backend_->reduce(send, at_root ? recv : nullptr, count, type, op, root); });
 }
 
 void Communicator::alltoall(const void* send, void* recv, std::size_t count, DataType type) {

@@ -90,6 +90,14 @@ class MpiBackend final : public Backend {
     if (op == ReduceOp::Average) divide_in_place(recv, count, type, size_);
   }
 
+  void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root) override {
+    const MPI_Datatype datatype = types_.datatype(type);
+    const MPI_Op mpi_op = types_.op(type, op);
+    const void* from = rank_ == root && send == recv ? MPI_IN_PLACE : send;
+    check_mpi(MPI_Reduce(from, recv, as_count(count), datatype, mpi_op, root, comm_.handle), "MPI_Reduce");
+    if (op == ReduceOp::Average && rank_ == root) divide_in_place(recv, count, type, size_);
+  }
+
   void allgather(const void* send, void* recv, std::size_t count, DataType type) override {
     if (count == 0) return;
     const MPI_Datatype datatype = types_.datatype(type);

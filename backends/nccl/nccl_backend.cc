@@ -184,6 +184,12 @@ void NcclBackend::allreduce(const void* send, void* recv, std::size_t count, Dat
           [&] { return nccl_.ncclAllReduce(send, recv, count, nccl, nccl_op(type, op), comm_, stream_); });
 }
 
+void NcclBackend::reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root) {
+  const ncclDataType_t nccl = reduced_type(type, "ncclReduce");
+  enqueue("ncclReduce",
+          [&] { return nccl_.ncclReduce(send, recv, count, nccl, nccl_op(type, op), root, comm_, stream_); });
+}
+
 void NcclBackend::allgather(const void* send, void* recv, std::size_t count, DataType type) {
   // In place, NCCL expects this rank's block at its offset in recv: ours too.
   const void* mine = send ? send : at(recv, count * size_of(type) * rank_);

@@ -40,6 +40,9 @@ class CommunicatorGroup final : public CoreGroup {
   void broadcast(void* buf, std::size_t count, DataType type, int root) override {
     comm_.broadcast(buf, count, type, root);
   }
+  void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root) override {
+    comm_.reduce(send, recv, count, type, op, root);
+  }
   void alltoall(const void* send, void* recv, std::size_t count, DataType type) override {
     comm_.alltoall(send, recv, count, type);
   }

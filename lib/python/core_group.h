@@ -39,6 +39,7 @@ class CoreGroup {
   virtual void allgatherv(const void* send, std::size_t count, void* recv, const std::vector<std::size_t>& counts,
                           DataType type) = 0;
   virtual void broadcast(void* buf, std::size_t count, DataType type, int root) = 0;
+  virtual void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root) = 0;
   virtual void alltoall(const void* send, void* recv, std::size_t count, DataType type) = 0;
   virtual void reducescatter(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op) = 0;
   virtual void barrier() = 0;
@@ -58,7 +59,7 @@ class CoreGroup {
 
 // What the capsule points at; static in trainrun._core.
 struct CoreApi {
-  static constexpr int kVersion = 3;  // 2: send, recv; 3: abort
+  static constexpr int kVersion = 4;  // 2: send, recv; 3: abort; 4: reduce
   int version = kVersion;
   // The job's group over trainrun::init()'s communicator, started on the
   // first call (it blocks while the ranks meet). Throws as init() does.

@@ -89,9 +89,16 @@ void broadcast_tensor(CoreGroup& g, at::Tensor& t, int root) {
 }
 
 void reduce_tensor(CoreGroup& g, at::Tensor& t, int root, RedOp::RedOpType op) {
-  at::Tensor result = t.clone(at::MemoryFormat::Contiguous);
-  allreduce_tensor(g, result, op);
-  if (g.rank() == root) write_back(t, result);
+  const bool at_root = g.rank() == root;
+  if (reduce_kind(op) != ReduceKind::Core) {  // a bitwise fold: allreduce_tensor's, kept at the root
+    at::Tensor result = t.clone(at::MemoryFormat::Contiguous);
+    allreduce_tensor(g, result, op);
+    if (at_root) write_back(t, result);
+    return;
+  }
+  Dense d(t);
+  g.reduce(d.work.data_ptr(), at_root ? d.work.data_ptr() : nullptr, count_of(d.work), type_of(t), core_op(op), root);
+  if (at_root) d.commit();
 }
 
 void allgather_list(CoreGroup& g, std::vector<at::Tensor>& outputs, const at::Tensor& input) {

@@ -28,6 +28,7 @@ void allreduce_tensor(CoreGroup& g, at::Tensor& t, ::c10d::ReduceOp::RedOpType o
 void allreduce_tensors(CoreGroup& g, std::vector<at::Tensor>& tensors, ::c10d::ReduceOp::RedOpType op);
 void broadcast_tensor(CoreGroup& g, at::Tensor& t, int root);
 // Only `root`'s tensor gets the result; the others are left as they were.
+// The core's reduce (BAND/BOR/BXOR: allreduce_tensor's fold).
 void reduce_tensor(CoreGroup& g, at::Tensor& t, int root, ::c10d::ReduceOp::RedOpType op);
 // outputs[r] = rank r's input; sizes may differ (allgatherv).
 void allgather_list(CoreGroup& g, std::vector<at::Tensor>& outputs, const at::Tensor& input);

@@ -244,6 +244,41 @@ TEST_CASE("reducescatter: every dtype and op, in place and not") {
   }
 }
 
+// Off the root, recv is never written and send never changes.
+TEST_CASE("reduce: every dtype, op and root, in place and not") {
+  const int r = comm().rank(), n = comm().size();
+  for (DataType type : trainrun::kAllDataTypes) {
+    if (reduction_refused(type)) {
+      TypedBuffer buf(type, 8);
+      check_refused("reduce", type, [&] { comm().reduce(buf.data(), buf.data(), 8, type, ReduceOp::Sum, 0); });
+      continue;
+    }
+    for (ReduceOp op : trainrun::kAllReduceOps) {
+      for (int root = 0; root < n; ++root) {
+        for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{1001}, std::size_t{1} << 16}) {
+          for (bool in_place : {false, true}) {
+            TypedBuffer send(type, count), recv(type, count), unset(type, count);
+            for (std::size_t i = 0; i < count; ++i) send.set(i, contribution(op, type, r, i));
+            recv.fill(-1);
+            unset.fill(-1);
+            comm().reduce(send.data(), in_place ? send.data() : recv.data(), count, type, op, root);
+            const TypedBuffer& out = in_place ? send : recv;
+            const auto bad =
+                r == root
+                    ? out.first_mismatch([&](std::size_t i) { return reduced(op, type, n, i); }, tolerance(type, op))
+                    : send.first_mismatch([&](std::size_t i) { return contribution(op, type, r, i); }, 0.0);
+            const auto untouched =
+                r == root || in_place ? bad : recv.first_mismatch([&](std::size_t i) { return unset.get(i); }, 0.0);
+            CHECK_MESSAGE(!bad, describe("reduce", type, op, count, in_place) << " root=" << root << ": " << *bad);
+            CHECK_MESSAGE(!untouched, describe("reduce", type, op, count, in_place)
+                                          << " root=" << root << ": recv written: " << *untouched);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("broadcast from every root") {
   const int r = comm().rank(), n = comm().size();
   for (DataType type : trainrun::kAllDataTypes) {
@@ -417,6 +452,8 @@ TEST_CASE("invalid arguments are rejected on every rank without communicating") 
   float x = 0;
   CHECK_THROWS_AS(comm().broadcast(&x, 1, DataType::Float32, comm().size()), trainrun::Error);
   CHECK_THROWS_AS(comm().broadcast(&x, 1, DataType::Float32, -1), trainrun::Error);
+  CHECK_THROWS_AS(comm().reduce(&x, &x, 1, DataType::Float32, ReduceOp::Sum, comm().size()), trainrun::Error);
+  CHECK_THROWS_AS(comm().reduce(&x, nullptr, 1, DataType::Float32, ReduceOp::Sum, comm().rank()), trainrun::Error);
   std::vector<std::size_t> wrong(comm().size() + 1, 1);
   CHECK_THROWS_AS(comm().allgatherv(&x, 1, &x, wrong, DataType::Float32), trainrun::Error);
   CHECK_THROWS_AS(comm().allreduce(nullptr, &x, 1, DataType::Float32, ReduceOp::Sum), trainrun::Error);

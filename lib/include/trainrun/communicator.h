@@ -9,6 +9,7 @@
 // stream, like cudaMemcpy; synchronize other streams before the call.
 // `count` is in elements of `type`. In-place forms:
 //   allreduce, broadcast:  send == recv.
+//   reduce:                send == recv at the root.
 //   allgather(v):          send == recv, or send == nullptr: this rank's
 //                          block is already at its offset in recv.
 //   reducescatter:         send == recv: the full input is in recv; the
@@ -55,6 +56,9 @@ class Communicator {
   void allgatherv(const void* send, std::size_t count, void* recv, const std::vector<std::size_t>& counts,
                   DataType type);
   void broadcast(void* buf, std::size_t count, DataType type, int root);
+  // Every rank's send reduced into recv at `root` (MPI_Reduce); on the other
+  // ranks recv is not touched and may be null.
+  void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root);
   // send and recv hold size() * count elements; block r goes to / comes from rank r.
   void alltoall(const void* send, void* recv, std::size_t count, DataType type);
   // send holds size() * count elements; recv gets this rank's reduced block.

@@ -1,6 +1,7 @@
 """torch.distributed's collectives on backend "trainrun", each against the
 result computed here from what every rank contributes (rank r's input is a
 function of r)."""
+import functools
 import time
 from datetime import timedelta
 
@@ -199,6 +200,38 @@ def test_gather_scatter_reduce_every_root():
         dist.reduce(t, dst=root)
         expected = sum(contribution(r, 4) for r in range(size)) if rank == root else contribution(rank, 4)
         assert torch.equal(t, expected)
+
+
+@pytest.mark.parametrize('dtype', DTYPES)
+@pytest.mark.parametrize('op', ['SUM', 'PRODUCT', 'MIN', 'MAX', 'AVG', 'BOR'])
+def test_reduce_every_root(dtype, op):
+    """dist.reduce runs on the core's reduce (a bitwise op: the fold of an
+    allgather): only the root's tensor changes."""
+    rank, size = rank_size()
+    if op == 'BOR' and dtype.is_floating_point:
+        pytest.skip('bitwise ops take integers')
+    inputs = [contribution(r, dtype=torch.int64 if op == 'BOR' else torch.float64) for r in range(size)]
+    stacked = torch.stack(inputs)
+    expected = {'SUM': lambda: stacked.sum(0), 'PRODUCT': lambda: stacked.prod(0), 'MIN': lambda: stacked.min(0).values,
+                'MAX': lambda: stacked.max(0).values, 'BOR': lambda: functools.reduce(torch.bitwise_or, inputs),
+                'AVG': lambda: stacked.mean(0) if dtype.is_floating_point else stacked.sum(0).div(
+                    size, rounding_mode='trunc')}[op]()
+    for root in range(size):
+        t = contribution(rank, dtype=dtype)
+        dist.reduce(t, dst=root, op=getattr(dist.ReduceOp, op))
+        want = expected.to(dtype) if rank == root else contribution(rank, dtype=dtype)
+        assert torch.allclose(t.to(torch.float64), want.to(torch.float64), rtol=1e-2), (root, t, want)
+
+
+def test_reduce_not_contiguous_at_the_root():
+    rank, size = rank_size()
+    for root in range(size):
+        base = torch.stack([contribution(rank, 4), torch.zeros(4)], dim=1)  # [4, 2]
+        view = base[:, 0]  # stride 2
+        dist.reduce(view, dst=root)
+        want = sum(contribution(r, 4) for r in range(size)) if rank == root else contribution(rank, 4)
+        assert torch.equal(view, want)
+        assert torch.equal(base[:, 1], torch.zeros(4))
 
 
 def test_barrier_and_objects():
