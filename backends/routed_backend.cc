@@ -43,7 +43,7 @@ RoutedBackend::Routed RoutedBackend::route(const char* role_a, const void* a, co
     throw Error(Error::Code::InvalidArgument,
                 "the buffers are on CUDA device " + std::to_string(where.device) +
                     " but this rank's NCCL communicator uses device " + std::to_string(nccl_device_) +
-                    " (allocate on that device, or choose it with " + protocol::kEnvCudaDevice + ")");
+                    " (allocate on that device, or choose it with " + contract::kEnvCudaDevice + ")");
   }
   return {Route::Nccl, device_buffer};
 }

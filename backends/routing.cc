@@ -63,14 +63,14 @@ CudaPath decide_cuda_path(CudaPolicy policy, const std::vector<std::string>& pro
   if (unable == 0) return CudaPath::Nccl;
   if (policy == CudaPolicy::Nccl) {
     throw Error(Error::Code::Unsupported,
-                std::string(protocol::kEnvBackend) + "=nccl but NCCL cannot run on " + list_problems(problems));
+                std::string(contract::kEnvBackend) + "=nccl but NCCL cannot run on " + list_problems(problems));
   }
   if (unable == problems.size()) return CudaPath::Staged;
   throw Error(Error::Code::Unsupported,
               "NCCL runs on some ranks but not on " + list_problems(problems) +
                   ", so CUDA buffers would take different paths; make NCCL usable on every host, "
                   "or set " +
-                  protocol::kEnvBackend + "=tcp to stage CUDA buffers through host memory on every rank");
+                  contract::kEnvBackend + "=tcp to stage CUDA buffers through host memory on every rank");
 }
 
 }  // namespace trainrun::detail

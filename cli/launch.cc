@@ -50,10 +50,10 @@ JobEnv job_environment(const Options& options, const JobPlan& plan, const Remote
 // The elastic settings every rank gets (contract/elastic_protocol.h).
 void add_elastic_environment(const Options& options, JobEnv& job) {
   if (!options.elastic()) return;
-  job.extra.emplace_back(protocol::kEnvElastic, "1");
+  job.extra.emplace_back(contract::kEnvElastic, "1");
   // Workers wait for a new generation a little longer than the launcher
   // waits for slots, so the launcher's message names the reason.
-  job.extra.emplace_back(protocol::kEnvElasticTimeout,
+  job.extra.emplace_back(contract::kEnvElasticTimeout,
                          std::to_string(static_cast<long long>(options.elastic_timeout_s) + 30));
 }
 
@@ -63,7 +63,7 @@ RankSpec rank_spec(const Options& options, const RankSlot& slot, const JobEnv& j
   rank.rank = static_cast<std::uint32_t>(worker);
   rank.argv = options.command;
   for (const auto& [name, value] : rank_environment(slot, job)) rank.env.push_back(name + "=" + value);
-  if (options.elastic()) rank.env.push_back(std::string(protocol::kEnvWorkerId) + "=" + std::to_string(worker));
+  if (options.elastic()) rank.env.push_back(std::string(contract::kEnvWorkerId) + "=" + std::to_string(worker));
   return rank;
 }
 
@@ -113,9 +113,9 @@ int dry_run(const Options& options, const PlannedJob& planned, const AgentMode& 
   for (const RankSlot& slot : plan.ranks) {
     std::vector<std::string> words;
     for (const auto& [name, value] : rank_environment(slot, job)) {
-      const bool secret = name == protocol::kEnvSecret;
-      const bool later = name == protocol::kEnvRendezvousPort || name == protocol::kEnvJobId ||
-                         name == protocol::kEnvTorchMasterPort || name == protocol::kEnvTorchRunId;
+      const bool secret = name == contract::kEnvSecret;
+      const bool later = name == contract::kEnvRendezvousPort || name == contract::kEnvJobId ||
+                         name == contract::kEnvTorchMasterPort || name == contract::kEnvTorchRunId;
       words.push_back(name + "=" + (secret ? "<secret>" : later ? "<at launch>" : value));
     }
     words.insert(words.end(), options.command.begin(), options.command.end());
@@ -131,7 +131,7 @@ report::StackDumps::Options stack_dump_options(const Options& options) {
   report::StackDumps::Options o;
   o.on_stall_warning = options.stacks_on_stall;
   // The ranks' warning interval: the option, else what they inherit.
-  const char* inherited = std::getenv(protocol::kEnvStallWarning);
+  const char* inherited = std::getenv(contract::kEnvStallWarning);
   if (options.stall_warning_s > 0) o.stall_warning_s = options.stall_warning_s;
   else if (inherited && std::atof(inherited) > 0) o.stall_warning_s = std::atof(inherited);
   o.output_dir = options.output_dir;

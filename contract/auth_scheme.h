@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <string_view>
 
-namespace trainrun::protocol {
+namespace trainrun::contract {
 
 // ---- Authentication ------------------------------------------------------
 // Signature = hex(HMAC-SHA256(secret, METHOD \n TARGET \n BODY_SHA256_HEX \n
@@ -24,4 +24,4 @@ inline constexpr std::size_t kNonceBytes = 16;
 // stale; nonces are remembered for twice this long to refuse replays.
 inline constexpr std::chrono::milliseconds kMaxClockSkew{120'000};
 
-}  // namespace trainrun::protocol
+}  // namespace trainrun::contract

@@ -7,7 +7,7 @@
 // spells these strings. Constants only; no state, safe from any thread.
 #pragma once
 
-namespace trainrun::protocol {
+namespace trainrun::contract {
 
 // ---- Worker environment (docs/design.md §3) -------------------------------------
 inline constexpr const char* kEnvRank = "TRAINRUN_RANK";
@@ -142,4 +142,4 @@ inline constexpr const char* kEnvSlurmNodeId = "SLURM_NODEID";
 inline constexpr const char* kEnvSlurmNNodes = "SLURM_NNODES";
 inline constexpr const char* kEnvSlurmTasksPerNode = "SLURM_TASKS_PER_NODE";
 
-}  // namespace trainrun::protocol
+}  // namespace trainrun::contract

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <string_view>
 
-namespace trainrun::protocol {
+namespace trainrun::contract {
 
 // ---- URL scheme (docs/design.md §4) ---------------------------------------
 //   PUT  /v1/kv/{scope}/{key}                      body = opaque bytes
@@ -29,4 +29,4 @@ inline constexpr std::string_view kQueryFirst = "first";
 inline constexpr std::string_view kQueryCount = "count";
 inline constexpr std::size_t kFrameLengthBytes = 8;
 
-}  // namespace trainrun::protocol
+}  // namespace trainrun::contract

@@ -6,7 +6,7 @@
 
 #include <string_view>
 
-namespace trainrun::protocol {
+namespace trainrun::contract {
 
 // Scopes used by trainrun itself.
 // rank.{r} = "host pid backend" (contract/job_records.h).
@@ -24,4 +24,4 @@ inline constexpr std::string_view kKeyTimelineError = "timeline_error";
 inline constexpr std::string_view kScopeNcclPrefix = "nccl.";
 inline constexpr std::string_view kKeyNcclReadyPrefix = "ready.";
 
-}  // namespace trainrun::protocol
+}  // namespace trainrun::contract

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cstddef>
 
-namespace trainrun::protocol {
+namespace trainrun::contract {
 
 // ---- Limits ----------------------------------------------------------------
 inline constexpr std::size_t kMaxHeaderBytes = 16 * 1024;      // else 431
@@ -19,4 +19,4 @@ inline constexpr std::chrono::milliseconds kHeaderTimeout{10'000};  // else 408
 inline constexpr std::chrono::milliseconds kBodyTimeout{30'000};    // else 408
 inline constexpr std::chrono::milliseconds kIdleTimeout{60'000};    // keep-alive
 
-}  // namespace trainrun::protocol
+}  // namespace trainrun::contract

@@ -15,7 +15,7 @@
 namespace trainrun::detail {
 namespace {
 
-namespace p = protocol;
+namespace p = contract;
 
 [[noreturn]] void bad(const char* name, std::string_view value, const std::string& why) {
   throw Error(Error::Code::InvalidArgument, std::string(name) + "='" + std::string(value) + "' " + why);

@@ -59,7 +59,7 @@ std::int64_t as_dim(std::size_t n) { return static_cast<std::int64_t>(n); }
 // A timeline file rank 0 could not write reaches the launcher's report
 // through its store.
 void report_timeline_failure(const detail::World& world, const std::string& path, const std::string& error) {
-  detail::publish_job_key(world, protocol::kKeyTimelineError, detail::encode_timeline_error({path, error}));
+  detail::publish_job_key(world, contract::kKeyTimelineError, detail::encode_timeline_error({path, error}));
 }
 
 }  // namespace

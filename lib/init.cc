@@ -58,7 +58,7 @@ std::shared_ptr<rendezvous::Store> connect_store(const detail::World& world) {
 // tracks workers, whose rank changes, so there the key is the worker id.
 void record_start(rendezvous::Store& store, const detail::World& world, const std::string& backend) {
   const int key = world.elastic ? world.worker_id : world.rank;
-  store.set(protocol::kScopeJob, std::string(protocol::kKeyRankPrefix) + std::to_string(key),
+  store.set(contract::kScopeJob, std::string(contract::kKeyRankPrefix) + std::to_string(key),
             detail::encode_rank_record({world.hostname, static_cast<long>(::getpid()), backend}));
 }
 

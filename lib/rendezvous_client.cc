@@ -14,8 +14,8 @@ std::unique_ptr<rendezvous::HttpStore> connect_rendezvous_store(const World& wor
                                                                 rendezvous::HttpStore::Options options) {
   const auto secret = rendezvous::secret_from_hex(world.secret_hex);
   if (!secret) {
-    throw Error(Error::Code::InvalidArgument, std::string(protocol::kEnvSecret) + " is not " +
-                                                  std::to_string(2 * protocol::kSecretBytes) + " hex digits");
+    throw Error(Error::Code::InvalidArgument, std::string(contract::kEnvSecret) + " is not " +
+                                                  std::to_string(2 * contract::kSecretBytes) + " hex digits");
   }
   return std::make_unique<rendezvous::HttpStore>(world.rendezvous_addr, world.rendezvous_port, *secret, options);
 }
@@ -26,7 +26,7 @@ void publish_job_key(const World& world, std::string_view key, const std::string
     rendezvous::HttpStore::Options options;
     options.connect_deadline = std::chrono::seconds(2);
     options.request_timeout = std::chrono::seconds(5);
-    connect_rendezvous_store(world, options)->set(protocol::kScopeJob, key, value);
+    connect_rendezvous_store(world, options)->set(contract::kScopeJob, key, value);
   } catch (const std::exception&) {
     // The report lacks it; the job goes on.
   }

@@ -126,14 +126,14 @@ AuthResult Authenticator::check(const SignedRequest& request, std::string_view s
   std::int64_t timestamp = 0;
   const auto* ts_end = request.timestamp_ms.data() + request.timestamp_ms.size();
   const auto parsed = std::from_chars(request.timestamp_ms.data(), ts_end, timestamp);
-  if (parsed.ec != std::errc() || parsed.ptr != ts_end || !is_lower_hex(request.nonce, protocol::kNonceBytes * 2) ||
+  if (parsed.ec != std::errc() || parsed.ptr != ts_end || !is_lower_hex(request.nonce, contract::kNonceBytes * 2) ||
       !is_lower_hex(request.body_sha256, SHA256_DIGEST_LENGTH * 2) || signature.size() != SHA256_DIGEST_LENGTH * 2) {
     return AuthResult::Malformed;
   }
   if (!constant_time_equal(sign(secret_, request), signature)) {
     return AuthResult::BadSignature;
   }
-  const std::int64_t skew = protocol::kMaxClockSkew.count();
+  const std::int64_t skew = contract::kMaxClockSkew.count();
   if (timestamp < now_ms - skew || timestamp > now_ms + skew) return AuthResult::Stale;
 
   std::lock_guard lock(mutex_);
@@ -147,7 +147,7 @@ AuthResult Authenticator::check(const SignedRequest& request, std::string_view s
 void Authenticator::prune(std::int64_t now_ms) {
   // A remembered nonce can be forgotten once its timestamp alone would
   // make the request stale; amortised over one clock-skew period.
-  const std::int64_t skew = protocol::kMaxClockSkew.count();
+  const std::int64_t skew = contract::kMaxClockSkew.count();
   if (now_ms - last_prune_ms_ < skew) return;
   last_prune_ms_ = now_ms;
   for (auto it = seen_nonces_.begin(); it != seen_nonces_.end();) {

@@ -16,7 +16,7 @@
 
 namespace trainrun::rendezvous {
 
-using Secret = std::array<std::uint8_t, protocol::kSecretBytes>;
+using Secret = std::array<std::uint8_t, contract::kSecretBytes>;
 
 // A fresh secret from the OS CSPRNG (OpenSSL RAND_bytes).
 Secret generate_secret();

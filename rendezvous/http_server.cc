@@ -23,7 +23,7 @@ namespace {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
-namespace p = protocol;
+namespace p = contract;
 using tcp = asio::ip::tcp;
 
 std::string_view view(beast::string_view s) { return {s.data(), s.size()}; }

@@ -21,10 +21,10 @@ class HttpServer {
   struct Options {
     std::string bind_address = "127.0.0.1";  // never 0.0.0.0 unless asked
     std::uint16_t port = 0;                  // 0: the kernel picks
-    std::size_t max_connections = protocol::kMaxConnections;
-    std::chrono::milliseconds header_timeout = protocol::kHeaderTimeout;
-    std::chrono::milliseconds body_timeout = protocol::kBodyTimeout;
-    std::chrono::milliseconds idle_timeout = protocol::kIdleTimeout;
+    std::size_t max_connections = contract::kMaxConnections;
+    std::chrono::milliseconds header_timeout = contract::kHeaderTimeout;
+    std::chrono::milliseconds body_timeout = contract::kBodyTimeout;
+    std::chrono::milliseconds idle_timeout = contract::kIdleTimeout;
   };
   struct Stats {
     std::uint64_t requests = 0;      // headers parsed

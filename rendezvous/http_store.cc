@@ -21,7 +21,7 @@
 namespace trainrun::rendezvous {
 namespace {
 
-namespace p = protocol;
+namespace p = contract;
 using std::chrono::milliseconds;
 
 [[noreturn]] void throw_io(const std::string& message) { throw Error(Error::Code::Io, message); }

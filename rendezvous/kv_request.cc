@@ -9,7 +9,7 @@
 namespace trainrun::rendezvous {
 namespace {
 
-namespace p = protocol;
+namespace p = contract;
 
 KvParse fail(int status, std::string reason) {
   KvParse out;

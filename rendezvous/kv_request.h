@@ -18,7 +18,7 @@ enum class KvOp { Health, Put, Get, GetMany, Add };
 struct KvRequest {
   KvOp op = KvOp::Health;
   std::vector<std::string> keys;
-  std::chrono::milliseconds wait{0};  // clamped to protocol::kMaxWait
+  std::chrono::milliseconds wait{0};  // clamped to contract::kMaxWait
 };
 
 // Result of parsing: either a request or the HTTP status to answer with

@@ -69,7 +69,7 @@ class MpiBackend final : public Backend {
       throw Error(Error::Code::Unsupported,
                   std::string("process sets on the mpi backend need MPI at MPI_THREAD_MULTIPLE (each set's engine "
                               "calls MPI from its own thread): set ") +
-                      protocol::kEnvMpiThreads +
+                      contract::kEnvMpiThreads +
                       "=multiple, or call MPI_Init_thread with MPI_THREAD_MULTIPLE "
                       "before trainrun::init(), or use the tcp backend");
     }

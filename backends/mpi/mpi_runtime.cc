@@ -30,7 +30,7 @@ MpiRuntime::MpiRuntime() {
   MPI_Initialized(&initialised);
   if (initialised) return;  // the program's MPI, at the program's thread level
   int provided = 0;
-  const char* threads = std::getenv(protocol::kEnvMpiThreads);
+  const char* threads = std::getenv(contract::kEnvMpiThreads);
   const bool multiple = threads && std::string(threads) == "multiple";
   check_mpi(MPI_Init_thread(nullptr, nullptr, multiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided),
             "MPI_Init_thread");

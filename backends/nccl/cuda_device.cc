@@ -13,11 +13,11 @@ int choose_cuda_device(const World& world, int visible_devices) {
     throw Error(
         Error::Code::Unsupported,
         std::string("no CUDA device is visible") +
-            (world.cuda_visible_devices_set ? std::string(" (") + protocol::kEnvCudaVisibleDevices + " is set)" : ""));
+            (world.cuda_visible_devices_set ? std::string(" (") + contract::kEnvCudaVisibleDevices + " is set)" : ""));
   }
   if (world.cuda_device >= 0) {
     if (world.cuda_device < visible_devices) return world.cuda_device;
-    throw Error(Error::Code::InvalidArgument, std::string(protocol::kEnvCudaDevice) + "=" +
+    throw Error(Error::Code::InvalidArgument, std::string(contract::kEnvCudaDevice) + "=" +
                                                   std::to_string(world.cuda_device) + " but only " + shown +
                                                   " visible");
   }
@@ -25,8 +25,8 @@ int choose_cuda_device(const World& world, int visible_devices) {
   if (world.local_rank < visible_devices) return world.local_rank;
   throw Error(Error::Code::InvalidArgument,
               "local rank " + std::to_string(world.local_rank) + " has no CUDA device of its own: " + shown +
-                  " visible and NCCL needs one per rank (set " + protocol::kEnvCudaDevice + " or " +
-                  protocol::kEnvCudaVisibleDevices + " per rank)");
+                  " visible and NCCL needs one per rank (set " + contract::kEnvCudaDevice + " or " +
+                  contract::kEnvCudaVisibleDevices + " per rank)");
 }
 
 }  // namespace trainrun::detail

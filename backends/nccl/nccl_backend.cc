@@ -163,7 +163,7 @@ void NcclBackend::wait_for(const char* call, Done&& done) {
       fail(Error(Error::Code::Timeout,
                  std::string(call) + " did not complete within " +
                      std::to_string(std::chrono::duration_cast<std::chrono::seconds>(timeout_).count()) +
-                     " s (did a rank die or stop calling collectives? " + protocol::kEnvNcclTimeout +
+                     " s (did a rank die or stop calling collectives? " + contract::kEnvNcclTimeout +
                      " sets the limit)"));
     }
     backoff.pause();

@@ -275,11 +275,11 @@ std::vector<std::string> exchange_nccl_readiness(const BackendContext& context, 
   const World& world = context.world;
   if (context.store) {
     const std::string scope =
-        std::string(protocol::kScopeNcclPrefix) + std::to_string(context.generation) + context.set;
-    context.store->set(scope, std::string(protocol::kKeyNcclReadyPrefix) + std::to_string(world.rank), mine);
+        std::string(contract::kScopeNcclPrefix) + std::to_string(context.generation) + context.set;
+    context.store->set(scope, std::string(contract::kKeyNcclReadyPrefix) + std::to_string(world.rank), mine);
     // A rank reaches its first CUDA collective when its program does: as
     // patient as a collective, not as start-up.
-    return context.store->get_range(scope, protocol::kKeyNcclReadyPrefix, 0, static_cast<std::uint64_t>(world.size),
+    return context.store->get_range(scope, contract::kKeyNcclReadyPrefix, 0, static_cast<std::uint64_t>(world.size),
                                     world.nccl_timeout);
   }
   // No rendezvous (under mpirun, or a single process): the CPU backend carries it.

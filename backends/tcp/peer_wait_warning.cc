@@ -32,7 +32,7 @@ std::string PeerWaitWarning::peer_host(int job_peer, int peer) {
   if (!known.empty()) return known;
   try {
     const std::string entry = store_->get(
-        protocol::kScopeJob, std::string(protocol::kKeyRankPrefix) + std::to_string(job_peer), std::chrono::seconds(2));
+        contract::kScopeJob, std::string(contract::kKeyRankPrefix) + std::to_string(job_peer), std::chrono::seconds(2));
     const auto record = decode_rank_record(entry);
     known = (record ? record->host : "?") + ", ";
   } catch (const Error&) {

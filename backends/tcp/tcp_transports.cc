@@ -114,7 +114,7 @@ void join_shared_memory(TcpTransports& t, const BackendContext& context, const s
   }
   std::string error;
   const std::optional<SwitchPoints> points = switch_points(world.size / local, local, world.switch_points, error);
-  if (!points) throw Error(Error::Code::InvalidArgument, std::string(protocol::kEnvSwitchPoints) + ": " + error);
+  if (!points) throw Error(Error::Code::InvalidArgument, std::string(contract::kEnvSwitchPoints) + ": " + error);
   t.points = *points;
   t.cross_mesh = t.mesh->subset(attached->cross_ranks);
   t.host_shm = shm_collectives(t, *attached, world);

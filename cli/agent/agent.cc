@@ -139,7 +139,7 @@ std::string env_value(const EnvList& env, const char* name) {
 // The rank's CPU binding (--bind-to, by its local rank), and in `report`
 // its --report-bindings line, or "" when not asked for.
 std::optional<CpuBinding> Agent::binding(const EnvList& env, std::string* report) {
-  namespace p = protocol;
+  namespace p = contract;
   const std::string bind_to = env_value(env, p::kEnvBindTo);
   const bool reports = env_value(env, p::kEnvReportBindings) == "1";
   if (bind_to.empty() && !reports) return std::nullopt;

@@ -17,7 +17,7 @@
 namespace trainrun::cli {
 namespace {
 
-std::string job_key(std::string_view key) { return std::string(protocol::kScopeJob) + "/" + std::string(key); }
+std::string job_key(std::string_view key) { return std::string(contract::kScopeJob) + "/" + std::string(key); }
 
 std::string rank_key(std::string_view prefix, int rank) { return job_key(std::string(prefix) + std::to_string(rank)); }
 
@@ -70,9 +70,9 @@ void ReportRecorder::watch(rendezvous::KvTable& table) {
     else waits_.push_back(id);
   };
   std::vector<std::string> ranks;
-  for (int r = 0; r < report_.size; ++r) ranks.push_back(rank_key(protocol::kKeyRankPrefix, r));
+  for (int r = 0; r < report_.size; ++r) ranks.push_back(rank_key(contract::kKeyRankPrefix, r));
   wait_for(std::move(ranks), rendezvous_ns_);
-  wait_for({job_key(protocol::kKeyFirstOp)}, first_op_ns_);
+  wait_for({job_key(contract::kKeyFirstOp)}, first_op_ns_);
 }
 
 void ReportRecorder::collect(const rendezvous::KvTable& table) {
@@ -83,14 +83,14 @@ void ReportRecorder::collect(const rendezvous::KvTable& table) {
     table_ = nullptr;
   }
   for (ReportRank& rank : report_.ranks) {
-    if (auto text = table.get(rank_key(protocol::kKeyRankPrefix, rank.rank))) {
+    if (auto text = table.get(rank_key(contract::kKeyRankPrefix, rank.rank))) {
       if (auto record = detail::decode_rank_record(*text)) rank.backend = record->backend;
     }
   }
-  if (auto text = table.get(job_key(protocol::kKeyStragglers))) {
+  if (auto text = table.get(job_key(contract::kKeyStragglers))) {
     report_.stragglers = detail::decode_straggler_table(*text);
   }
-  if (auto text = table.get(job_key(protocol::kKeyTimelineError))) {
+  if (auto text = table.get(job_key(contract::kKeyTimelineError))) {
     detail::TimelineError failure = detail::decode_timeline_error(*text);
     report_.output_errors.push_back({std::move(failure.path), "timeline", 0, std::move(failure.error)});
   }

@@ -256,7 +256,7 @@ std::vector<int> Supervisor::unregistered_ranks() const {
   bool any = false;
   for (int rank = 0; rank < state_.size(); ++rank) {
     const std::string key =
-        std::string(protocol::kScopeJob) + "/" + std::string(protocol::kKeyRankPrefix) + std::to_string(rank);
+        std::string(contract::kScopeJob) + "/" + std::string(contract::kKeyRankPrefix) + std::to_string(rank);
     if (rendezvous_->get(key)) {
       any = true;
     } else if (!state_.has_exited(rank) || state_.exited_with_zero(rank)) {

@@ -35,7 +35,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // The job-level settings this trainrun hands to every rank: --backend, and
-// those of protocol::kJobEnv the user exported (remote ranks see only -x).
+// those of contract::kJobEnv the user exported (remote ranks see only -x).
 MpirunJob describe_job(const Options& options, const JobPlan& plan, const std::string& mpirun) {
   MpirunJob job;
   job.mpirun = mpirun;
@@ -44,8 +44,8 @@ MpirunJob describe_job(const Options& options, const JobPlan& plan, const std::s
   if (!options.hosts.empty() || !options.hostfile.empty()) job.hosts = plan.hosts;
   job.job_env = plan.forwarded;  // -x NAME and NAME=VALUE, with the value trainrun sees
   job.local_cpus = static_cast<int>(std::thread::hardware_concurrency());
-  if (!options.backend.empty()) job.job_env.emplace_back(protocol::kEnvBackend, options.backend);
-  for (const char* name : protocol::kJobEnv) {
+  if (!options.backend.empty()) job.job_env.emplace_back(contract::kEnvBackend, options.backend);
+  for (const char* name : contract::kJobEnv) {
     if (std::getenv(name)) job.forward_env.emplace_back(name);
   }
   // mpirun tags every piece of output so that trainrun's OutputRouter can

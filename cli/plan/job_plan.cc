@@ -35,7 +35,7 @@ std::string hosts_text(const std::vector<HostSlots>& hosts) {
 // The engine's and the transport's launcher flags, as the variables the
 // library reads (contract/environment.h); only those the user gave.
 void append_engine_settings(const Options& o, EnvList& env) {
-  namespace p = protocol;
+  namespace p = contract;
   if (o.fusion_threshold_mb >= 0) {
     env.emplace_back(p::kEnvFusionThreshold,
                      std::to_string(static_cast<long long>(o.fusion_threshold_mb * 1024 * 1024)));
@@ -67,7 +67,7 @@ void append_engine_settings(const Options& o, EnvList& env) {
 // Why -x may not give a rank `name`, or "": trainrun sets it itself, after
 // the forwarded variables, so a forwarded value would be silently replaced.
 std::string refused_variable(const std::string& name, const Options& o) {
-  namespace p = protocol;
+  namespace p = contract;
   for (const char* set : {p::kEnvRank,
                           p::kEnvSize,
                           p::kEnvLocalRank,
@@ -100,7 +100,7 @@ std::string refused_variable(const std::string& name, const Options& o) {
                           p::kEnvTorchRunId}) {
     if (name == set) return "trainrun sets this variable for every rank; it cannot be forwarded";
   }
-  // Job-wide settings (protocol::kJobEnv and the engine's) stay the user's
+  // Job-wide settings (contract::kJobEnv and the engine's) stay the user's
   // to forward unless the option that sets them is given too. mpirun's
   // ranks get TRAINRUN_START_TIMEOUT only from the user.
   const struct {
@@ -157,9 +157,9 @@ std::string torchrun_shape(const Options& o, bool hosts_given, std::vector<HostS
 // torchrun's default: one OpenMP thread per rank when ranks share a host,
 // unless the user set OMP_NUM_THREADS (here or with -x).
 bool default_omp_threads(const JobPlan& plan, const GetEnv& getenv) {
-  if (getenv(protocol::kEnvOmpNumThreads)) return false;
+  if (getenv(contract::kEnvOmpNumThreads)) return false;
   for (const auto& [name, value] : plan.forwarded) {
-    if (name == protocol::kEnvOmpNumThreads) return false;
+    if (name == contract::kEnvOmpNumThreads) return false;
   }
   for (const RankSlot& slot : plan.ranks) {
     if (slot.local_size > 1) return true;
@@ -171,12 +171,12 @@ bool default_omp_threads(const JobPlan& plan, const GetEnv& getenv) {
 
 std::string transport_choice(const Options& options, const JobPlan& plan, const GetEnv& getenv) {
   if (plan.ranks.size() < 2 || options.backend == "mpi") return "";
-  const char* shm = getenv(protocol::kEnvShm);
+  const char* shm = getenv(contract::kEnvShm);
   const bool off = !options.shm || (shm && std::string(shm) == "0");
   const std::string what = options.backend == "nccl" ? "host buffers (tcp)" : "collectives (tcp)";
   if (off) {
     return what + ": TCP mesh between every pair of ranks (" +
-           (options.shm ? std::string(protocol::kEnvShm) + "=0" : std::string("--no-shm")) + ")";
+           (options.shm ? std::string(contract::kEnvShm) + "=0" : std::string("--no-shm")) + ")";
   }
   if (plan.hosts.size() == 1) {
     return what + ": shared memory among the " + std::to_string(plan.ranks.size()) + " ranks on " +
@@ -192,12 +192,12 @@ std::string transport_choice(const Options& options, const JobPlan& plan, const 
     }
   }
   // The ranks choose alike (contract/switch_points.h), from the same override.
-  const char* env_spec = getenv(protocol::kEnvSwitchPoints);
+  const char* env_spec = getenv(contract::kEnvSwitchPoints);
   const std::string spec = !options.switch_points.empty() ? options.switch_points : env_spec ? env_spec : "";
   std::string error;
   const auto points = detail::switch_points(static_cast<int>(per_host.size()), per_host[0], spec, error);
   return what + ": two-level allreduce (shared memory within each host, TCP mesh between hosts): " +
-         (points ? detail::describe(*points) : "bad " + std::string(protocol::kEnvSwitchPoints) + ": " + error) +
+         (points ? detail::describe(*points) : "bad " + std::string(contract::kEnvSwitchPoints) + ": " + error) +
          "; allgather and reducescatter two-level when ranks are numbered host by host" +
          (points ? " (reducescatter: local rank 0 carrying the host's share across below " +
                        detail::byte_size_text(points->reducescatter_split_min) + ")"
@@ -358,7 +358,7 @@ PlanResult make_plan(const Options& o, const std::string& local_host_name, const
     }
   }
   plan.omp_threads_default = default_omp_threads(plan, getenv);
-  if (plan.omp_threads_default) plan.forwarded.emplace_back(protocol::kEnvOmpNumThreads, "1");
+  if (plan.omp_threads_default) plan.forwarded.emplace_back(contract::kEnvOmpNumThreads, "1");
   append_engine_settings(o, plan.forwarded);
   if (std::string why = refused_by_ranks(plan.forwarded); !why.empty()) return fail(why);
   result.plan = std::move(plan);

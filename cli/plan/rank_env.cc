@@ -7,7 +7,7 @@
 namespace trainrun::cli {
 
 EnvList rank_environment(const RankSlot& slot, const JobEnv& job) {
-  namespace p = protocol;
+  namespace p = contract;
   const auto n = [](int v) { return std::to_string(v); };
   EnvList env = job.extra;
   auto add = [&](const char* name, std::string value) { env.emplace_back(name, std::move(value)); };

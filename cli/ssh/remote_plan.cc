@@ -51,13 +51,13 @@ RemotePlan::RemotePlan(const JobPlan& plan, const Options& options) : options_(o
   if (!r.network.empty()) {
     bind("--network", r.network, net::address_in_network);
     bind_reason_ = "this machine's address in --network " + r.network;
-    rank_env_.emplace_back(protocol::kEnvNetwork, r.network);
-    rank_rule_ = "its host's address in " + r.network + " (" + protocol::kEnvNetwork + ")";
+    rank_env_.emplace_back(contract::kEnvNetwork, r.network);
+    rank_rule_ = "its host's address in " + r.network + " (" + contract::kEnvNetwork + ")";
   } else if (!r.network_interface.empty()) {
     bind("--network-interface", r.network_interface, net::interface_address);
     bind_reason_ = "the address of --network-interface " + r.network_interface;
-    rank_env_.emplace_back(protocol::kEnvIface, r.network_interface);
-    rank_rule_ = "interface " + r.network_interface + " on its host (" + protocol::kEnvIface + ")";
+    rank_env_.emplace_back(contract::kEnvIface, r.network_interface);
+    rank_rule_ = "interface " + r.network_interface + " on its host (" + contract::kEnvIface + ")";
   } else {
     rank_rule_ = "its host's address that routes to the rendezvous";
   }

@@ -81,7 +81,7 @@ void run(State& state, const std::function<void()>& fn) {
 }
 
 bool enabled() {
-  const char* value = std::getenv(protocol::kEnvElastic);
+  const char* value = std::getenv(contract::kEnvElastic);
   return value && std::strcmp(value, "1") == 0;
 }
 

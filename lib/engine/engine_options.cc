@@ -6,7 +6,7 @@
 namespace trainrun::detail {
 
 EngineOptions engine_options_from_env(const EnvLookup& own) {
-  namespace p = protocol;
+  namespace p = contract;
   const EnvLookup env = with_horovod_names(own);
   EngineOptions o;
   if (auto v = env_int(env, p::kEnvFusionThreshold, 0, 1ll << 40)) o.fusion_threshold = *v;

@@ -14,17 +14,17 @@ struct Alias {
   const char* horovods;
 };
 constexpr Alias kAliases[] = {
-    {protocol::kEnvFusionThreshold, "HOROVOD_FUSION_THRESHOLD"},
-    {protocol::kEnvCycleTimeMs, "HOROVOD_CYCLE_TIME"},
-    {protocol::kEnvCacheCapacity, "HOROVOD_CACHE_CAPACITY"},
-    {protocol::kEnvTimeline, "HOROVOD_TIMELINE"},
-    {protocol::kEnvTimelineMarkCycles, "HOROVOD_TIMELINE_MARK_CYCLES"},
-    {protocol::kEnvStallWarning, "HOROVOD_STALL_CHECK_TIME_SECONDS"},
-    {protocol::kEnvStallShutdown, "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS"},
+    {contract::kEnvFusionThreshold, "HOROVOD_FUSION_THRESHOLD"},
+    {contract::kEnvCycleTimeMs, "HOROVOD_CYCLE_TIME"},
+    {contract::kEnvCacheCapacity, "HOROVOD_CACHE_CAPACITY"},
+    {contract::kEnvTimeline, "HOROVOD_TIMELINE"},
+    {contract::kEnvTimelineMarkCycles, "HOROVOD_TIMELINE_MARK_CYCLES"},
+    {contract::kEnvStallWarning, "HOROVOD_STALL_CHECK_TIME_SECONDS"},
+    {contract::kEnvStallShutdown, "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS"},
 };
 
 const char* horovod_value(const EnvLookup& env, const char* ours) {
-  if (std::strcmp(ours, protocol::kEnvStallWarning) == 0) {
+  if (std::strcmp(ours, contract::kEnvStallWarning) == 0) {
     const char* disable = env("HOROVOD_STALL_CHECK_DISABLE");
     if (disable != nullptr && std::strcmp(disable, "1") == 0) return "0";
   }
@@ -32,7 +32,7 @@ const char* horovod_value(const EnvLookup& env, const char* ours) {
     if (std::strcmp(a.ours, ours) != 0) continue;
     const char* value = env(a.horovods);
     // HOROVOD_TIMELINE=DYNAMIC: Horovod's "started later by start_timeline()".
-    if (value != nullptr && a.ours == protocol::kEnvTimeline && std::strcmp(value, "DYNAMIC") == 0) return nullptr;
+    if (value != nullptr && a.ours == contract::kEnvTimeline && std::strcmp(value, "DYNAMIC") == 0) return nullptr;
     return value;
   }
   return nullptr;

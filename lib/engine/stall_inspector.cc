@@ -75,7 +75,7 @@ std::string StallInspector::shutdown_message(const std::vector<Coordinator::Pend
   const std::string ops = describe(
       pending, names_, [](const auto&) { return true; }, &count);
   return "stall: " + scope() + "an op waited more than " + seconds_text(shutdown_) + " (" +
-         protocol::kEnvStallShutdown + "), so the engine stopped and failed every pending op" +
+         contract::kEnvStallShutdown + "), so the engine stopped and failed every pending op" +
          (count ? "; waiting: " + ops : "");
 }
 
@@ -101,12 +101,12 @@ bool StallInspector::blocked_shutdown_due(Clock::duration waited) const {
 
 std::string StallInspector::blocked_shutdown_message() const {
   return "stall: " + scope() + "the engine waited more than " + seconds_text(shutdown_) + " (" +
-         protocol::kEnvStallShutdown +
+         contract::kEnvStallShutdown +
          ") for the other ranks' engines, so it aborted the backend and failed every pending op";
 }
 
 std::string StallInspector::out_of_step_wait() const {
-  return seconds_text(warning_) + " (" + protocol::kEnvStallWarning + ")";
+  return seconds_text(warning_) + " (" + contract::kEnvStallWarning + ")";
 }
 
 std::optional<StallInspector::Clock::duration> StallInspector::renegotiate_after() const {

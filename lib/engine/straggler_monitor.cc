@@ -25,7 +25,7 @@ void StragglerMonitor::observe(const std::vector<Response>& responses, const Sub
   record(responses, submitted, ready);
   if (rank_ == 0 && !first_op_published_ && ran_ops_) {
     first_op_published_ = true;
-    publish(std::string(protocol::kKeyFirstOp), hostname_);
+    publish(std::string(contract::kKeyFirstOp), hostname_);
   }
   if (tracker_.exchange_due() || (final && tracker_.recorded() > 0)) exchange();
 }
@@ -66,7 +66,7 @@ void StragglerMonitor::exchange() {
       std::fprintf(stderr, "trainrun: %s\n", line->c_str());
     }
   }
-  publish(std::string(protocol::kKeyStragglers), encode_straggler_table(tracker_.table(summaries, hosts_)));
+  publish(std::string(contract::kKeyStragglers), encode_straggler_table(tracker_.table(summaries, hosts_)));
 }
 
 void StragglerMonitor::publish(const std::string& key, const std::string& value) {
@@ -78,7 +78,7 @@ void StragglerMonitor::publish(const std::string& key, const std::string& value)
       options.request_timeout = std::chrono::seconds(5);
       store_ = connect_rendezvous_store(world_, options);
     }
-    store_->set(protocol::kScopeJob, key, value);
+    store_->set(contract::kScopeJob, key, value);
   } catch (const std::exception&) {
     store_failed_ = true;  // the report lacks the table; the job goes on
   }

@@ -16,7 +16,7 @@
 
 namespace beast = boost::beast;
 namespace http = beast::http;
-namespace p = trainrun::protocol;
+namespace p = trainrun::contract;
 using namespace trainrun::rendezvous;
 
 namespace {

@@ -16,8 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   const KvRequest& r = *parsed.request;
-  FUZZ_CHECK(r.wait.count() >= 0 && r.wait <= trainrun::protocol::kMaxWait);
-  FUZZ_CHECK(r.keys.size() <= trainrun::protocol::kMaxKeysPerGet);
+  FUZZ_CHECK(r.wait.count() >= 0 && r.wait <= trainrun::contract::kMaxWait);
+  FUZZ_CHECK(r.keys.size() <= trainrun::contract::kMaxKeysPerGet);
   FUZZ_CHECK((r.op == KvOp::Health) == r.keys.empty());
   for (const std::string& key : r.keys) {
     const std::size_t slash = key.find('/');

@@ -20,7 +20,7 @@
 #include "trainrun/error.h"
 
 using namespace trainrun::rendezvous;
-namespace p = trainrun::protocol;
+namespace p = trainrun::contract;
 using std::chrono::milliseconds;
 
 namespace {

@@ -38,7 +38,7 @@ TEST_CASE("targets built by the client parse back on the server") {
 TEST_CASE("wait_ms is clamped to the protocol maximum") {
   auto get = parse_kv_request("GET", "/v1/kv/s/k?wait_ms=999999999");
   REQUIRE(get.request);
-  CHECK(get.request->wait == trainrun::protocol::kMaxWait);
+  CHECK(get.request->wait == trainrun::contract::kMaxWait);
 }
 
 TEST_CASE("bad requests get the documented status") {
@@ -88,8 +88,8 @@ TEST_CASE("names are limited in charset and length") {
   CHECK_FALSE(is_valid_name("a/b"));
   CHECK_FALSE(is_valid_name(".."));
   CHECK(is_valid_name("..."));
-  CHECK_FALSE(is_valid_name(std::string(trainrun::protocol::kMaxNameBytes + 1, 'a')));
-  CHECK(is_valid_name(std::string(trainrun::protocol::kMaxNameBytes, 'a')));
+  CHECK_FALSE(is_valid_name(std::string(trainrun::contract::kMaxNameBytes + 1, 'a')));
+  CHECK(is_valid_name(std::string(trainrun::contract::kMaxNameBytes, 'a')));
 }
 
 TEST_CASE("frames round-trip binary values and reject truncation") {

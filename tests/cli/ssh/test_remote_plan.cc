@@ -49,13 +49,13 @@ TEST_CASE("--network and --network-interface set the bind address and what every
   options.remote.network = "127.0.0.0/8";
   const RemotePlan network(local_plan(), options);
   CHECK(network.bind_address() == "127.0.0.1");
-  CHECK(network.rank_env() == EnvList{{trainrun::protocol::kEnvNetwork, "127.0.0.0/8"}});
+  CHECK(network.rank_env() == EnvList{{trainrun::contract::kEnvNetwork, "127.0.0.0/8"}});
   CHECK(network.choices()[0] == "rendezvous binds 127.0.0.1: this machine's address in --network 127.0.0.0/8");
   CHECK(network.probe("/").network == "127.0.0.0/8");
   options.remote.network.clear();
   options.remote.network_interface = "lo";
   const RemotePlan interface(local_plan(), options);
-  CHECK(interface.rank_env() == EnvList{{trainrun::protocol::kEnvIface, "lo"}});
+  CHECK(interface.rank_env() == EnvList{{trainrun::contract::kEnvIface, "lo"}});
   CHECK(interface.choices()[1] == "each rank binds interface lo on its host (TRAINRUN_IFACE)");
 }
 
