@@ -131,7 +131,6 @@ def main():
     while nbytes <= args.max_mb << 20:
         latency[nbytes] = time_allreduce(groups, nbytes, args)
         nbytes *= 4 if nbytes < (1 << 20) else 2
-    dist.destroy_process_group()  # torch's Gloo may abort a rank at exit without it
     if rank != 0:
         return
     print(f'{size} ranks, {args.steps} steps x {args.rounds} rounds, {args.threads} thread(s)/rank; '
