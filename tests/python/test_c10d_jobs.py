@@ -55,7 +55,12 @@ def test_ddp_mnist_reaches_gloo_accuracy(np):
     for backend in ('trainrun', 'gloo'):
         done = run([find_trainrun(), '--local', '-np', str(np), sys.executable, EXAMPLE, '--epochs', '1',
                     '--backend', backend], env=environment())
-        assert done.returncode == 0, done.stdout
+        # torch's own Gloo, the reference, now and then aborts a rank at exit after the job's
+        # work ("terminate called without an active exception", pytorch/pytorch#190489);
+        # trainrun's backend must always exit 0.
+        gloo_exit_abort = (backend == 'gloo' and done.returncode == 134
+                           and 'terminate called without an active exception' in done.stdout)
+        assert done.returncode == 0 or gloo_exit_abort, done.stdout
         accuracy[backend] = float(re.search(r'\[0\] accuracy ([0-9.]+)', done.stdout).group(1))
     assert accuracy['trainrun'] >= 0.9, accuracy
     assert abs(accuracy['trainrun'] - accuracy['gloo']) <= 0.005, accuracy
