@@ -120,7 +120,7 @@ class MpirunPipes {
 // `report` learns how it ended, with the line trainrun printed.
 int supervise(pid_t mpirun, const sigset_t& handled, double grace_s, ReportRecorder& report, MpirunPipes& pipes) {
   std::optional<int> stop_signal;
-  std::optional<Clock::time_point> kill_at;
+  Clock::time_point kill_at = Clock::time_point::max();  // none yet
   int status = 0;
   while (true) {
     pipes.pump(std::chrono::milliseconds(100));
@@ -141,9 +141,9 @@ int supervise(pid_t mpirun, const sigset_t& handled, double grace_s, ReportRecor
     } else if (sig == SIGUSR1 || sig == SIGUSR2) {
       ::kill(mpirun, sig);  // mpirun forwards these to every rank
     }
-    if (kill_at && Clock::now() >= *kill_at) {
+    if (Clock::now() >= kill_at) {
       ::kill(mpirun, SIGKILL);
-      kill_at.reset();
+      kill_at = Clock::time_point::max();
     }
   }
   pipes.finish();
