@@ -7,8 +7,8 @@ another one, e.g. a pip torch 2.x on a GPU machine.
 
     python3 scripts/build_c10d.py SOURCE_ROOT PACKAGE_DIR
 
-SOURCE_ROOT is a trainrun source tree (lib/torch_distributed,
-lib/python/core_group.h, lib/include, vocabulary); PACKAGE_DIR is the trainrun package
+SOURCE_ROOT is a trainrun source tree (integrations/torch_distributed,
+integrations/python/core/core_group.h, lib/include, vocabulary); PACKAGE_DIR is the trainrun package
 whose _core the module will call: it lands there as _c10d<EXT_SUFFIX>.
 Needs a C++17 compiler and ninja. Prints the module's path; exit 1 with
 the compiler's words when the build fails.
@@ -28,9 +28,9 @@ def main():
     root, package = (os.path.abspath(p) for p in sys.argv[1:])
     from torch.utils import cpp_extension
 
-    sources = sorted(glob.glob(os.path.join(root, "lib", "torch_distributed", "*.cc")))
+    sources = sorted(glob.glob(os.path.join(root, "integrations", "torch_distributed", "*.cc")))
     if not sources:
-        print(f"build_c10d: no lib/torch_distributed/*.cc under {root}", file=sys.stderr)
+        print(f"build_c10d: no integrations/torch_distributed/*.cc under {root}", file=sys.stderr)
         return 1
     build = tempfile.mkdtemp(prefix="trainrun-c10d-")
     try:

@@ -3,7 +3,7 @@
 # the launcher must point at its own layer or one below it. Prints each
 # offending line as `file:line: X includes Y (layer A may not depend on
 # layer B)` and exits 1; also fails on an import cycle in the Python
-# package (lib/python/trainrun). Usage: scripts/check_layers.sh [SOURCE_ROOT]
+# package (integrations/python/trainrun). Usage: scripts/check_layers.sh [SOURCE_ROOT]
 #
 # Library layers, bottom to top (meson.build builds one static library per
 # layer and links each with only the layers below it):
@@ -14,9 +14,12 @@
 #   contract     contract/                 os, vocabulary
 #   rendezvous   rendezvous/               contract, os, vocabulary
 #   backends     backends/                 rendezvous, contract, os, vocabulary
-#   lib          lib/ (engine/, elastic/,  backends, rendezvous, contract, os, vocabulary
-#                torch/, python/)
-#   cli          cli/                      rendezvous, contract, os, vocabulary; never backends or lib
+#   lib          lib/ (api/, engine/,      backends, rendezvous, contract, os, vocabulary
+#                elastic/)
+#   integrations integrations/ (libtorch/, lib and everything below it
+#                python/, torch_distributed/)
+#   cli          cli/                      rendezvous, contract, os, vocabulary; never backends,
+#                                          lib or integrations
 #                                          (one exception: cli/main.cc includes backends/registry.h
 #                                          for `trainrun --version`)
 #
@@ -36,7 +39,7 @@
 set -uo pipefail
 cd "${1:-$(dirname "$0")/..}" || exit 2
 
-library_layers=(vocabulary os contract rendezvous backends lib cli)
+library_layers=(vocabulary os contract rendezvous backends lib integrations cli)
 cli_layers=(process plan output report agent ssh job mode srun elastic mpirun top)
 
 rank_of() {  # rank_of NAME LIST...: the index of NAME in LIST, or -1
@@ -50,7 +53,7 @@ layer_of_file() {
     vocabulary/*) echo vocabulary ;;
     os/*) echo os ;;
     contract/*) echo contract ;; rendezvous/*) echo rendezvous ;; backends/*) echo backends ;;
-    lib/*) echo lib ;; cli/*) echo cli ;;
+    lib/*) echo lib ;; integrations/*) echo integrations ;; cli/*) echo cli ;;
   esac
 }
 
@@ -83,7 +86,7 @@ while IFS= read -r file; do
     fi
     from_rank=$(rank_of "$from" "${library_layers[@]}")
     to_rank=$(rank_of "$to" "${library_layers[@]}")
-    if [[ $from == cli && ( $to == backends || $to == lib ) ]]; then
+    if [[ $from == cli && ( $to == backends || $to == lib || $to == integrations ) ]]; then
       [[ $file == cli/main.cc && $target == backends/registry.h ]] && continue
       offend "$file:$line" "$file" "$target" "layer cli may not depend on layer $to"
     elif ((to_rank > from_rank)); then
@@ -95,14 +98,14 @@ while IFS= read -r file; do
       fi
     fi
   done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file")
-done < <(git ls-files 'vocabulary/*' 'os/*' 'lib/*' 'contract/*' 'rendezvous/*' 'backends/*' 'cli/*' 2>/dev/null | grep -E '\.(h|cc|h\.in)$' ||
-         find vocabulary os lib contract rendezvous backends cli -name '*.h' -o -name '*.cc' -o -name '*.h.in')
+done < <(git ls-files 'vocabulary/*' 'os/*' 'lib/*' 'integrations/*' 'contract/*' 'rendezvous/*' 'backends/*' 'cli/*' 2>/dev/null | grep -E '\.(h|cc|h\.in)$' ||
+         find vocabulary os lib integrations contract rendezvous backends cli -name '*.h' -o -name '*.cc' -o -name '*.h.in')
 
 # The Python package: module -> the trainrun modules it imports (anywhere in
 # it, function bodies included); a cycle is printed as a -> b -> a. A module
 # that injects names at run time (globals()[...] = ...) would hide a cycle
 # from this graph: it fails too.
-python3 - lib/python <<'EOF' || bad=1
+python3 - integrations/python <<'EOF' || bad=1
 import ast, pathlib, sys
 root = pathlib.Path(sys.argv[1])
 modules = {}

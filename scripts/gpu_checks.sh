@@ -59,16 +59,16 @@ pack_python() {
   local suffix include own
   suffix=$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))') || exit 1
   include=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])') || exit 1
-  own=$(cd "$build" && ls lib/python/trainrun/_core.cpython-*.so 2>/dev/null | head -1)
+  own=$(cd "$build" && ls integrations/python/core/_core.cpython-*.so 2>/dev/null | head -1)
   [[ -n $own ]] || { echo "gpu_checks: $build has no trainrun._core: build with -Dpython=enabled" >&2; exit 1; }
-  local module=lib/python/trainrun/_core$suffix
+  local module=integrations/python/core/_core$suffix
   if [[ $own != "$module" ]]; then
     mkdir -p "$build/$module.p"
     (cd "$build" && ninja -t commands "$own" | grep -F "$own" |
       sed "s#$(basename "$own")#_core$suffix#g; s#-I[^ ]*python3\.[0-9]*##g; s# -c # -I$include -c #" | bash -e) >&2 ||
       { echo "gpu_checks: cannot build trainrun._core for $py" >&2; exit 1; }
   fi
-  mkdir -p "$bundle/python" && cp -r "$build/lib/python/trainrun" "$bundle/python/" || exit 1
+  mkdir -p "$bundle/python" && cp -r "$build/integrations/python/trainrun" "$bundle/python/" || exit 1
   rm -rf "$bundle/python/trainrun/"*.so "$bundle/python/trainrun/"*.p
   strip --strip-debug -o "$bundle/python/trainrun/_core$suffix" "$build/$module" || exit 1
   local root
@@ -76,9 +76,9 @@ pack_python() {
   cp "$root"/tests/gpu/*.py "$root/tests/bench/gradient_set.py" "$bundle/python/" || exit 1
   # trainrun._c10d is built on the GPU machine, against its own torch.
   rm -f "$bundle/python/trainrun/"_c10d*
-  mkdir -p "$bundle/c10d-src/lib/python" "$bundle/c10d-src/lib/include" "$bundle/c10d-src/vocabulary" || exit 1
-  cp -r "$root/lib/torch_distributed" "$bundle/c10d-src/lib/" &&
-    cp "$root/lib/python/core_group.h" "$bundle/c10d-src/lib/python/" &&
+  mkdir -p "$bundle/c10d-src/integrations/python/core" "$bundle/c10d-src/lib/include" "$bundle/c10d-src/vocabulary" || exit 1
+  cp -r "$root/integrations/torch_distributed" "$bundle/c10d-src/integrations/" &&
+    cp "$root/integrations/python/core/core_group.h" "$bundle/c10d-src/integrations/python/core/" &&
     cp -r "$root/lib/include/trainrun" "$bundle/c10d-src/lib/include/" &&
     cp -r "$root/vocabulary/trainrun" "$bundle/c10d-src/vocabulary/" &&
     cp "$root/scripts/build_c10d.py" "$bundle/" || exit 1

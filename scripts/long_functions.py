@@ -17,7 +17,7 @@ import os
 import re
 import sys
 
-FOLDERS = ("cli", "lib", "backends", "rendezvous")
+FOLDERS = ("vocabulary", "os", "contract", "rendezvous", "backends", "lib", "integrations", "cli")
 # "X::X(args) : a_(b), c_" before a '{': c_'s brace initializer, not a body.
 INIT_BRACE = re.compile(r"\)\s*(?:noexcept\s*)?:(?!:)[^;{]*?(?:^|[\s,:])[A-Za-z_]\w*\s*$")
 CONTROL = {"if", "for", "while", "switch", "catch", "return", "do", "else", "sizeof", "alignof", "decltype"}

@@ -23,14 +23,14 @@ common=(-Dtorch=disabled -Dnccl=disabled -Dmpi=disabled -Dexamples=false -Dman=f
 
 declare -A sanitize=([asan]=address,undefined [tsan]=thread)
 declare -A targets=(
-  [asan]="trainrun tests/test-unit-rendezvous tests/test-unit-lib tests/test-unit-engine tests/test-unit-cli
+  [asan]="trainrun tests/test-unit-rendezvous tests/test-unit-contract tests/test-unit-backends tests/test-unit-lib tests/test-unit-engine tests/test-unit-cli
           tests/test-rendezvous-server tests/rendezvous-load-test tests/conformance tests/engine_multirank
           tests/engine_program tests/test-engine-jobs tests/rank_program tests/test-launcher tests/test-output
           tests/test-unit-mesh tests/test-strangers tests/test-bad_input tests/elastic_program tests/test-elastic
           tests/test-full-disk tests/test-cli_compat tests/test-unit-process tests/test-closed_streams"
   [tsan]="trainrun tests/test-unit-engine tests/engine_multirank tests/elastic_program tests/test-elastic")
 declare -A tests=(
-  [asan]="unit-rendezvous unit-lib unit-engine unit-cli rendezvous-server rendezvous-load-1024
+  [asan]="unit-rendezvous unit-contract unit-backends unit-lib unit-engine unit-cli rendezvous-server rendezvous-load-1024
           conformance-tcp-np2 engine-tcp-np2 engine-jobs launcher output unit-mesh strangers bad_input elastic
           full-disk cli_compat unit-process closed_streams"
   [tsan]="unit-engine engine-tcp-np2 elastic")

@@ -9,7 +9,7 @@ script use them.
     trainrun --local -np 2 /usr/bin/python3 examples/pytorch/mnist_ddp.py
     trainrun --local -np 2 /usr/bin/python3 examples/pytorch/mnist_ddp.py --backend gloo   # torch's own
 
-Needs data/mnist/mnist.bin and PYTHONPATH=<build>/lib/python from a build
+Needs data/mnist/mnist.bin and PYTHONPATH=<build>/integrations/python from a build
 tree. Rank 0 prints per-epoch held-out loss and accuracy averaged over the
 ranks and, last, a line `accuracy X`.
 """

@@ -52,7 +52,7 @@ Env with(Env env, const std::string& name, const std::string& value) {
 
 }  // namespace
 
-// world_from_env's reading of SLURM_* is tested in tests/lib/test_world.cc.
+// world_from_env's reading of SLURM_* is tested in tests/contract/test_world.cc.
 TEST_CASE("a simulated srun task: mpi backend when built") {
   const World w = world_of(kSlurm);
   CHECK(w.source == World::Source::Slurm);

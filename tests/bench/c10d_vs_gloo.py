@@ -3,13 +3,13 @@
 the same DDP on torch's own gloo, in one job: two process groups of the same
 ranks, rounds alternating so that drift in the machine's load hits both.
 
-    PYTHONPATH=build/lib/python build/trainrun --local -np 2 /usr/bin/python3 tests/bench/c10d_vs_gloo.py
+    PYTHONPATH=build/integrations/python build/trainrun --local -np 2 /usr/bin/python3 tests/bench/c10d_vs_gloo.py
 
 Across two SSH hosts (tests/integration's network-namespace hosts h1, h2; as
 root; gloo needs the hosts' interface named):
 
     build/tests/with_ssh_hosts /bin/sh -c 'cd $0 && build/trainrun -np 2 -H h1:1,h2:1 \
-        -x PYTHONPATH=$PWD/build/lib/python -x GLOO_SOCKET_IFNAME=eth0 \
+        -x PYTHONPATH=$PWD/build/integrations/python -x GLOO_SOCKET_IFNAME=eth0 \
         /usr/bin/python3 tests/bench/c10d_vs_gloo.py' $PWD
 
 Tables (rank 0), medians of the slowest rank:

@@ -3,11 +3,11 @@
   commit   TorchState.commit() of the MNIST example's network and its SGD
            with momentum (one process), beside what Horovod's TorchState
            does on a commit (copy.deepcopy of both state dicts);
-  recovery kill -9 of one of 4 workers of tests/python/elastic/elastic_worker.py
+  recovery kill -9 of one of 4 workers of tests/integrations/python/elastic/elastic_worker.py
            (a 4-rank Python job): from rank 0's last step before the kill to
            the first step after it, median of KILLS jobs.
 
-    PYTHONPATH=build/lib/python /usr/bin/python3 tests/bench/python_elastic_bench.py [KILLS]
+    PYTHONPATH=build/integrations/python /usr/bin/python3 tests/bench/python_elastic_bench.py [KILLS]
 """
 import copy
 import os

@@ -7,7 +7,7 @@ optimizer without communication for the per-step overhead of each. Step
 times are medians over every step of every round (the slowest rank's), which
 bursts of load from other processes do not move.
 
-    PYTHONPATH=build/lib/python build/trainrun --local -np 2 /usr/bin/python3 tests/bench/python_vs_ddp.py
+    PYTHONPATH=build/integrations/python build/trainrun --local -np 2 /usr/bin/python3 tests/bench/python_vs_ddp.py
 
 Options: --steps N per round (50), --rounds R (5), --batch-size B (32), --threads T (1).
 A benchmark, never a test: it prints a table on rank 0.

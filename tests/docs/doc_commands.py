@@ -246,7 +246,7 @@ def tail(output, lines=40):
 
 def missing_prerequisites(root, build):
     needed = [os.path.join(build, p) for p in ('trainrun', 'examples/hello', 'examples/mnist/mnist_train',
-                                               'lib/python/trainrun')]
+                                               'integrations/python/trainrun')]
     needed.append(os.path.join(root, 'data/mnist/mnist.bin'))
     return [p for p in needed if not os.path.exists(p)]
 

@@ -17,8 +17,8 @@ out=$(bash "$src/scripts/gpu_checks.sh" pack "$build" --without-nccl --python /u
 echo "$out"
 for f in bin/trainrun bin/conformance_cuda bin/allreduce_bench bin/engine_cuda_bench bin/staging_latency_bench \
          data/resnet50_sizes.txt gpu_checks.sh build_c10d.py python/cuda_tensors_check.py python/c10d_cuda_check.py \
-         python/ddp_gpu_bench.py python/trainrun/torch/mpi_ops.py c10d-src/lib/torch_distributed/process_group.cc \
-         c10d-src/lib/python/core_group.h c10d-src/vocabulary/trainrun/types.h; do
+         python/ddp_gpu_bench.py python/trainrun/torch/mpi_ops.py c10d-src/integrations/torch_distributed/process_group.cc \
+         c10d-src/integrations/python/core/core_group.h c10d-src/vocabulary/trainrun/types.h; do
   [[ -e $bundle/$f ]] || fail "not in the bundle: $f"
 done
 # trainrun._c10d is built on the GPU machine against its own torch, never carried.

@@ -1,7 +1,7 @@
 // with_ssh_hosts PROGRAM [ARGS...]: runs PROGRAM (an absolute path) as the
 // launcher of the SSH tests' four network-namespace hosts
 // (tests/integration/ssh_hosts.h: h1..h4, each with its own sshd), so
-// that tests in other languages (the Python Runner's, tests/python/ssh)
+// that tests in other languages (the Python Runner's, tests/integrations/python/ssh)
 // use real SSH hosts too. PROGRAM sees SSH_HOSTS_LAUNCHER_ADDRESS (the
 // launcher's address on the hosts' bridge), SSH_HOSTS (h1,h2,h3,h4), and
 // SSH_HOSTS_NETNS / SSH_HOSTS_VETHS (each host's namespace and the bridge

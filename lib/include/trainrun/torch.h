@@ -76,7 +76,7 @@ class DistributedOptimizer {
   double wait_seconds() const;
   std::int64_t steps() const;
 
-  struct Impl;  // defined in lib/torch/distributed_optimizer.cc
+  struct Impl;  // defined in integrations/libtorch/distributed_optimizer.cc
 
  private:
   std::unique_ptr<Impl> impl_;
