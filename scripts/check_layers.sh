@@ -42,58 +42,60 @@ cd "${1:-$(dirname "$0")/..}" || exit 2
 library_layers=(vocabulary os contract rendezvous backends lib integrations cli)
 cli_layers=(process plan output report agent ssh job mode srun elastic mpirun top)
 
-rank_of() {  # rank_of NAME LIST...: the index of NAME in LIST, or -1
-  local name=$1 i=0; shift
-  for item in "$@"; do [[ $item == "$name" ]] && { echo $i; return; }; i=$((i + 1)); done
-  echo -1
-}
+# Each helper sets REPLY rather than printing, so that the loop below forks
+# nothing per #include line (the check reads ~2,000 of them).
+declare -A library_rank cli_rank
+for i in "${!library_layers[@]}"; do library_rank[${library_layers[i]}]=$i; done
+for i in "${!cli_layers[@]}"; do cli_rank[${cli_layers[i]}]=$i; done
 
 layer_of_file() {
   case $1 in
-    vocabulary/*) echo vocabulary ;;
-    os/*) echo os ;;
-    contract/*) echo contract ;; rendezvous/*) echo rendezvous ;; backends/*) echo backends ;;
-    lib/*) echo lib ;; integrations/*) echo integrations ;; cli/*) echo cli ;;
+    vocabulary/*) REPLY=vocabulary ;;
+    os/*) REPLY=os ;;
+    contract/*) REPLY=contract ;; rendezvous/*) REPLY=rendezvous ;; backends/*) REPLY=backends ;;
+    lib/*) REPLY=lib ;; integrations/*) REPLY=integrations ;; cli/*) REPLY=cli ;;
+    *) REPLY= ;;
   esac
 }
 
 layer_of_include() {
   case $1 in
-    trainrun/error.h|trainrun/types.h|trainrun/half.h|trainrun/version.h) echo vocabulary ;;
-    trainrun/*) echo lib ;;
+    trainrun/error.h|trainrun/types.h|trainrun/half.h|trainrun/version.h) REPLY=vocabulary ;;
+    trainrun/*) REPLY=lib ;;
     *) layer_of_file "$1" ;;
   esac
 }
 
 cli_layer_of() {  # cli/<folder>/x.h -> folder; cli/x.cc -> top
   local rest=${1#cli/}
-  [[ $rest == */* ]] && echo "${rest%%/*}" || echo top
+  [[ $rest == */* ]] && REPLY=${rest%%/*} || REPLY=top
 }
 
 bad=0
 offend() { echo "$1: $2 includes $3 ($4)"; bad=1; }
 
+include_line='^[[:space:]]*#[[:space:]]*include[[:space:]]*"([^"]+)"'
 while IFS= read -r file; do
-  from=$(layer_of_file "$file")
+  layer_of_file "$file"; from=$REPLY
   [[ -n $from ]] || continue
   while IFS=: read -r line text; do
-    target=$(sed -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"([^"]+)".*/\1/' <<<"$text")
-    to=$(layer_of_include "$target")
+    [[ $text =~ $include_line ]] || continue
+    target=${BASH_REMATCH[1]}
+    layer_of_include "$target"; to=$REPLY
     [[ -n $to ]] || continue  # trainrun_config.h, a sibling, a third-party header
     if [[ $file == lib/include/trainrun/* ]]; then
       [[ $target == trainrun/* ]] || offend "$file:$line" "$file" "$target" "a public header may include only <trainrun/*.h>"
       continue
     fi
-    from_rank=$(rank_of "$from" "${library_layers[@]}")
-    to_rank=$(rank_of "$to" "${library_layers[@]}")
     if [[ $from == cli && ( $to == backends || $to == lib || $to == integrations ) ]]; then
       [[ $file == cli/main.cc && $target == backends/registry.h ]] && continue
       offend "$file:$line" "$file" "$target" "layer cli may not depend on layer $to"
-    elif ((to_rank > from_rank)); then
+    elif ((library_rank[$to] > library_rank[$from])); then
       offend "$file:$line" "$file" "$target" "layer $from may not depend on layer $to"
     elif [[ $from == cli && $to == cli ]]; then
-      a=$(cli_layer_of "$file") b=$(cli_layer_of "$target")
-      if (($(rank_of "$b" "${cli_layers[@]}") > $(rank_of "$a" "${cli_layers[@]}"))); then
+      cli_layer_of "$file"; a=$REPLY
+      cli_layer_of "$target"; b=$REPLY
+      if ((cli_rank[$b] > cli_rank[$a])); then
         offend "$file:$line" "$file" "$target" "cli/$a may not depend on cli/$b"
       fi
     fi
