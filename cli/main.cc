@@ -14,7 +14,9 @@
 #include "cli/launch.h"
 #include "cli/plan/options.h"
 #include "cli/plan/program_path.h"
+#include "cli/plan/python_package.h"
 #include "cli/job/report_recorder.h"
+#include "cli/process/self_executable.h"
 #include "cli/process/standard_streams.h"
 #include "trainrun/error.h"
 #include "trainrun/version.h"
@@ -27,6 +29,15 @@ int check_build() {
     std::cout << "  " << backend.name << "\t" << backend.version << "\n";
   }
   return 0;
+}
+
+// This build tree's Python package, or "" (an installed trainrun, or no /proc).
+std::string own_python_package() {
+  try {
+    return trainrun::cli::build_tree_python_package(trainrun::cli::self_executable());
+  } catch (const trainrun::Error&) {
+    return "";
+  }
 }
 
 }  // namespace
@@ -54,6 +65,7 @@ int main(int argc, char** argv) {
   ParseResult parsed = parse_options(argc, argv);
   if (parsed.exit_code >= 0) return parsed.exit_code;
   parsed.options.command = with_interpreter(std::move(parsed.options.command), std::getenv("PATH"));  // train.py
+  add_python_package(parsed.options, own_python_package(), std::getenv("PYTHONPATH"));
   const Options& options = parsed.options;
   if (options.check_build) return check_build();
   if (options.command.empty()) {

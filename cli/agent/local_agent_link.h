@@ -8,11 +8,9 @@
 #include <utility>
 
 #include "cli/agent/piped_agent_link.h"
+#include "cli/process/self_executable.h"
 
 namespace trainrun::cli {
-
-// The path of the running trainrun binary (what agents are started from).
-std::string self_executable();
 
 class LocalAgentLink final : public PipedAgentLink {
  public:

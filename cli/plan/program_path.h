@@ -16,7 +16,7 @@ struct ProgramLookup {
 
 ProgramLookup find_program(const std::string& name, const char* path_env);
 
-// The Python interpreter the package trainrun is built for (integrations/python/meson.build:
+// The Python interpreter the package trainrun is built for (integrations/python/core/meson.build:
 // Debian's, which has python3-torch; the python3 first on PATH may be another).
 inline constexpr const char* kPythonInterpreter = "/usr/bin/python3";
 

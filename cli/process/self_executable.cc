@@ -1,4 +1,4 @@
-#include "cli/agent/local_agent_link.h"
+#include "cli/process/self_executable.h"
 
 #include <unistd.h>
 

@@ -1,6 +1,6 @@
 #include "cli/srun/srun_launch_mode.h"
 
-#include "cli/agent/local_agent_link.h"
+#include "cli/process/self_executable.h"
 #include "cli/plan/host_list.h"
 #include "cli/plan/program_path.h"
 #include "cli/plan/shell_words.h"

@@ -12,7 +12,7 @@
 
 #include "cli/agent/agent_protocol.h"
 #include "cli/plan/host_list.h"
-#include "cli/agent/local_agent_link.h"
+#include "cli/process/self_executable.h"
 #include "cli/plan/shell_words.h"
 #include "cli/ssh/ssh_agent_link.h"
 #include "cli/ssh/ssh_session.h"

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "cli/plan/host_list.h"
-#include "cli/agent/local_agent_link.h"
+#include "cli/process/self_executable.h"
 #include "cli/plan/local_host.h"
 #include "cli/ssh/preflight.h"
 #include "cli/plan/shell_words.h"

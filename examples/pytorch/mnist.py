@@ -8,7 +8,8 @@ change is its import line.
     trainrun --local -np 3 --min-np 1 /usr/bin/python3 examples/pytorch/mnist.py --elastic
 
 Needs data/mnist/mnist.bin (scripts/setup.sh fetches the digits, scripts/build.sh
-converts them) and PYTHONPATH=<build>/integrations/python from a build tree. Rank 0
+converts them); from a build tree, ./build/trainrun gives its ranks the build's
+package (run alone: PYTHONPATH=<build>/integrations/python). Rank 0
 prints per-epoch loss and held-out accuracy averaged over the ranks, writes a
 checkpoint (--checkpoint) and, last, a line `accuracy X`.
 """

@@ -9,8 +9,8 @@ script use them.
     trainrun --local -np 2 /usr/bin/python3 examples/pytorch/mnist_ddp.py
     trainrun --local -np 2 /usr/bin/python3 examples/pytorch/mnist_ddp.py --backend gloo   # torch's own
 
-Needs data/mnist/mnist.bin and PYTHONPATH=<build>/integrations/python from a build
-tree. Rank 0 prints per-epoch held-out loss and accuracy averaged over the
+Needs data/mnist/mnist.bin; from a build tree, ./build/trainrun gives its ranks
+the build's package. Rank 0 prints per-epoch held-out loss and accuracy averaged over the
 ranks and, last, a line `accuracy X`.
 """
 import argparse
