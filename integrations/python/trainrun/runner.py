@@ -8,7 +8,8 @@ pickle from this process over an authenticated socket (a random key passed
 in the ranks' environment), calls main(**kwargs) and sends back its return
 value (rank 0) or its exception and traceback. Nothing touches the disk.
 np < 0 runs -np ranks on this machine (HorovodRunner's local mode); np > 0
-runs on `hosts` ("h1:4,h2:4") when given, else on this machine.
+runs on `hosts` ("h1:4,h2:4") when given, else on this machine, saying so in
+one line on stderr (HorovodRunner's np > 0 means the cluster).
 driver_log_verbosity is HorovodRunner's: 'all' (the default here) copies the
 ranks' output to this process's stdout and stderr as it comes;
 'log_callback_only' (HorovodRunner's default) keeps it out, since trainrun has
@@ -80,6 +81,10 @@ class Runner:
         self.hosts = None if np < 0 else hosts
         self.backend, self.env, self.launcher_args = backend, dict(env or {}), list(launcher_args)
         self.driver_address = driver_address
+        if np > 0 and not hosts:
+            print(f'trainrun.Runner: no hosts given: the {np} rank(s) run on this machine (name them with '
+                  f"Runner(np={np}, hosts='host1:4,host2:4'); np={-np} asks for this machine without this line)",
+                  file=sys.stderr)
 
     def _command(self):
         cmd = [find_trainrun()]

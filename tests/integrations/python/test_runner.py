@@ -67,6 +67,16 @@ def test_sys_exit_zero_is_success_and_nonzero_an_error():
         trainrun.Runner(np=-2).run(exit_with, status=3)
 
 
+def test_np_without_hosts_says_the_ranks_run_here(capsys):
+    trainrun.Runner(np=2)
+    assert capsys.readouterr().err == ("trainrun.Runner: no hosts given: the 2 rank(s) run on this machine (name them "
+                                       "with Runner(np=2, hosts='host1:4,host2:4'); np=-2 asks for this machine "
+                                       "without this line)\n")
+    trainrun.Runner(np=-2)
+    trainrun.Runner(np=2, hosts='h1:2')
+    assert capsys.readouterr().err == ''
+
+
 def test_launcher_command_line(monkeypatch):
     monkeypatch.setenv('TRAINRUN_BIN', sys.executable)  # any executable: only the command line is checked
     hosts = trainrun.Runner(np=8, hosts='h1:4,h2:4', backend='gloo', env={'NCCL_DEBUG': 'INFO'})._command()
