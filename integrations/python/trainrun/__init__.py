@@ -3,6 +3,7 @@ HorovodRunner-style launcher.
 
     import trainrun.torch as hvd          # drop-in for `import horovod.torch as hvd`
     trainrun.Runner(np=2).run(main, **kwargs)
+    trainrun.run(main, args=(a,), np=2)   # horovod.run: every rank's return value
 
 Errors of the core are trainrun.TrainrunError (a RuntimeError) or one of its
 subclasses per code (MismatchError, TimeoutError, ...), with .code set.
@@ -21,4 +22,5 @@ from trainrun._core import (  # noqa: F401
     UnsupportedError,
     __version__,
 )
+from trainrun.horovod_run import run  # noqa: F401
 from trainrun.runner import Runner, RunnerError  # noqa: F401

@@ -1,6 +1,7 @@
-"""One rank of trainrun.Runner.run: fetches (main, kwargs) from the Runner,
-calls main(**kwargs) and reports the return value (rank 0) or the exception
-with its traceback, then exits 0 or 1."""
+"""One rank of trainrun.Runner.run and trainrun.run: fetches (main, kwargs,
+every_rank) from the Runner, calls main(**kwargs) and reports the return
+value (rank 0's, or every rank's for trainrun.run) or the exception with its
+traceback, then exits 0 or 1."""
 import os
 import sys
 import traceback
@@ -33,11 +34,11 @@ def _report(conn, exception):
     return 1
 
 
-def _send_value(conn, rank, value):
-    """Sends rank 0's return value; one that cannot be pickled is reported as
-    such (the rank exits 1)."""
+def _send_value(conn, rank, value, every_rank):
+    """Sends the return value (rank 0's alone unless every_rank); one that
+    cannot be pickled is reported as such (the rank exits 1)."""
     try:
-        reply = cloudpickle.dumps(('ok', value if rank == 0 else None))
+        reply = cloudpickle.dumps(('ok', value if rank == 0 or every_rank else None))
     except Exception as error:  # noqa: B902 - whatever pickling raises
         text = f'{type(error).__name__}: {exception_text(error)}'
         sys.stderr.write(f'trainrun.Runner: rank {rank} returned a value that cannot be pickled: {text}\n')
@@ -52,7 +53,7 @@ def main():
     host, port = os.environ[ADDRESS_ENV].rsplit(':', 1)
     with Client((host, int(port)), authkey=bytes.fromhex(os.environ.pop(KEY_ENV))) as conn:
         conn.send_bytes(str(rank).encode())
-        fn, kwargs = cloudpickle.loads(conn.recv_bytes())
+        fn, kwargs, every_rank = cloudpickle.loads(conn.recv_bytes())
         try:
             value = fn(**kwargs)
         except SystemExit as e:
@@ -61,7 +62,7 @@ def main():
             value = None
         except BaseException as e:  # noqa: B902 - KeyboardInterrupt too
             return _report(conn, e)
-        return _send_value(conn, rank, value)
+        return _send_value(conn, rank, value, every_rank)
 
 
 if __name__ == '__main__':

@@ -57,9 +57,20 @@ def find_trainrun():
     return found
 
 
-def _route_address(hosts):
+def _first_host(hosts, hostfile):
+    """The first host of "h1:4,h2:4" or of a hostfile ("h1 slots=4" lines)."""
+    if hosts:
+        return hosts.split(',')[0].rsplit(':', 1)[0].split('@')[-1].strip('[]')
+    with open(hostfile) as lines:
+        names = [line.split('#')[0].split() for line in lines]
+    first = next((words[0] for words in names if words), None)
+    if first is None:
+        raise ValueError(f'hostfile {hostfile} names no host')
+    return first.rsplit(':', 1)[0].split('@')[-1].strip('[]')
+
+
+def _route_address(first):
     """This machine's address on the route to the first host."""
-    first = hosts.split(',')[0].rsplit(':', 1)[0].split('@')[-1].strip('[]')
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.connect((first, 9))
         return s.getsockname()[0]
@@ -70,7 +81,7 @@ _VERBOSITIES = ('all', 'log_callback_only')
 
 class Runner:
     def __init__(self, np, driver_log_verbosity='all', hosts=None, backend=None, env=None, launcher_args=(),
-                 driver_address=None):
+                 driver_address=None, hostfile=None, executable=None):
         if np == 0:
             raise ValueError('np must be a positive number of ranks, or negative for local mode')
         if driver_log_verbosity not in _VERBOSITIES:
@@ -79,28 +90,37 @@ class Runner:
         self.driver_log_verbosity = driver_log_verbosity
         self.np = abs(np)
         self.hosts = None if np < 0 else hosts
+        self.hostfile = None if np < 0 else hostfile
+        self.executable = executable or sys.executable
         self.backend, self.env, self.launcher_args = backend, dict(env or {}), list(launcher_args)
         self.driver_address = driver_address
-        if np > 0 and not hosts:
+        if np > 0 and not hosts and not hostfile:
             print(f'trainrun.Runner: no hosts given: the {np} rank(s) run on this machine (name them with '
                   f"Runner(np={np}, hosts='host1:4,host2:4'); np={-np} asks for this machine without this line)",
                   file=sys.stderr)
 
     def _command(self):
         cmd = [find_trainrun()]
-        cmd += ['-H', self.hosts] if self.hosts else ['--local']
+        cmd += ['-H', self.hosts] if self.hosts else ['--hostfile', self.hostfile] if self.hostfile else ['--local']
         cmd += ['-np', str(self.np)]
         if self.backend:
             cmd += ['--backend', self.backend]
         for name in [ADDRESS_ENV, KEY_ENV, 'PYTHONPATH'] + sorted(self.env):
             cmd += ['-x', name]
-        return cmd + self.launcher_args + [sys.executable, '-m', 'trainrun._rank_main']
+        return cmd + self.launcher_args + [self.executable, '-m', 'trainrun._rank_main']
 
     def run(self, main, **kwargs):
         """Runs main(**kwargs) on every rank; returns rank 0's return value."""
-        payload = cloudpickle.dumps((main, kwargs))
+        return self._run(main, kwargs, every_rank=False)[0]
+
+    def _run(self, main, kwargs, every_rank):
+        """Runs main(**kwargs) on every rank; returns the ranks' return values
+        by rank (every_rank), or rank 0's alone as a list of one."""
+        payload = cloudpickle.dumps((main, kwargs, every_rank))
         key = os.urandom(32)
-        host = self.driver_address or (_route_address(self.hosts) if self.hosts else '127.0.0.1')
+        remote = self.hosts or self.hostfile
+        host = self.driver_address or (_route_address(_first_host(self.hosts, self.hostfile)) if remote
+                                       else '127.0.0.1')
         with Listener((host, 0), authkey=key) as listener:
             server = _ResultServer(listener, payload, self.np)
             env = dict(os.environ, **self.env)
@@ -122,7 +142,8 @@ class Runner:
                 for pump in pumps:
                     pump.join()
         server.stop()
-        return server.outcome(code)
+        values = server.outcome(code)
+        return [values.get(rank) for rank in range(self.np if every_rank else 1)]
 
 
 def _pump(stream, target):
@@ -158,7 +179,7 @@ class _ResultServer:
     def __init__(self, listener, payload, np):
         self._listener, self._payload = listener, payload
         self._lock = threading.Lock()
-        self.value, self.errors, self._threads = None, [], []
+        self.values, self.errors, self._threads = {}, [], []
         self._acceptor = threading.Thread(target=self._accept, args=(np,), daemon=True)
         self._acceptor.start()
 
@@ -190,8 +211,8 @@ class _ResultServer:
                 status, body = 'failed', ('its report could not be unpickled here: '
                                           f'{type(error).__name__}: {exception_text(error)}')
             with self._lock:
-                if status == 'ok' and rank == 0:
-                    self.value = body
+                if status == 'ok':
+                    self.values[rank] = body
                 elif status == 'error':
                     self.errors.append((rank, _error_message(rank, body), body[2], _loads_or_none(body[3])))
                 elif status == 'unpicklable':
@@ -213,4 +234,4 @@ class _ResultServer:
             raise error
         if code != 0:
             raise RunnerError(f'trainrun exited with status {code} (see its output above)', exit_code=code)
-        return self.value
+        return self.values
