@@ -13,6 +13,28 @@ namespace {
 constexpr const char* kGroup =
     "Compatibility (mpirun, horovodrun and torchrun spellings; trainrun's own name in brackets)";
 
+// A flag that trainrun accepts with one note saying what it does instead.
+void note_flag(CLI::App& app, Options& o, const char* name, std::string note, const char* help) {
+  app.add_flag_callback(
+         name, [&o, note = std::move(note)] { o.notes.push_back(note); }, help)
+      ->group(kGroup);
+}
+
+// The same for an option with one value, of type T (checked, then unused).
+template <typename T>
+void note_option(CLI::App& app, Options& o, const char* name, std::string note, const char* help) {
+  app.add_option_function<T>(
+         name, [&o, note = std::move(note)](const T&) { o.notes.push_back(note); }, help)
+      ->group(kGroup);
+}
+
+// A flag whose meaning is trainrun's default: accepted, nothing to say.
+void default_flag(CLI::App& app, const char* name, const char* help) {
+  app.add_flag_callback(
+         name, [] {}, help)
+      ->group(kGroup);
+}
+
 // mpirun's names for the job's size and hosts.
 void add_mpirun(CLI::App& app, Options& o) {
   app.add_option("-n", o.np, "mpirun: ranks [--np]")->check(rank_count())->group(kGroup);
@@ -23,6 +45,10 @@ void add_mpirun(CLI::App& app, Options& o) {
                "mpirun: more ranks than slots, the extra ones round-robin over the hosts (without it, "
                "-np above the slots is refused)")
       ->group(kGroup);
+  note_flag(app, o, "--allow-run-as-root",
+            "--allow-run-as-root: trainrun runs as root without it (under --launcher mpirun it gives mpirun the "
+            "flag itself); no effect",
+            "mpirun: accepted; trainrun needs no such flag");
 }
 
 // horovodrun's names; the engine's that match trainrun's are trainrun's own.
@@ -82,28 +108,6 @@ void add_horovodrun(CLI::App& app, Options& o) {
                  "horovodrun: YAML file of settings (params, timeline, stall_check, logging, ...); "
                  "the command line wins")
       ->type_name("FILE")
-      ->group(kGroup);
-}
-
-// A flag that trainrun accepts with one note saying what it does instead.
-void note_flag(CLI::App& app, Options& o, const char* name, std::string note, const char* help) {
-  app.add_flag_callback(
-         name, [&o, note = std::move(note)] { o.notes.push_back(note); }, help)
-      ->group(kGroup);
-}
-
-// The same for an option with one value, of type T (checked, then unused).
-template <typename T>
-void note_option(CLI::App& app, Options& o, const char* name, std::string note, const char* help) {
-  app.add_option_function<T>(
-         name, [&o, note = std::move(note)](const T&) { o.notes.push_back(note); }, help)
-      ->group(kGroup);
-}
-
-// A flag whose meaning is trainrun's default: accepted, nothing to say.
-void default_flag(CLI::App& app, const char* name, const char* help) {
-  app.add_flag_callback(
-         name, [] {}, help)
       ->group(kGroup);
 }
 

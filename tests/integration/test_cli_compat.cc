@@ -263,6 +263,7 @@ TEST_CASE("options accepted for compatibility say in one line what trainrun does
       {"--thread-affinity", "1"},
       {"--num-nccl-streams", "2"},
       {"--blacklist-cooldown-range", "60", "300"},
+      {"--allow-run-as-root"},
   };
   for (std::vector<std::string> args : noted) {
     CAPTURE(args);
@@ -301,6 +302,23 @@ TEST_CASE("options accepted for compatibility say in one line what trainrun does
     const ProcessResult r = run_trainrun({cb});
     CHECK(r.exit_code == 0);
     CHECK(r.out == run_trainrun({"--check-build"}).out);
+  }
+}
+
+TEST_CASE("mpirun's container command line runs: --allow-run-as-root is a note, the job runs") {
+  const std::string note =
+      "trainrun: note: --allow-run-as-root: trainrun runs as root without it (under --launcher mpirun it gives "
+      "mpirun the flag itself); no effect\n";
+  for (const char* spelling : {"--allow-run-as-root", "-allow-run-as-root"}) {
+    CAPTURE(spelling);
+    std::string tag;
+    const ProcessResult r = run_trainrun({spelling, "-np", "2", "sh", "-c", "echo rank $TRAINRUN_RANK"}, &tag);
+    CHECK(r.exit_code == 0);
+    CHECK(r.err == note + kOmpNote);
+    CHECK(count(r.out, "\n") == 2);
+    CHECK(contains(r.out, "[0] rank 0\n"));
+    CHECK(contains(r.out, "[1] rank 1\n"));
+    CHECK(nothing_left(tag));
   }
 }
 
