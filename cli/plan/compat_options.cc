@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/plan/options.h"
+#include "cli/plan/printable.h"
 #include "cli/plan/rank_count.h"
 
 namespace trainrun::cli {
@@ -35,6 +36,37 @@ void default_flag(CLI::App& app, const char* name, const char* help) {
       ->group(kGroup);
 }
 
+// mpirun's ranks per host (-npernode, -N, --pernode, --map-by ppr:N:node):
+// every spelling sets the same count; two that disagree are refused.
+void set_per_node(Options& o, int n, const std::string& spelling) {
+  if (!o.npernode_option.empty() && o.npernode != n) {
+    throw CLI::ValidationError(spelling + " conflicts with " + o.npernode_option);
+  }
+  o.npernode = n;
+  o.npernode_option = spelling;
+}
+
+// mpirun's -npernode N, -N N and --pernode: at most N ranks on each host
+// (cli/plan/job_plan.cc places them).
+void add_mpirun_per_node(CLI::App& app, Options& o) {
+  app.add_option_function<int>(
+         "--npernode", [&o](int n) { set_per_node(o, n, "-npernode " + std::to_string(n)); },
+         "mpirun: N ranks on each host of -H/--hostfile (or here), also -npernode; -np, when given, may fill "
+         "fewer [-H host:N]")
+      ->check(rank_count())
+      ->type_name("N")
+      ->group(kGroup);
+  app.add_option_function<int>(
+         "-N", [&o](int n) { set_per_node(o, n, "-N " + std::to_string(n)); }, "mpirun: [-npernode N]")
+      ->check(rank_count())
+      ->type_name("N")
+      ->group(kGroup);
+  app.add_flag_callback(
+         "--pernode", [&o] { set_per_node(o, 1, "--pernode"); },
+         "mpirun: one rank on each host, also -pernode [-npernode 1]")
+      ->group(kGroup);
+}
+
 // mpirun's names for the job's size and hosts.
 void add_mpirun(CLI::App& app, Options& o) {
   app.add_option("-n", o.np, "mpirun: ranks [--np]")->check(rank_count())->group(kGroup);
@@ -49,6 +81,7 @@ void add_mpirun(CLI::App& app, Options& o) {
             "--allow-run-as-root: trainrun runs as root without it (under --launcher mpirun it gives mpirun the "
             "flag itself); no effect",
             "mpirun: accepted; trainrun needs no such flag");
+  add_mpirun_per_node(app, o);
 }
 
 // horovodrun's names; the engine's that match trainrun's are trainrun's own.
@@ -229,6 +262,24 @@ void add_torchrun(CLI::App& app, Options& o) {
   app.add_flag("--standalone", o.local, "torchrun: one host, rendezvous here [--local]")->group(kGroup);
 }
 
+// One --map-by value; a bad one is refused naming it.
+void map_by(Options& o, const std::string& value) {
+  if (value == "slot" || value == "node") {
+    o.map_by = value;
+    return;
+  }
+  // ppr:N:node, N a number of ranks
+  const std::size_t colon = value.find(':', 4);
+  if (value.rfind("ppr:", 0) == 0 && colon != std::string::npos) {
+    std::string count = value.substr(4, colon - 4);
+    if (value.substr(colon + 1) == "node" && rank_count()(count).empty()) {
+      set_per_node(o, std::stoi(count), "--map-by " + value);
+      return;
+    }
+  }
+  throw CLI::ValidationError("--map-by", trainrun::cli::quoted(value) + " is not slot, node or ppr:N:node");
+}
+
 }  // namespace
 
 void add_compat_options(CLI::App& app, Options& o) {
@@ -237,6 +288,15 @@ void add_compat_options(CLI::App& app, Options& o) {
   add_horovodrun_settings(app, o);
   add_horovodrun_tuning(app, o);
   add_torchrun(app, o);
+}
+
+void add_map_by(CLI::App& app, Options& o, const char* group) {
+  app.add_option_function<std::string>(
+         "--map-by", [&o](const std::string& value) { map_by(o, value); },
+         "slot: fill each host's slots in turn (default); node: one rank per host in turn; ppr:N:node: N ranks "
+         "on each host (mpirun's -npernode N)")
+      ->type_name("HOW")
+      ->group(group);
 }
 
 }  // namespace trainrun::cli

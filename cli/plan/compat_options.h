@@ -16,6 +16,10 @@ struct Options;
 
 void add_compat_options(CLI::App& app, Options& o);
 
+// trainrun's --map-by, with mpirun's values: slot, node and ppr:N:node (N
+// ranks on each host, as -npernode N). In compat_options.cc.
+void add_map_by(CLI::App& app, Options& o, const char* group);
+
 // A floating-point option: finite and within [min, max] (CLI::Range alone
 // lets nan through: every comparison with nan is false). In options.cc.
 CLI::Option* add_float(CLI::App& app, const char* name, double& value, const char* description, double min, double max);

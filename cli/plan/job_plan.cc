@@ -154,6 +154,24 @@ std::string torchrun_shape(const Options& o, bool hosts_given, std::vector<HostS
   return "";
 }
 
+// mpirun's -npernode N (-N, --pernode, --map-by ppr:N:node): every host
+// gets N slots, and -np, when given, may fill fewer but not more; why
+// not, or "".
+std::string mpirun_per_node(const Options& o, std::vector<HostSlots>& hosts, int& np) {
+  if (o.npernode <= 0) return "";
+  if (o.nproc_per_node > 0 && o.nproc_per_node != o.npernode) {
+    return o.npernode_option + " does not match --nproc-per-node " + std::to_string(o.nproc_per_node);
+  }
+  for (HostSlots& h : hosts) h.slots = o.npernode;
+  const int total = o.npernode * static_cast<int>(hosts.size());
+  if (np > total) {
+    return "-np " + std::to_string(np) + " exceeds " + o.npernode_option + " x " + std::to_string(hosts.size()) +
+           " host(s) = " + std::to_string(total) + " rank(s)";
+  }
+  if (np <= 0) np = total;
+  return "";
+}
+
 // torchrun's default: one OpenMP thread per rank when ranks share a host,
 // unless the user set OMP_NUM_THREADS (here or with -x).
 bool default_omp_threads(const JobPlan& plan, const GetEnv& getenv) {
@@ -313,7 +331,7 @@ PlanResult make_plan(const Options& o, const std::string& local_host_name, const
       return fail("--nnodes " + std::to_string(o.nnodes) +
                   " needs the hosts, -H h1,h2 or --hostfile: trainrun starts every host's ranks itself");
     }
-    const int ranks = o.np > 0 ? o.np : o.nproc_per_node;
+    const int ranks = o.np > 0 ? o.np : o.nproc_per_node > 0 ? o.nproc_per_node : o.npernode;
     if (ranks < 1) return fail("-np N is required (how many ranks to start)");
     plan.hosts = {{local_host_name, ranks, ""}};
   }
@@ -321,6 +339,7 @@ PlanResult make_plan(const Options& o, const std::string& local_host_name, const
   if (auto why = torchrun_shape(o, !o.hosts.empty() || !o.hostfile.empty(), plan.hosts, np); !why.empty()) {
     return fail(why);
   }
+  if (auto why = mpirun_per_node(o, plan.hosts, np); !why.empty()) return fail(why);
   int slots = 0;
   for (const auto& h : plan.hosts) slots += h.slots;
   if (np <= 0) np = slots;

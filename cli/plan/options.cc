@@ -93,10 +93,7 @@ void add_switch_points_option(CLI::App& app, Options& o, const char* group) {
 
 void add_placement_options(CLI::App& app, Options& o) {
   const char* placement = "Placement (also mpirun's names)";
-  app.add_option("--map-by", o.map_by,
-                 "slot: fill each host's slots in turn (default); node: one rank per host in turn")
-      ->check(CLI::IsMember({"slot", "node"}))
-      ->group(placement);
+  add_map_by(app, o, placement);
   app.add_option("--bind-to", o.bind_to,
                  "Pin each rank, by local rank, to its own core, socket or NUMA node of its host (default none)")
       ->check(CLI::IsMember({"none", "core", "socket", "numa"}))
@@ -333,8 +330,10 @@ ParseResult finish(const CLI::App& app, ParseResult result) {
   }
   o.command = std::move(command);
   // Elastic jobs place ranks themselves (cli/elastic): refused, never ignored.
-  const char* elastic_refuses = o.map_by == "node" ? "--map-by node" : o.oversubscribe ? "--oversubscribe" : nullptr;
-  if (o.elastic() && elastic_refuses) {
+  const std::string elastic_refuses = o.map_by == "node" ? "--map-by node"
+                                      : o.oversubscribe  ? "--oversubscribe"
+                                                         : o.npernode_option;
+  if (o.elastic() && !elastic_refuses.empty()) {
     std::cerr << "trainrun: error: " << elastic_refuses
               << " cannot be used in an elastic job (--min-np, --max-np, --host-discovery-script): elastic jobs "
                  "fill each host's slots in order\n";

@@ -17,13 +17,15 @@ struct Options {
   std::string hostfile;
   std::vector<std::string> env_forward;  // -x NAME or NAME=VALUE, in order
   std::string backend;
-  bool shm = true;             // --no-shm: TRAINRUN_SHM=0 for every rank
-  bool check_calls = false;    // --check-calls: TRAINRUN_CHECK_CALLS=1 for every rank
-  std::string switch_points;   // --switch-points: TRAINRUN_SWITCH_POINTS for every rank
-  bool oversubscribe = false;  // more ranks than slots: round-robin over the hosts
-  int nproc_per_node = 0;      // torchrun: ranks on every host (0: -np / the slots)
-  int nnodes = 0;              // torchrun: how many hosts (0: those given); checked against -H
-  int slots_per_host = 0;      // horovodrun: slots of a host given without any (0: 1)
+  bool shm = true;              // --no-shm: TRAINRUN_SHM=0 for every rank
+  bool check_calls = false;     // --check-calls: TRAINRUN_CHECK_CALLS=1 for every rank
+  std::string switch_points;    // --switch-points: TRAINRUN_SWITCH_POINTS for every rank
+  bool oversubscribe = false;   // more ranks than slots: round-robin over the hosts
+  int nproc_per_node = 0;       // torchrun: ranks on every host (0: -np / the slots)
+  int nnodes = 0;               // torchrun: how many hosts (0: those given); checked against -H
+  int slots_per_host = 0;       // horovodrun: slots of a host given without any (0: 1)
+  int npernode = 0;             // mpirun: at most N ranks on each host (-npernode, -N, --map-by ppr:N:node)
+  std::string npernode_option;  // how it was given, for messages: "-npernode 2", "--map-by ppr:2:node"
   // Placement (cli/plan/rank_plan.h, cli/agent/cpu_binding.h)
   std::string bind_to = "none";  // none | core | socket | numa
   std::string map_by = "slot";   // slot | node

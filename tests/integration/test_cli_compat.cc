@@ -190,6 +190,20 @@ TEST_CASE("every compatibility spelling plans exactly what trainrun's own spelli
       {{"-machinefile", hostfile}, {"--hostfile", hostfile}, "  1  localhost"},
       {{"-hostfile", hostfile}, {"--hostfile", hostfile}, "  1  localhost"},
       {{"--oversubscribe", "-H", "localhost:1", "-np", "3"}, {"-H", "localhost:3", "-np", "3"}, "  2  localhost"},
+      // mpirun's ranks per host: N on each host (or here), -np may fill fewer
+      {{"-npernode", "2"}, {"--np", "2"}, "2 rank(s) on 1 host(s)"},
+      {{"-npernode", "2", "-H", "localhost,127.0.0.1"}, {"-H", "localhost:2,127.0.0.1:2"}, "4 rank(s) on 2 host(s)"},
+      {{"--npernode", "2", "-H", "localhost:5,127.0.0.1"}, {"-H", "localhost:2,127.0.0.1:2"}, "4 rank(s) on 2 host(s)"},
+      {{"-N", "2", "-H", "localhost,127.0.0.1"}, {"-H", "localhost:2,127.0.0.1:2"}, "4 rank(s) on 2 host(s)"},
+      {{"-N2", "--hostfile", hostfile_without_slots}, {"-H", "localhost:2"}, "2 rank(s) on 1 host(s)"},
+      {{"--map-by", "ppr:2:node", "-H", "localhost,127.0.0.1"}, {"-H", "localhost:2,127.0.0.1:2"}, "  3  127.0.0.1"},
+      {{"-map-by", "ppr:2:node", "-np", "2"}, {"-np", "2"}, "2 rank(s) on 1 host(s)"},
+      {{"--pernode", "-H", "localhost:4,127.0.0.1:4"}, {"-H", "localhost:1,127.0.0.1:1"}, "2 rank(s) on 2 host(s)"},
+      {{"-pernode", "-H", "localhost,127.0.0.1"}, {"-H", "localhost,127.0.0.1"}, "2 rank(s) on 2 host(s)"},
+      {{"-np", "3", "-npernode", "2", "-H", "localhost,127.0.0.1"},
+       {"-np", "3", "-H", "localhost:2,127.0.0.1:2"},
+       "  2  127.0.0.1          0/1    1/2 "},
+      {{"-npernode", "2", "--nproc-per-node", "2"}, {"-np", "2"}, "2 rank(s) on 1 host(s)"},
       {with({"--gloo"}, np2), with({"--backend", "gloo"}, np2), "TRAINRUN_BACKEND=tcp"},
       {with({"--timeline-filename", "/tmp/t.json"}, np2), with({"--timeline", "/tmp/t.json"}, np2),
        "TRAINRUN_TIMELINE=/tmp/t.json"},
@@ -319,6 +333,48 @@ TEST_CASE("mpirun's container command line runs: --allow-run-as-root is a note, 
     CHECK(contains(r.out, "[0] rank 0\n"));
     CHECK(contains(r.out, "[1] rank 1\n"));
     CHECK(nothing_left(tag));
+  }
+}
+
+TEST_CASE("mpirun's ranks per host: -npernode, -N, --pernode, --map-by ppr:N:node") {
+  // A real job: two ranks on each of two "hosts" (both this machine).
+  std::string tag;
+  const ProcessResult r =
+      run_trainrun({"-npernode", "2", "-H", "localhost,127.0.0.1", "sh", "-c",
+                    "echo rank $TRAINRUN_RANK of $TRAINRUN_SIZE on $TRAINRUN_HOSTNAME as $TRAINRUN_LOCAL_RANK"},
+                   &tag);
+  CHECK(r.exit_code == 0);
+  CHECK(r.err == kOmpNote);
+  CHECK(count(r.out, "\n") == 4);
+  for (const char* line : {"[0] rank 0 of 4 on localhost as 0\n", "[1] rank 1 of 4 on localhost as 1\n",
+                           "[2] rank 2 of 4 on 127.0.0.1 as 0\n", "[3] rank 3 of 4 on 127.0.0.1 as 1\n"}) {
+    CHECK(contains(r.out, line));
+  }
+  CHECK(nothing_left(tag));
+  // Each spelling's errors: one line naming the values.
+  const std::vector<std::pair<std::vector<std::string>, std::string>> errors = {
+      {{"-np", "5", "-npernode", "2", "-H", "localhost,127.0.0.1"},
+       "-np 5 exceeds -npernode 2 x 2 host(s) = 4 rank(s)"},
+      {{"-np", "4", "-N", "2"}, "-np 4 exceeds -N 2 x 1 host(s) = 2 rank(s)"},
+      {{"--map-by", "ppr:1:node", "-np", "2"}, "-np 2 exceeds --map-by ppr:1:node x 1 host(s) = 1 rank(s)"},
+      {{"--pernode", "-np", "3", "-H", "localhost,127.0.0.1"}, "-np 3 exceeds --pernode x 2 host(s) = 2 rank(s)"},
+      {{"-N", "2", "-npernode", "3"}, "-N 2 conflicts with -npernode 3 (see trainrun --help)"},
+      {{"-npernode", "2", "--map-by", "ppr:3:node"},
+       "-npernode 2 conflicts with --map-by ppr:3:node (see trainrun --help)"},
+      {{"-N", "2", "--nproc-per-node", "3"}, "-N 2 does not match --nproc-per-node 3"},
+      {{"-npernode", "pernode"},
+       "--npernode: 'pernode' is not a number of ranks: give a whole number from 1 to 1048576 (see trainrun --help)"},
+      {{"-N", "0"}, "-N: '0' is not a number of ranks: give a whole number from 1 to 1048576 (see trainrun --help)"},
+      {{"--map-by", "ppr:0:node"}, "--map-by: 'ppr:0:node' is not slot, node or ppr:N:node (see trainrun --help)"},
+      {{"--map-by", "ppr:2:board"}, "--map-by: 'ppr:2:board' is not slot, node or ppr:N:node (see trainrun --help)"},
+      {{"--map-by", "bogus"}, "--map-by: 'bogus' is not slot, node or ppr:N:node (see trainrun --help)"},
+      {{"--min-np", "1", "-np", "2", "-npernode", "2"},
+       "-npernode 2 cannot be used in an elastic job (--min-np, --max-np, --host-discovery-script): elastic jobs fill "
+       "each host's slots in order"},
+  };
+  for (auto [args, message] : errors) {
+    args.push_back("true");
+    check_one_line_error(args, message);
   }
 }
 
