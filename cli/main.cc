@@ -1,13 +1,16 @@
 // trainrun's entry point: the hidden agent mode, or parse the command line
 // and launch. Exit codes are documented in man/trainrun.1.
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <set>
 
 #include "backends/registry.h"
 #include "cli/agent/agent.h"
+#include "cli/agent/cpu_binding.h"
 #include "cli/doctor.h"
 #include "cli/job/job_state.h"
 #include "cli/job/supervisor.h"
@@ -40,6 +43,18 @@ std::string own_python_package() {
   }
 }
 
+// mpirun's --map-by ppr:N:socket: N ranks on each socket of the CPUs this
+// process may use (make_plan refuses it with hosts: theirs are not known
+// before they start).
+void count_sockets(trainrun::cli::Options& o) {
+  if (o.ppr_socket <= 0) return;
+  std::set<int> sockets;
+  for (const auto& cpu : trainrun::cli::read_cpu_topology().cpus) sockets.insert(cpu.package);
+  const int here = std::max<int>(1, static_cast<int>(sockets.size()));
+  o.npernode = o.ppr_socket * here;
+  o.npernode_option += " (" + std::to_string(here) + " socket(s) here)";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -54,6 +69,7 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "doctor") == 0) {
     ParseResult parsed = parse_options(argc - 1, argv + 1);
     if (parsed.exit_code >= 0) return parsed.exit_code;
+    count_sockets(parsed.options);
     try {
       return run_doctor(parsed.options);
     } catch (const trainrun::Error& e) {
@@ -64,6 +80,7 @@ int main(int argc, char** argv) {
 
   ParseResult parsed = parse_options(argc, argv);
   if (parsed.exit_code >= 0) return parsed.exit_code;
+  count_sockets(parsed.options);
   parsed.options.command = with_interpreter(std::move(parsed.options.command), std::getenv("PATH"));  // train.py
   add_python_package(parsed.options, own_python_package(), std::getenv("PYTHONPATH"));
   const Options& options = parsed.options;

@@ -92,15 +92,18 @@ CpuTopology read_cpu_topology(const std::string& sys) {
 std::optional<CpuBinding> choose_binding(const CpuTopology& topology, const std::string& bind_to, int local_rank) {
   // Each unit's key, and its CPUs; units ordered by their first CPU.
   std::map<std::tuple<int, int>, std::vector<int>> units;
-  const char* name = bind_to == "core"     ? "core"
-                     : bind_to == "socket" ? "socket"
-                     : bind_to == "numa"   ? "NUMA node"
-                                           : nullptr;
+  const char* name = bind_to == "core"       ? "core"
+                     : bind_to == "hwthread" ? "hwthread"
+                     : bind_to == "socket"   ? "socket"
+                     : bind_to == "numa"     ? "NUMA node"
+                                             : nullptr;
   if (!name || topology.cpus.empty() || local_rank < 0) return std::nullopt;
+  const bool one_each = bind_to == "core" || bind_to == "hwthread";  // reused when ranks outnumber them
   for (const CpuTopology::Cpu& cpu : topology.cpus) {
-    const auto key = bind_to == "core"     ? std::make_tuple(cpu.package, cpu.core)
-                     : bind_to == "socket" ? std::make_tuple(cpu.package, 0)
-                                           : std::make_tuple(cpu.node, 0);
+    const auto key = bind_to == "core"       ? std::make_tuple(cpu.package, cpu.core)
+                     : bind_to == "hwthread" ? std::make_tuple(cpu.id, 0)
+                     : bind_to == "socket"   ? std::make_tuple(cpu.package, 0)
+                                             : std::make_tuple(cpu.node, 0);
     units[key].push_back(cpu.id);
   }
   std::vector<std::pair<std::tuple<int, int>, std::vector<int>>> ordered(units.begin(), units.end());
@@ -108,8 +111,8 @@ std::optional<CpuBinding> choose_binding(const CpuTopology& topology, const std:
   const std::size_t index = static_cast<std::size_t>(local_rank) % ordered.size();
   CpuBinding binding;
   binding.cpus = ordered[index].second;
-  binding.shared = bind_to == "core" && static_cast<std::size_t>(local_rank) >= ordered.size();
-  const int number = bind_to == "core" ? static_cast<int>(index) : std::get<0>(ordered[index].first);
+  binding.shared = one_each && static_cast<std::size_t>(local_rank) >= ordered.size();
+  const int number = one_each ? static_cast<int>(index) : std::get<0>(ordered[index].first);
   binding.unit = std::string(name) + " " + std::to_string(number);
   return binding;
 }
@@ -123,7 +126,10 @@ std::string binding_line(const std::string& rank, const std::string& host, const
     return line + " not bound (cpus " + format_cpu_list(all) + ")\n";
   }
   line += " bound to " + binding->unit + " (cpus " + format_cpu_list(binding->cpus) + ")";
-  if (binding->shared) line += ", shared: more ranks on this host than cores";
+  if (binding->shared) {
+    line += binding->unit.rfind("hwthread", 0) == 0 ? ", shared: more ranks on this host than hardware threads"
+                                                    : ", shared: more ranks on this host than cores";
+  }
   return line + "\n";
 }
 

@@ -28,12 +28,12 @@ struct CpuTopology {
 CpuTopology read_cpu_topology(const std::string& sys = "/sys/devices/system");
 
 struct CpuBinding {
-  std::string unit;       // "core 1", "socket 0", "NUMA node 0"
+  std::string unit;       // "core 1", "hwthread 3", "socket 0", "NUMA node 0"
   std::vector<int> cpus;  // the CPUs the rank may run on
-  bool shared = false;    // core: more ranks on the host than cores, so cores are reused
+  bool shared = false;    // core, hwthread: more ranks on the host than those, so they are reused
 };
 
-// `local_rank`'s unit for `bind_to` ("core", "socket", "numa"): the
+// `local_rank`'s unit for `bind_to` ("core", "hwthread", "socket", "numa"): the
 // local_rank-th unit in CPU order, round-robin when there are fewer units
 // than ranks; nullopt for "none", an unknown kind or no CPUs.
 std::optional<CpuBinding> choose_binding(const CpuTopology& topology, const std::string& bind_to, int local_rank);

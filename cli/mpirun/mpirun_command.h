@@ -23,7 +23,7 @@ struct MpirunJob {
   bool tag_output = true;                // --tag-output
   bool timestamp_output = false;         // --timestamp-output
   std::string bind_to = "none";          // --bind-to, as trainrun's option
-  std::string map_by = "slot";           // --map-by, as trainrun's option
+  std::string map_by = "slot";           // --map-by, as given to trainrun
   bool report_bindings = false;          // --report-bindings
   std::string mpi_args;                  // passed through, split like a shell would
   bool as_root = false;                  // adds --allow-run-as-root

@@ -54,7 +54,7 @@ MpirunJob describe_job(const Options& options, const JobPlan& plan, const std::s
   job.tag_output = true;
   job.timestamp_output = false;
   job.bind_to = options.bind_to;
-  job.map_by = options.map_by;
+  job.map_by = options.mpirun_map_by;  // mpirun places and binds as its own --map-by says
   job.report_bindings = options.report_bindings;
   job.mpi_args = options.mpi_args;
   job.as_root = ::geteuid() == 0;

@@ -262,22 +262,41 @@ void add_torchrun(CLI::App& app, Options& o) {
   app.add_flag("--standalone", o.local, "torchrun: one host, rendezvous here [--local]")->group(kGroup);
 }
 
-// One --map-by value; a bad one is refused naming it.
+// One --map-by value: where ranks go, and for core, hwthread, socket, numa
+// and ppr:N:socket the unit each rank is bound to unless --bind-to says
+// otherwise (Open MPI's defaults). A bad one is refused naming it.
 void map_by(Options& o, const std::string& value) {
+  o.mpirun_map_by = value;
   if (value == "slot" || value == "node") {
     o.map_by = value;
     return;
   }
-  // ppr:N:node, N a number of ranks
-  const std::size_t colon = value.find(':', 4);
-  if (value.rfind("ppr:", 0) == 0 && colon != std::string::npos) {
-    std::string count = value.substr(4, colon - 4);
-    if (value.substr(colon + 1) == "node" && rank_count()(count).empty()) {
-      set_per_node(o, std::stoi(count), "--map-by " + value);
+  for (const char* unit : {"core", "hwthread", "socket", "numa"}) {
+    if (value == unit) {
+      o.map_by = "slot";
+      o.map_bind = value;
       return;
     }
   }
-  throw CLI::ValidationError("--map-by", trainrun::cli::quoted(value) + " is not slot, node or ppr:N:node");
+  // ppr:N:node and ppr:N:socket, N a number of ranks
+  const std::size_t colon = value.find(':', 4);
+  if (value.rfind("ppr:", 0) == 0 && colon != std::string::npos) {
+    std::string count = value.substr(4, colon - 4);
+    const std::string object = value.substr(colon + 1);
+    if ((object == "node" || object == "socket") && rank_count()(count).empty()) {
+      if (object == "node") return set_per_node(o, std::stoi(count), "--map-by " + value);
+      if (!o.npernode_option.empty()) {
+        throw CLI::ValidationError("--map-by " + value + " conflicts with " + o.npernode_option);
+      }
+      o.ppr_socket = std::stoi(count);  // cli/main.cc counts the sockets
+      o.npernode_option = "--map-by " + value;
+      o.map_bind = "socket";
+      return;
+    }
+  }
+  throw CLI::ValidationError("--map-by", trainrun::cli::quoted(value) +
+                                             " is not slot, node, core, hwthread, socket, numa, ppr:N:node or "
+                                             "ppr:N:socket");
 }
 
 }  // namespace
@@ -293,8 +312,9 @@ void add_compat_options(CLI::App& app, Options& o) {
 void add_map_by(CLI::App& app, Options& o, const char* group) {
   app.add_option_function<std::string>(
          "--map-by", [&o](const std::string& value) { map_by(o, value); },
-         "slot: fill each host's slots in turn (default); node: one rank per host in turn; ppr:N:node: N ranks "
-         "on each host (mpirun's -npernode N)")
+         "slot: fill each host's slots in turn (default); node: one rank per host in turn; core, hwthread, "
+         "socket, numa: slot, each rank bound to its own such unit (--bind-to overrides); ppr:N:node: N ranks on "
+         "each host (mpirun's -npernode N); ppr:N:socket: N on each socket of this machine, bound to it")
       ->type_name("HOW")
       ->group(group);
 }

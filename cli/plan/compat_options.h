@@ -16,8 +16,9 @@ struct Options;
 
 void add_compat_options(CLI::App& app, Options& o);
 
-// trainrun's --map-by, with mpirun's values: slot, node and ppr:N:node (N
-// ranks on each host, as -npernode N). In compat_options.cc.
+// trainrun's --map-by, with mpirun's values: slot, node, core, hwthread,
+// socket, numa (slot, binding each rank to such a unit), ppr:N:node (N
+// ranks on each host, as -npernode N) and ppr:N:socket. In compat_options.cc.
 void add_map_by(CLI::App& app, Options& o, const char* group);
 
 // A floating-point option: finite and within [min, max] (CLI::Range alone

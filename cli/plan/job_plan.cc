@@ -157,7 +157,12 @@ std::string torchrun_shape(const Options& o, bool hosts_given, std::vector<HostS
 // mpirun's -npernode N (-N, --pernode, --map-by ppr:N:node): every host
 // gets N slots, and -np, when given, may fill fewer but not more; why
 // not, or "".
-std::string mpirun_per_node(const Options& o, std::vector<HostSlots>& hosts, int& np) {
+std::string mpirun_per_node(const Options& o, bool hosts_given, std::vector<HostSlots>& hosts, int& np) {
+  if (o.ppr_socket > 0 && hosts_given) {
+    return "--map-by ppr:" + std::to_string(o.ppr_socket) +
+           ":socket counts this machine's sockets, so every rank must run here; for other hosts give the ranks per "
+           "host and the binding: -npernode N --bind-to socket";
+  }
   if (o.npernode <= 0) return "";
   if (o.nproc_per_node > 0 && o.nproc_per_node != o.npernode) {
     return o.npernode_option + " does not match --nproc-per-node " + std::to_string(o.nproc_per_node);
@@ -336,10 +341,9 @@ PlanResult make_plan(const Options& o, const std::string& local_host_name, const
     plan.hosts = {{local_host_name, ranks, ""}};
   }
   int np = o.np;
-  if (auto why = torchrun_shape(o, !o.hosts.empty() || !o.hostfile.empty(), plan.hosts, np); !why.empty()) {
-    return fail(why);
-  }
-  if (auto why = mpirun_per_node(o, plan.hosts, np); !why.empty()) return fail(why);
+  const bool hosts_given = !o.hosts.empty() || !o.hostfile.empty();
+  if (auto why = torchrun_shape(o, hosts_given, plan.hosts, np); !why.empty()) return fail(why);
+  if (auto why = mpirun_per_node(o, hosts_given, plan.hosts, np); !why.empty()) return fail(why);
   int slots = 0;
   for (const auto& h : plan.hosts) slots += h.slots;
   if (np <= 0) np = slots;

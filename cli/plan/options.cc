@@ -95,8 +95,9 @@ void add_placement_options(CLI::App& app, Options& o) {
   const char* placement = "Placement (also mpirun's names)";
   add_map_by(app, o, placement);
   app.add_option("--bind-to", o.bind_to,
-                 "Pin each rank, by local rank, to its own core, socket or NUMA node of its host (default none)")
-      ->check(CLI::IsMember({"none", "core", "socket", "numa"}))
+                 "Pin each rank, by local rank, to its own core, hardware thread, socket or NUMA node of its host "
+                 "(default none)")
+      ->check(CLI::IsMember({"none", "core", "hwthread", "socket", "numa"}))
       ->group(placement);
   app.add_flag("--report-bindings", o.report_bindings,
                "Print one line per rank: its host and the cores and CPUs it may run on")
@@ -346,6 +347,7 @@ ParseResult finish(const CLI::App& app, ParseResult result) {
                         ": only elastic jobs (--min-np, --max-np, --host-discovery-script) use it; no effect");
     }
   }
+  if (!o.map_bind.empty() && !app.count("--bind-to")) o.bind_to = o.map_bind;  // --map-by core binds to cores
   if (o.log_level == "TRACE" || o.log_level == "DEBUG") o.verbose = true;
   if (!o.binding_args.empty()) {  // horovodrun hands them to mpirun
     if (o.launcher == "mpirun") o.mpi_args += (o.mpi_args.empty() ? "" : " ") + o.binding_args;

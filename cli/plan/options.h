@@ -26,9 +26,12 @@ struct Options {
   int slots_per_host = 0;       // horovodrun: slots of a host given without any (0: 1)
   int npernode = 0;             // mpirun: at most N ranks on each host (-npernode, -N, --map-by ppr:N:node)
   std::string npernode_option;  // how it was given, for messages: "-npernode 2", "--map-by ppr:2:node"
+  int ppr_socket = 0;           // mpirun's --map-by ppr:N:socket: N ranks on each socket here (cli/main.cc counts)
   // Placement (cli/plan/rank_plan.h, cli/agent/cpu_binding.h)
-  std::string bind_to = "none";  // none | core | socket | numa
-  std::string map_by = "slot";   // slot | node
+  std::string bind_to = "none";        // none | core | hwthread | socket | numa
+  std::string map_by = "slot";         // slot | node
+  std::string map_bind;                // --map-by core|hwthread|socket|numa|ppr:N:socket: --bind-to's default
+  std::string mpirun_map_by = "slot";  // --map-by as given, for mpirun (--launcher mpirun)
   bool report_bindings = false;
   // Output
   std::string output_dir;

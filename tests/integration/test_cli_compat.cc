@@ -12,6 +12,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <set>
@@ -153,6 +154,23 @@ std::string dry_run(std::vector<std::string> args, std::string* err = nullptr) {
   return r.out;
 }
 
+// The sockets of the CPUs this test may use, as trainrun counts them for
+// --map-by ppr:N:socket (the physical package of each CPU in its affinity mask).
+int sockets_here() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  REQUIRE(::sched_getaffinity(0, sizeof set, &set) == 0);
+  std::set<std::string> packages;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &set)) continue;
+    std::ifstream in("/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/physical_package_id");
+    std::string id = "0";
+    in >> id;
+    packages.insert(id);
+  }
+  return static_cast<int>(packages.size());
+}
+
 struct Spelling {
   std::vector<std::string> alias;  // mpirun's or horovodrun's
   std::vector<std::string> own;    // trainrun's
@@ -204,6 +222,22 @@ TEST_CASE("every compatibility spelling plans exactly what trainrun's own spelli
        {"-np", "3", "-H", "localhost:2,127.0.0.1:2"},
        "  2  127.0.0.1          0/1    1/2 "},
       {{"-npernode", "2", "--nproc-per-node", "2"}, {"-np", "2"}, "2 rank(s) on 1 host(s)"},
+      // mpirun's --map-by core, hwthread, socket, numa: slot, each rank bound (--bind-to overrides)
+      {with({"--map-by", "core"}, np2), with({"--bind-to", "core"}, np2), "TRAINRUN_BIND_TO=core "},
+      {with({"-map-by", "hwthread"}, np2), with({"--bind-to", "hwthread"}, np2), "TRAINRUN_BIND_TO=hwthread "},
+      {with({"--map-by", "socket"}, np2), with({"--bind-to", "socket"}, np2), "TRAINRUN_BIND_TO=socket "},
+      {with({"--map-by", "numa"}, np2), with({"--bind-to", "numa"}, np2), "TRAINRUN_BIND_TO=numa "},
+      {with({"--map-by", "core", "--bind-to", "none"}, np2), np2, "2 rank(s) on 1 host(s)"},
+      {with({"--bind-to", "socket", "--map-by", "core"}, np2), with({"--bind-to", "socket"}, np2),
+       "TRAINRUN_BIND_TO=socket "},
+      {{"--map-by", "core", "-H", "localhost:2,127.0.0.1:2"},
+       {"--bind-to", "core", "-H", "localhost:2,127.0.0.1:2"},
+       "  2  127.0.0.1"},
+      // ppr:N:socket: N ranks on each socket of this machine, bound to it
+      {{"--map-by", "ppr:1:socket"},
+       {"-np", std::to_string(sockets_here()), "--bind-to", "socket"},
+       "TRAINRUN_BIND_TO=socket "},
+      {{"--map-by", "ppr:2:socket", "-np", "1"}, {"-np", "1", "--bind-to", "socket"}, "1 rank(s) on 1 host(s)"},
       {with({"--gloo"}, np2), with({"--backend", "gloo"}, np2), "TRAINRUN_BACKEND=tcp"},
       {with({"--timeline-filename", "/tmp/t.json"}, np2), with({"--timeline", "/tmp/t.json"}, np2),
        "TRAINRUN_TIMELINE=/tmp/t.json"},
@@ -336,7 +370,7 @@ TEST_CASE("mpirun's container command line runs: --allow-run-as-root is a note, 
   }
 }
 
-TEST_CASE("mpirun's ranks per host: -npernode, -N, --pernode, --map-by ppr:N:node") {
+TEST_CASE("mpirun's ranks per host: -npernode, -N, --pernode, --map-by ppr:N:node and ppr:N:socket") {
   // A real job: two ranks on each of two "hosts" (both this machine).
   std::string tag;
   const ProcessResult r =
@@ -365,9 +399,26 @@ TEST_CASE("mpirun's ranks per host: -npernode, -N, --pernode, --map-by ppr:N:nod
       {{"-npernode", "pernode"},
        "--npernode: 'pernode' is not a number of ranks: give a whole number from 1 to 1048576 (see trainrun --help)"},
       {{"-N", "0"}, "-N: '0' is not a number of ranks: give a whole number from 1 to 1048576 (see trainrun --help)"},
-      {{"--map-by", "ppr:0:node"}, "--map-by: 'ppr:0:node' is not slot, node or ppr:N:node (see trainrun --help)"},
-      {{"--map-by", "ppr:2:board"}, "--map-by: 'ppr:2:board' is not slot, node or ppr:N:node (see trainrun --help)"},
-      {{"--map-by", "bogus"}, "--map-by: 'bogus' is not slot, node or ppr:N:node (see trainrun --help)"},
+      {{"--map-by", "ppr:0:node"},
+       "--map-by: 'ppr:0:node' is not slot, node, core, hwthread, socket, numa, ppr:N:node or ppr:N:socket (see "
+       "trainrun --help)"},
+      {{"--map-by", "ppr:2:board"},
+       "--map-by: 'ppr:2:board' is not slot, node, core, hwthread, socket, numa, ppr:N:node or ppr:N:socket (see "
+       "trainrun --help)"},
+      {{"--map-by", "bogus"},
+       "--map-by: 'bogus' is not slot, node, core, hwthread, socket, numa, ppr:N:node or ppr:N:socket (see "
+       "trainrun --help)"},
+      {{"--map-by", "ppr:1:socket", "-H", "localhost"},
+       "--map-by ppr:1:socket counts this machine's sockets, so every rank must run here; for other hosts give "
+       "the ranks per host and the binding: -npernode N --bind-to socket"},
+      {{"--map-by", "ppr:1:socket", "-np", std::to_string(sockets_here() + 1)},
+       "-np " + std::to_string(sockets_here() + 1) + " exceeds --map-by ppr:1:socket (" +
+           std::to_string(sockets_here()) + " socket(s) here) x 1 host(s) = " + std::to_string(sockets_here()) +
+           " rank(s)"},
+      {{"--map-by", "ppr:1:socket", "-N", "1"}, "-N 1 conflicts with --map-by ppr:1:socket (see trainrun --help)"},
+      {{"--map-by", "core:PE=2"},
+       "--map-by: 'core:PE=2' is not slot, node, core, hwthread, socket, numa, ppr:N:node or ppr:N:socket (see "
+       "trainrun --help)"},
       {{"--min-np", "1", "-np", "2", "-npernode", "2"},
        "-npernode 2 cannot be used in an elastic job (--min-np, --max-np, --host-discovery-script): elastic jobs fill "
        "each host's slots in order"},
@@ -434,13 +485,20 @@ TEST_CASE("horovodrun's settings reach the ranks, and a flag's value is never th
   CHECK(nothing_left(tag));
 }
 
-TEST_CASE("--bind-to core pins each rank to its own core; --report-bindings says so") {
+TEST_CASE("--bind-to core or hwthread pins each rank to its own; --report-bindings says so") {
   if (usable_cpus() < 2) {
     MESSAGE("skipped: fewer than 2 CPUs");
     return;
   }
-  for (const char* spelling : {"--bind-to", "-bind-to"}) {
-    std::vector<std::string> args = {"-np", "2", spelling, "core", "--report-bindings"};
+  // mpirun's --map-by core and hwthread bind like --bind-to (Open MPI's default binding).
+  const std::vector<std::pair<std::vector<std::string>, std::string>> spellings = {
+      {{"--bind-to", "core"}, "core"}, {{"-bind-to", "core"}, "core"},         {{"--bind-to", "hwthread"}, "hwthread"},
+      {{"--map-by", "core"}, "core"},  {{"--map-by", "hwthread"}, "hwthread"},
+  };
+  for (const auto& [spelling, unit] : spellings) {
+    CAPTURE(spelling);
+    std::vector<std::string> args = {"-np", "2", "--report-bindings"};
+    args.insert(args.end(), spelling.begin(), spelling.end());
     args.insert(args.end(), kPrintAllowed.begin(), kPrintAllowed.end());
     std::string tag;
     const ProcessResult r = run_trainrun(args, &tag);
@@ -452,7 +510,7 @@ TEST_CASE("--bind-to core pins each rank to its own core; --report-bindings says
       CAPTURE(rank);
       CHECK(list.find_first_of(",-") == std::string::npos);  // one CPU each (a core without siblings here)
       CHECK(contains(r.err, "[" + std::to_string(rank) + "] trainrun: rank " + std::to_string(rank) + " on "));
-      CHECK(contains(r.err, "bound to core " + std::to_string(rank) + " (cpus " + list + ")\n"));
+      CHECK(contains(r.err, "bound to " + unit + " " + std::to_string(rank) + " (cpus " + list + ")\n"));
     }
     CHECK(nothing_left(tag));
   }
@@ -486,6 +544,10 @@ TEST_CASE("--map-by node deals ranks over the hosts; slot (the default) fills ea
   CHECK(dry_run(by_slot) == dry_run(hosts));
   CHECK(contains(dry_run({"-np", "2", "--bind-to", "core", "--report-bindings"}),
                  "TRAINRUN_BIND_TO=core TRAINRUN_REPORT_BINDINGS=1 "));
+  // Under --launcher mpirun, mpirun gets --map-by as given (it places and binds by it).
+  CHECK(contains(dry_run({"--mpi", "--map-by", "ppr:1:socket"}), " --bind-to socket --map-by ppr:1:socket "));
+  CHECK(contains(dry_run({"--mpi", "-np", "2", "--map-by", "core"}), " --bind-to core --map-by core "));
+  CHECK(contains(dry_run({"--mpi", "-np", "2", "--bind-to", "hwthread"}), " --bind-to hwthread --map-by slot "));
   for (const char* option : {"--map-by", "--oversubscribe"}) {
     std::vector<std::string> args = {"--min-np", "1", "-np", "2", option};
     if (std::string(option) == "--map-by") args.push_back("node");
@@ -495,8 +557,8 @@ TEST_CASE("--map-by node deals ranks over the hosts; slot (the default) fills ea
                                    "elastic jobs fill each host's slots in order");
   }
   check_one_line_error({"-np", "2"}, "no program given (see trainrun --help)");
-  check_one_line_error({"--bind-to", "hwthread", "-np", "2", "true"},
-                       "--bind-to: hwthread not in {none,core,socket,numa} (see trainrun --help)");
+  check_one_line_error({"--bind-to", "hwthreads", "-np", "2", "true"},
+                       "--bind-to: hwthreads not in {none,core,hwthread,socket,numa} (see trainrun --help)");
 }
 
 namespace {

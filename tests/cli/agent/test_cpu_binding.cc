@@ -43,6 +43,12 @@ TEST_CASE("each local rank gets its own core, socket or NUMA node, in CPU order"
   CHECK(choose_binding(t, "socket", 1)->unit == "socket 1");
   CHECK(choose_binding(t, "socket", 2)->unit == "socket 0");  // round-robin, not "shared"
   CHECK(choose_binding(t, "numa", 0)->unit == "NUMA node 0");
+  CHECK(choose_binding(t, "hwthread", 0)->cpus == std::vector<int>{0});  // each logical CPU, siblings apart
+  CHECK(choose_binding(t, "hwthread", 5)->unit == "hwthread 5");
+  CHECK_FALSE(choose_binding(t, "hwthread", 7)->shared);
+  CHECK(choose_binding(t, "hwthread", 9)->cpus == std::vector<int>{1});  // 10 ranks, 8 hardware threads
+  CHECK(binding_line("9", "h1", choose_binding(t, "hwthread", 9), t) ==
+        "trainrun: rank 9 on h1 bound to hwthread 1 (cpus 1), shared: more ranks on this host than hardware threads\n");
   CHECK_FALSE(choose_binding(t, "none", 0));
   CHECK_FALSE(choose_binding(CpuTopology{}, "core", 0));
   CHECK(binding_line("3", "h1", choose_binding(t, "core", 3), t) ==
