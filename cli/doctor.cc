@@ -99,7 +99,7 @@ std::vector<CheckRow> local_rows(const JobPlan& plan, const RemotePlan& remote, 
     const std::string name = display_name(plan.hosts[i]);
     rows.push_back({name, "connect", "ok: this machine, no SSH", true});
     if (options.command.empty()) continue;
-    const ProgramLookup program = find_program(options.command.front(), std::getenv("PATH"));
+    const ProgramLookup program = find_job_program(options);
     rows.push_back({name, "program", program.path ? "ok: " + *program.path : program.error, program.path.has_value()});
   }
   return rows;
@@ -123,7 +123,7 @@ int run_doctor(const Options& options) {
   std::vector<CheckRow> rows = local_rows(plan, remote, options);
   RemoteAgents agents;
   if (remote.any_remote()) {
-    ProbeRequest request = remote.probe(current_directory());
+    ProbeRequest request = remote.probe(job_directory(options));
     request.listen = true;
     agents = start_remote_agents(remote.remote_hosts(), options.remote, request, false);
     if (agents.signal) std::_Exit(128 + agents.signal);  // host threads may still wait on the network

@@ -69,7 +69,7 @@ RankSpec rank_spec(const Options& options, const RankSlot& slot, const JobEnv& j
 
 JobSpec job_template(const Options& options) {
   JobSpec spec;
-  spec.cwd = current_directory();
+  spec.cwd = job_directory(options);
   spec.grace_ms = static_cast<std::uint32_t>(options.grace_s * 1000);
   spec.stdin_rank = 0;
   return spec;
@@ -109,7 +109,7 @@ int dry_run(const Options& options, const PlannedJob& planned, const AgentMode& 
   const std::string transport = transport_choice(options, plan, &std::getenv);
   if (!transport.empty()) std::cout << "trainrun: " << transport << "\n";
   std::cout << "rank  host              local  cross  command\n";
-  const std::string cwd = current_directory();
+  const std::string cwd = job_directory(options);
   for (const RankSlot& slot : plan.ranks) {
     std::vector<std::string> words;
     for (const auto& [name, value] : rank_environment(slot, job)) {
@@ -188,7 +188,7 @@ std::optional<int> before_start(const Options& options, const PlannedJob& planne
   report.planned(plan, is_remote);
   report.set_launcher(mode.name(planned));
   // Remote hosts look for the program themselves, in the pre-flight.
-  const ProgramLookup program = find_program(options.command.front(), std::getenv("PATH"));
+  const ProgramLookup program = find_job_program(options);
   if (!program.path && remote.any_local()) {
     std::cerr << "trainrun: error: " << program.error << "\n";
     report.failed("preflight_failed", "trainrun: error: " + program.error);
@@ -223,7 +223,7 @@ JobEnv job_env(const Options& options, const PlannedJob& planned, const Attempt*
                                           : job.rendezvous_addr;
   job.master_port = probed ? probed->port : net::free_tcp_port(job.rendezvous_addr);
   if (options.verbose) {
-    const ProgramLookup program = find_program(options.command.front(), std::getenv("PATH"));
+    const ProgramLookup program = find_job_program(options);
     std::cerr << "trainrun: job " << job.job_id << ": " << plan.ranks.size() << " rank(s) on " << plan.hosts.size()
               << " host(s), rendezvous " << job.rendezvous_addr << ":" << job.rendezvous_port << ", MASTER_ADDR "
               << job.master_addr << ":" << job.master_port << ", program "

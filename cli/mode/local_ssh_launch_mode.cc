@@ -42,7 +42,7 @@ class LocalSshAgents final : public JobAgents {
 
   std::unique_ptr<AgentLink> link_later(const HostSlots& host, std::string* error) override {
     if (is_local_host(host.host)) return std::make_unique<LocalAgentLink>(display_name(host));
-    const ProbeRequest probe = planned_.remote.probe(current_directory());
+    const ProbeRequest probe = planned_.remote.probe(job_directory(options_));
     RemoteAgents agents = start_remote_agents({host}, options_.remote, probe, false);
     if (agents.ok) return std::move(agents.links.front());
     *error = "the pre-flight checks failed";
@@ -61,8 +61,8 @@ class LocalSshAgents final : public JobAgents {
 std::optional<int> LocalSshAgents::check_remote_hosts(ReportRecorder& report) {
   const RemotePlan& remote = planned_.remote;
   if (!remote.any_remote()) return std::nullopt;
-  remote_ =
-      start_remote_agents(remote.remote_hosts(), options_.remote, remote.probe(current_directory()), options_.verbose);
+  remote_ = start_remote_agents(remote.remote_hosts(), options_.remote, remote.probe(job_directory(options_)),
+                                options_.verbose);
   if (remote_.signal) {
     const std::string line =
         "trainrun: received " + signal_name(remote_.signal) + " during the pre-flight checks; nothing was started";

@@ -1,12 +1,15 @@
 #include "cli/mode/planned_job.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <climits>
 #include <cstdlib>
 #include <iostream>
 
+#include "cli/job/job_state.h"
 #include "cli/plan/local_host.h"
+#include "cli/plan/printable.h"
 #include "trainrun/error.h"
 
 namespace trainrun::cli {
@@ -14,6 +17,27 @@ namespace trainrun::cli {
 std::string current_directory() {
   char path[PATH_MAX];
   return ::getcwd(path, sizeof path) ? path : ".";
+}
+
+std::string job_directory(const Options& options) {
+  if (options.wdir.empty()) return current_directory();
+  return options.wdir.front() == '/' ? options.wdir : current_directory() + "/" + options.wdir;
+}
+
+ProgramLookup find_job_program(const Options& options) {
+  const std::string& name = options.command.front();
+  if (options.wdir.empty()) return find_program(name, std::getenv("PATH"));
+  const std::string directory = job_directory(options);
+  struct stat st {};
+  if (::stat(directory.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    const bool exists = ::access(directory.c_str(), F_OK) == 0;
+    return {
+        std::nullopt,
+        "-wdir " + printable(options.wdir, std::string::npos) + (exists ? ": not a directory" : ": no such directory"),
+        kExitUsage};
+  }
+  const bool relative = name.find('/') != std::string::npos && name.front() != '/';
+  return find_program(relative ? directory + "/" + name : name, std::getenv("PATH"));
 }
 
 std::optional<PlannedJob> plan_job(const Options& options, std::string* error_line) {

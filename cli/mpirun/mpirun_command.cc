@@ -32,6 +32,7 @@ std::vector<std::string> mpirun_command(const MpirunJob& job) {
                                    // in order and are not pinned (frameworks run their own threads).
                                    "--bind-to", job.bind_to, "--map-by", job.map_by};
   if (job.report_bindings) argv.push_back("--report-bindings");
+  if (!job.wdir.empty()) argv.insert(argv.end(), {"--wdir", job.wdir});
   if (job.timestamp_output) argv.push_back("--timestamp-output");
   // -H localhost:np tells Open MPI there are np slots, so it would busy-poll
   // even with more ranks than CPUs: np=4 conformance on 2 CPUs took 3x as long.

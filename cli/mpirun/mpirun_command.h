@@ -25,6 +25,7 @@ struct MpirunJob {
   std::string bind_to = "none";          // --bind-to, as trainrun's option
   std::string map_by = "slot";           // --map-by, as given to trainrun
   bool report_bindings = false;          // --report-bindings
+  std::string wdir;                      // --wdir: the ranks' working directory (empty: mpirun's)
   std::string mpi_args;                  // passed through, split like a shell would
   bool as_root = false;                  // adds --allow-run-as-root
   std::vector<std::string> command;      // the program and its arguments

@@ -18,6 +18,7 @@
 #include "cli/plan/job_plan.h"
 #include "cli/job/job_state.h"
 #include "cli/plan/local_host.h"
+#include "cli/mode/planned_job.h"
 #include "cli/mpirun/mpirun_command.h"
 #include "cli/mpirun/mpirun_output.h"
 #include "cli/output/job_output.h"
@@ -57,6 +58,7 @@ MpirunJob describe_job(const Options& options, const JobPlan& plan, const std::s
   job.map_by = options.mpirun_map_by;  // mpirun places and binds as its own --map-by says
   job.report_bindings = options.report_bindings;
   job.mpi_args = options.mpi_args;
+  if (!options.wdir.empty()) job.wdir = job_directory(options);
   job.as_root = ::geteuid() == 0;
   job.command = options.command;
   return job;
@@ -229,7 +231,7 @@ int run_mpirun(const Options& options, ReportRecorder& report) {
   for (const HostSlots& host : planned.plan->hosts) all_local = all_local && is_local_host(host.host);
   // Every rank runs here: a missing program is one clear error up front
   // (on other hosts mpirun says so itself).
-  const ProgramLookup program = find_program(options.command.front(), std::getenv("PATH"));
+  const ProgramLookup program = find_job_program(options);
   if (all_local && !program.path) {
     std::cerr << "trainrun: error: " << program.error << "\n";
     return program.exit_code;

@@ -82,6 +82,10 @@ void add_mpirun(CLI::App& app, Options& o) {
             "flag itself); no effect",
             "mpirun: accepted; trainrun needs no such flag");
   add_mpirun_per_node(app, o);
+  app.add_option("--wdir,--wd", o.wdir,
+                 "mpirun: the ranks' working directory, also -wdir, -wd (default: trainrun's; relative to it)")
+      ->type_name("DIR")
+      ->group(kGroup);
 }
 
 // horovodrun's names; the engine's that match trainrun's are trainrun's own.

@@ -316,6 +316,7 @@ ParseResult finish(const CLI::App& app, ParseResult result) {
   if ((app.count("--hostfile") || app.count("--machinefile")) && o.hostfile.empty()) {
     empty = "--hostfile: empty file name";
   }
+  if (app.count("--wdir") && o.wdir.empty()) empty = "-wdir: empty directory name";
   if (!empty.empty()) {
     std::cerr << "trainrun: error: " << empty << "\n";
     result.exit_code = 2;

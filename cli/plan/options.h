@@ -26,6 +26,7 @@ struct Options {
   int slots_per_host = 0;       // horovodrun: slots of a host given without any (0: 1)
   int npernode = 0;             // mpirun: at most N ranks on each host (-npernode, -N, --map-by ppr:N:node)
   std::string npernode_option;  // how it was given, for messages: "-npernode 2", "--map-by ppr:2:node"
+  std::string wdir;             // mpirun's -wdir: the ranks' working directory (empty: trainrun's)
   int ppr_socket = 0;           // mpirun's --map-by ppr:N:socket: N ranks on each socket here (cli/main.cc counts)
   // Placement (cli/plan/rank_plan.h, cli/agent/cpu_binding.h)
   std::string bind_to = "none";        // none | core | hwthread | socket | numa

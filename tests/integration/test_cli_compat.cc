@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sched.h>
@@ -222,6 +223,9 @@ TEST_CASE("every compatibility spelling plans exactly what trainrun's own spelli
        {"-np", "3", "-H", "localhost:2,127.0.0.1:2"},
        "  2  127.0.0.1          0/1    1/2 "},
       {{"-npernode", "2", "--nproc-per-node", "2"}, {"-np", "2"}, "2 rank(s) on 1 host(s)"},
+      // mpirun's working directory of the ranks
+      {with({"-wdir", "/tmp"}, np2), with({"--wd", "/tmp"}, np2), "cd /tmp && "},
+      {with({"--wdir", "/"}, np2), with({"-wd", "/"}, np2), "cd / && "},
       // mpirun's --map-by core, hwthread, socket, numa: slot, each rank bound (--bind-to overrides)
       {with({"--map-by", "core"}, np2), with({"--bind-to", "core"}, np2), "TRAINRUN_BIND_TO=core "},
       {with({"-map-by", "hwthread"}, np2), with({"--bind-to", "hwthread"}, np2), "TRAINRUN_BIND_TO=hwthread "},
@@ -427,6 +431,45 @@ TEST_CASE("mpirun's ranks per host: -npernode, -N, --pernode, --map-by ppr:N:nod
     args.push_back("true");
     check_one_line_error(args, message);
   }
+}
+
+TEST_CASE("mpirun's -wdir: the ranks start there, and a relative program is found there") {
+  char dir[] = "/tmp/trainrun-wdir-XXXXXX";
+  REQUIRE(::mkdtemp(dir));
+  const std::string sub = std::string(dir) + "/sub";
+  REQUIRE(::mkdir(sub.c_str(), 0700) == 0);
+  {
+    std::ofstream script(sub + "/where.sh");
+    script << "#!/bin/sh\necho rank $TRAINRUN_RANK in $(pwd)\n";
+  }
+  REQUIRE(::chmod((sub + "/where.sh").c_str(), 0700) == 0);
+  ProcessOptions in_dir;
+  in_dir.cwd = dir;
+  for (const char* spelling : {"-wdir", "--wdir", "-wd", "--wd"}) {
+    CAPTURE(spelling);
+    std::string tag;
+    const ProcessResult r =
+        run_trainrun({spelling, "sub", "-np", "2", "-x", "OMP_NUM_THREADS=1", "./where.sh"}, &tag, in_dir);
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.empty());
+    CHECK(count(r.out, "\n") == 2);
+    CHECK(contains(r.out, "[0] rank 0 in " + sub + "\n"));
+    CHECK(contains(r.out, "[1] rank 1 in " + sub + "\n"));
+    CHECK(nothing_left(tag));
+  }
+  // Under --launcher mpirun, mpirun gets it, absolute.
+  const ProcessResult mpi =
+      run_trainrun({"--mpi", "-wdir", "sub", "-np", "1", "--dry-run", "./where.sh"}, nullptr, in_dir);
+  CHECK(mpi.exit_code == 0);
+  CHECK(contains(mpi.out, " --wdir " + sub + " "));
+  check_one_line_error({"-wdir", "/nonexistent/dir", "-np", "1", "true"}, "-wdir /nonexistent/dir: no such directory");
+  check_one_line_error({"-wdir", sub + "/where.sh", "-np", "1", "true"}, "-wdir " + sub + "/where.sh: not a directory");
+  check_one_line_error({"-wdir", "", "-np", "1", "true"}, "-wdir: empty directory name");
+  // A relative program is looked for in -wdir, not where trainrun runs.
+  const ProcessResult missing = run_trainrun({"-wdir", dir, "-np", "1", "./where.sh"}, nullptr, in_dir);
+  CHECK(missing.exit_code == 127);
+  CHECK(missing.err == "trainrun: error: no such file: " + std::string(dir) + "/./where.sh\n");
+  CHECK(std::system(("rm -rf " + std::string(dir)).c_str()) == 0);
 }
 
 TEST_CASE("--timestamp-output and --prefix-output-with-timestamp stamp each console line") {

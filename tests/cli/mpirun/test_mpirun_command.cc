@@ -61,6 +61,8 @@ TEST_CASE("mpirun command lines") {
   MpirunJob remote_oversubscribed = job_of(4, {"./p"});
   remote_oversubscribed.local_cpus = 2;
   remote_oversubscribed.hosts = {{"a", 4, ""}};  // the user chose slots: no second guess
+  MpirunJob in_dir = job_of(2, {"./p"});
+  in_dir.wdir = "/data/run";
 
   const Case cases[] = {
       {"local job", job_of(4, {"./p"}),
@@ -87,6 +89,9 @@ TEST_CASE("mpirun command lines") {
        concat({{"mpirun", "-np", "2", "-H", "localhost:2"}, kPlacement, {"--tag-output", "./p"}})},
       {"explicit hosts: the user's slots stand", remote_oversubscribed,
        concat({{"mpirun", "-np", "4", "-H", "a:4"}, kPlacement, {"--tag-output", "./p"}})},
+      {"-wdir: the ranks' working directory", in_dir,
+       concat(
+           {{"mpirun", "-np", "2", "-H", "localhost:2"}, kPlacement, {"--wdir", "/data/run", "--tag-output", "./p"}})},
   };
   for (const Case& c : cases) {
     CAPTURE(c.name);
