@@ -108,7 +108,7 @@ int dry_run(const Options& options, const PlannedJob& planned, const AgentMode& 
   for (const std::string& line : mode.agent_choices(planned)) std::cout << "trainrun: " << line << "\n";
   const std::string transport = transport_choice(options, plan, &std::getenv);
   if (!transport.empty()) std::cout << "trainrun: " << transport << "\n";
-  std::cout << "rank  host              local  cross  command\n";
+  std::cout << kRankMapHeader << "  command\n";
   const std::string cwd = job_directory(options);
   for (const RankSlot& slot : plan.ranks) {
     std::vector<std::string> words;
@@ -119,10 +119,7 @@ int dry_run(const Options& options, const PlannedJob& planned, const AgentMode& 
       words.push_back(name + "=" + (secret ? "<secret>" : later ? "<at launch>" : value));
     }
     words.insert(words.end(), options.command.begin(), options.command.end());
-    char prefix[96];
-    std::snprintf(prefix, sizeof prefix, "%4d  %-16s  %2d/%-2d  %2d/%-2d  ", slot.rank, slot.host.c_str(),
-                  slot.local_rank, slot.local_size, slot.cross_rank, slot.cross_size);
-    std::cout << prefix << "cd " << display_quote(cwd) << " && " << display_join(words) << "\n";
+    std::cout << rank_map_row(slot) << "cd " << display_quote(cwd) << " && " << display_join(words) << "\n";
   }
   return 0;
 }
@@ -201,6 +198,7 @@ std::optional<int> before_start(const Options& options, const PlannedJob& planne
   }
   if (options.dry_run) return dry_run(options, planned, mode);
   if (const std::optional<std::string> line = mode.announcement()) std::cerr << *line << "\n";
+  if (options.display_map && (!attempt || attempt->number == 0)) std::cerr << rank_map(plan.ranks, plan.hosts.size());
   return std::nullopt;
 }
 

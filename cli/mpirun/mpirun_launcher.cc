@@ -247,6 +247,7 @@ int run_mpirun(const Options& options, ReportRecorder& report) {
     std::cout << display_join(argv) << "\n";
     return 0;
   }
+  if (options.display_map) std::cerr << rank_map(planned.plan->ranks, planned.plan->hosts.size());
   if (options.verbose) std::cerr << "trainrun: running " << display_join(argv) << "\n";
 
   sigset_t handled, original;

@@ -82,6 +82,9 @@ void add_mpirun(CLI::App& app, Options& o) {
             "flag itself); no effect",
             "mpirun: accepted; trainrun needs no such flag");
   add_mpirun_per_node(app, o);
+  app.add_flag("--display-map", o.display_map,
+               "mpirun: print the rank map (--dry-run's table without the commands) on stderr, then run")
+      ->group(kGroup);
   app.add_option("--wdir,--wd", o.wdir,
                  "mpirun: the ranks' working directory, also -wdir, -wd (default: trainrun's; relative to it)")
       ->type_name("DIR")

@@ -34,6 +34,7 @@ struct Options {
   std::string map_bind;                // --map-by core|hwthread|socket|numa|ppr:N:socket: --bind-to's default
   std::string mpirun_map_by = "slot";  // --map-by as given, for mpirun (--launcher mpirun)
   bool report_bindings = false;
+  bool display_map = false;  // mpirun's --display-map: the rank map on stderr before the ranks start
   // Output
   std::string output_dir;
   bool tag_output = true;

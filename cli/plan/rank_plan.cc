@@ -1,6 +1,7 @@
 #include "cli/plan/rank_plan.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "contract/world.h"
 
@@ -50,6 +51,23 @@ std::vector<RankSlot> plan_ranks(const std::vector<HostSlots>& hosts, int np, Ma
     plan.push_back(slot);
   }
   return plan;
+}
+
+std::string rank_map_row(const RankSlot& slot) {
+  char row[96];
+  std::snprintf(row, sizeof row, "%4d  %-16s  %2d/%-2d  %2d/%-2d  ", slot.rank, slot.host.c_str(), slot.local_rank,
+                slot.local_size, slot.cross_rank, slot.cross_size);
+  return row;
+}
+
+std::string rank_map(const std::vector<RankSlot>& ranks, std::size_t hosts) {
+  std::string text = "trainrun: rank map: " + std::to_string(ranks.size()) + " rank(s) on " + std::to_string(hosts) +
+                     " host(s)\n" + kRankMapHeader + "\n";
+  for (const RankSlot& slot : ranks) {
+    const std::string row = rank_map_row(slot);
+    text += row.substr(0, row.find_last_not_of(' ') + 1) + "\n";
+  }
+  return text;
 }
 
 }  // namespace trainrun::cli

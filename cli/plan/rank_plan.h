@@ -33,4 +33,12 @@ enum class MapBy { Slot, Node };
 // host's ranks have local ranks 0, 1, ... in rank order.
 std::vector<RankSlot> plan_ranks(const std::vector<HostSlots>& hosts, int np, MapBy map_by = MapBy::Slot);
 
+// The rank map's columns, as --dry-run prints them before each command:
+// kRankMapHeader, then per rank "   0  node1              0/2    0/1   ".
+inline constexpr const char* kRankMapHeader = "rank  host              local  cross";
+std::string rank_map_row(const RankSlot& slot);
+// mpirun's --display-map: "trainrun: rank map: N rank(s) on H host(s)",
+// the header and one row per rank, each line ending in a newline.
+std::string rank_map(const std::vector<RankSlot>& ranks, std::size_t hosts);
+
 }  // namespace trainrun::cli

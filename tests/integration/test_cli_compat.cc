@@ -223,6 +223,7 @@ TEST_CASE("every compatibility spelling plans exactly what trainrun's own spelli
        {"-np", "3", "-H", "localhost:2,127.0.0.1:2"},
        "  2  127.0.0.1          0/1    1/2 "},
       {{"-npernode", "2", "--nproc-per-node", "2"}, {"-np", "2"}, "2 rank(s) on 1 host(s)"},
+      {with({"--display-map"}, np2), np2, "2 rank(s) on 1 host(s)"},  // --dry-run shows the map already
       // mpirun's working directory of the ranks
       {with({"-wdir", "/tmp"}, np2), with({"--wd", "/tmp"}, np2), "cd /tmp && "},
       {with({"--wdir", "/"}, np2), with({"-wd", "/"}, np2), "cd / && "},
@@ -470,6 +471,26 @@ TEST_CASE("mpirun's -wdir: the ranks start there, and a relative program is foun
   CHECK(missing.exit_code == 127);
   CHECK(missing.err == "trainrun: error: no such file: " + std::string(dir) + "/./where.sh\n");
   CHECK(std::system(("rm -rf " + std::string(dir)).c_str()) == 0);
+}
+
+TEST_CASE("mpirun's --display-map: the rank map on stderr, then the job") {
+  for (const char* spelling : {"--display-map", "-display-map"}) {
+    CAPTURE(spelling);
+    std::string tag;
+    const ProcessResult r = run_trainrun({spelling, "-npernode", "2", "-np", "3", "-H", "localhost,127.0.0.1", "-x",
+                                          "OMP_NUM_THREADS=1", "sh", "-c", "echo rank $TRAINRUN_RANK"},
+                                         &tag);
+    CHECK(r.exit_code == 0);
+    CHECK(r.err ==
+          "trainrun: rank map: 3 rank(s) on 2 host(s)\n"
+          "rank  host              local  cross\n"
+          "   0  localhost          0/2    0/2\n"
+          "   1  localhost          1/2    0/1\n"
+          "   2  127.0.0.1          0/1    1/2\n");
+    CHECK(count(r.out, "\n") == 3);
+    CHECK(contains(r.out, "[2] rank 2\n"));
+    CHECK(nothing_left(tag));
+  }
 }
 
 TEST_CASE("--timestamp-output and --prefix-output-with-timestamp stamp each console line") {

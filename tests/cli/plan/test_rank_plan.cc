@@ -87,3 +87,14 @@ TEST_CASE("--map-by node deals ranks one per host in turn, skipping full hosts")
   CHECK(plan[2].cross_rank == 2);
   CHECK(plan[2].cross_size == 3);
 }
+
+TEST_CASE("the rank map of --display-map: a line, the header and one row per rank, no trailing blanks") {
+  const auto plan = plan_ranks({{"a", 2, ""}, {"node-with-a-long-name", 1, ""}}, 3);
+  CHECK(rank_map_row(plan[0]) == "   0  a                  0/2    0/2   ");
+  CHECK(rank_map(plan, 2) ==
+        "trainrun: rank map: 3 rank(s) on 2 host(s)\n"
+        "rank  host              local  cross\n"
+        "   0  a                  0/2    0/2\n"
+        "   1  a                  1/2    0/1\n"
+        "   2  node-with-a-long-name   0/1    1/2\n");
+}
