@@ -102,6 +102,7 @@ void OutputRouter::file_failed(int rank, int stream, int error) {
 
 void OutputRouter::add(int rank, int stream, std::string_view bytes, Clock::time_point now) {
   if (stream != 1 && stream != 2) return;
+  if (options_.merge_stderr) stream = 1;  // as if the rank ran with 2>&1
   if (const int fd = file_for(rank, stream); fd >= 0) {
     if (const int error = write_all(fd, bytes)) file_failed(rank, stream, error);
   }

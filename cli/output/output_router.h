@@ -30,6 +30,7 @@ class OutputRouter {
   struct Options {
     bool tag = true;
     bool timestamp = false;       // each line starts with the local time it arrived (--timestamp-output)
+    bool merge_stderr = false;    // ranks' stderr is taken as their stdout (--merge-stderr-to-stdout)
     std::set<int> console_ranks;  // empty: all
     std::string directory;        // empty: no files
     // Non-empty: a later attempt of a restarted job; its files keep what

@@ -82,6 +82,9 @@ void add_mpirun(CLI::App& app, Options& o) {
             "flag itself); no effect",
             "mpirun: accepted; trainrun needs no such flag");
   add_mpirun_per_node(app, o);
+  app.add_flag("--merge-stderr-to-stdout", o.merge_stderr,
+               "mpirun: each rank's stderr goes where its stdout goes (the console's stdout, its stdout file)")
+      ->group(kGroup);
   app.add_flag("--display-map", o.display_map,
                "mpirun: print the rank map (--dry-run's table without the commands) on stderr, then run")
       ->group(kGroup);

@@ -39,6 +39,7 @@ struct Options {
   std::string output_dir;
   bool tag_output = true;
   bool timestamp_output = false;  // each console line starts with the time it arrived
+  bool merge_stderr = false;      // mpirun's --merge-stderr-to-stdout: the ranks' stderr goes with their stdout
   std::string rank_filter;
   // Supervision
   int start_timeout_s = 30;

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <regex>
 #include <set>
@@ -491,6 +492,35 @@ TEST_CASE("mpirun's --display-map: the rank map on stderr, then the job") {
     CHECK(contains(r.out, "[2] rank 2\n"));
     CHECK(nothing_left(tag));
   }
+}
+
+TEST_CASE("mpirun's --merge-stderr-to-stdout: each rank's stderr goes with its stdout") {
+  char dir[] = "/tmp/trainrun-merge-XXXXXX";
+  REQUIRE(::mkdtemp(dir));
+  const std::string files = std::string(dir) + "/out";
+  // The pauses order the two streams, as 2>&1 would.
+  const std::vector<std::string> program = {"sh", "-c", "echo out; sleep 0.2; echo err >&2; sleep 0.2; echo end"};
+  for (const char* spelling : {"--merge-stderr-to-stdout", "-merge-stderr-to-stdout"}) {
+    CAPTURE(spelling);
+    std::vector<std::string> args = {spelling, "--output-filename", files, "-np", "1"};
+    args.insert(args.end(), program.begin(), program.end());
+    std::string tag;
+    const ProcessResult r = run_trainrun(args, &tag);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == "[0] out\n[0] err\n[0] end\n");
+    CHECK(r.err.empty());
+    std::ifstream out(files + "/rank.00/stdout"), err(files + "/rank.00/stderr");
+    CHECK(std::string(std::istreambuf_iterator<char>(out), {}) == "out\nerr\nend\n");
+    CHECK(std::string(std::istreambuf_iterator<char>(err), {}).empty());
+    CHECK(nothing_left(tag));
+  }
+  // Without it, stderr stays stderr.
+  std::vector<std::string> args = {"-np", "1"};
+  args.insert(args.end(), program.begin(), program.end());
+  const ProcessResult plain = run_trainrun(args);
+  CHECK(plain.out == "[0] out\n[0] end\n");
+  CHECK(plain.err == "[0] err\n");
+  CHECK(std::system(("rm -rf " + std::string(dir)).c_str()) == 0);
 }
 
 TEST_CASE("--timestamp-output and --prefix-output-with-timestamp stamp each console line") {
