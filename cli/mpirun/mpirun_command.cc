@@ -52,6 +52,8 @@ std::vector<std::string> mpirun_command(const MpirunJob& job) {
     if (!is_env_name(name)) invalid("not an environment variable name: '" + name + "'");
     if (!set_by_job(name)) argv.insert(argv.end(), {"-x", name});
   }
+  for (std::size_t i = 0; i + 1 < job.mca.size(); i += 2)
+    argv.insert(argv.end(), {"--mca", job.mca[i], job.mca[i + 1]});
   std::vector<std::string> extra;
   try {
     extra = split_shell_words(job.mpi_args);

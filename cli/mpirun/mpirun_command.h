@@ -26,6 +26,7 @@ struct MpirunJob {
   std::string map_by = "slot";           // --map-by, as given to trainrun
   bool report_bindings = false;          // --report-bindings
   std::string wdir;                      // --wdir: the ranks' working directory (empty: mpirun's)
+  std::vector<std::string> mca;          // --mca NAME VALUE pairs, in order
   std::string mpi_args;                  // passed through, split like a shell would
   bool as_root = false;                  // adds --allow-run-as-root
   std::vector<std::string> command;      // the program and its arguments

@@ -57,6 +57,7 @@ MpirunJob describe_job(const Options& options, const JobPlan& plan, const std::s
   job.bind_to = options.bind_to;
   job.map_by = options.mpirun_map_by;  // mpirun places and binds as its own --map-by says
   job.report_bindings = options.report_bindings;
+  job.mca = options.mca;
   job.mpi_args = options.mpi_args;
   if (!options.wdir.empty()) job.wdir = job_directory(options);
   job.as_root = ::geteuid() == 0;

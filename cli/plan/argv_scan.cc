@@ -25,9 +25,6 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 
 std::string unknown(const std::string& token, const std::string& name, const OptionNames& names) {
   std::string line = "unknown option " + quoted(token);
-  if (name == "mca" || name == "gmca") {  // Open MPI's own parameters: they belong to mpirun
-    return line + "; MCA parameters go to Open MPI: --launcher mpirun --mpi-args '--mca NAME VALUE'";
-  }
   const std::string near = name.size() <= 64 ? nearest_name(name, names) : "";
   if (!near.empty()) line += "; did you mean --" + near + "?";
   return line + " (trainrun --help lists every option)";
@@ -86,8 +83,10 @@ ArgvScan scan_options(const std::vector<std::string>& args, const OptionNames& n
       if (values > 1 && eq == std::string::npos && i + values < scan.args.size()) {
         // "--blacklist-cooldown-range 60 300 ./train": CLI11 would take the
         // program's words as more values; it gets "--name=60,300" instead.
+        const auto delimiter = names.delimiters.find(long_name->first);
+        const char between = delimiter != names.delimiters.end() ? delimiter->second : ',';
         std::string joined = scan.args[i] + "=";
-        for (int k = 1; k <= values; ++k) joined += (k > 1 ? "," : "") + scan.args[i + k];
+        for (int k = 1; k <= values; ++k) joined += (k > 1 ? std::string(1, between) : "") + scan.args[i + k];
         scan.args.erase(scan.args.begin() + static_cast<std::ptrdiff_t>(i) + 1,
                         scan.args.begin() + static_cast<std::ptrdiff_t>(i) + 1 + values);
         scan.args[i] = std::move(joined);

@@ -5,7 +5,8 @@
 // option is refused with one line (and a "did you mean"). Everything from
 // the program name (or "--") on is the program's and is never touched. An
 // option with several values ("--blacklist-cooldown-range MIN MAX") becomes
-// "--name=MIN,MAX", so that CLI11 cannot take the program's words as more.
+// "--name=MIN,MAX" (its delimiter between them), so that CLI11 cannot take
+// the program's words as more.
 // Pure; no I/O.
 #pragma once
 
@@ -20,6 +21,9 @@ namespace trainrun::cli {
 struct OptionNames {
   std::map<std::string, int> long_names;  // "hostfile" -> 1, "blacklist-cooldown-range" -> 2
   std::map<char, bool> short_names;       // 'H' -> takes a value
+  // An option with several values gets them as one "--name=A<d>B", d its
+  // delimiter here (default ','): "mca" -> '\x1f', as its values may hold commas.
+  std::map<std::string, char> delimiters;
 };
 
 struct ArgvScan {

@@ -82,6 +82,16 @@ void add_mpirun(CLI::App& app, Options& o) {
             "flag itself); no effect",
             "mpirun: accepted; trainrun needs no such flag");
   add_mpirun_per_node(app, o);
+  // Open MPI's parameters, NAME VALUE: for mpirun (cli/plan/options.cc).
+  app.add_option("--mca,--gmca", o.mca,
+                 "mpirun: NAME VALUE, an Open MPI parameter, also -mca, -gmca, repeatable: given to mpirun under "
+                 "--launcher mpirun, else a note")
+      ->expected(2)
+      ->delimiter('\x1f')  // the scan hands both values over as one (cli/plan/argv_scan.h); VALUE may hold commas
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->type_name("NAME VALUE")
+      ->group(kGroup);
   app.add_flag("--merge-stderr-to-stdout", o.merge_stderr,
                "mpirun: each rank's stderr goes where its stdout goes (the console's stdout, its stdout file)")
       ->group(kGroup);

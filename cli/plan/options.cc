@@ -10,6 +10,7 @@
 #include "cli/plan/rank_count.h"
 #include "cli/plan/host_list.h"
 #include "cli/plan/printable.h"
+#include "cli/plan/shell_words.h"
 #include "contract/switch_points.h"
 #include "contract/world.h"
 #include "trainrun/version.h"
@@ -265,7 +266,10 @@ OptionNames option_names(const CLI::App& app) {
   for (const CLI::Option* opt : app.get_options()) {
     if (opt == app.get_help_ptr()) continue;  // only "-h" and "--help" (cli/plan/argv_scan.h)
     const int values = opt->get_items_expected_min();
-    for (const std::string& name : opt->get_lnames()) names.long_names[name] = values;
+    for (const std::string& name : opt->get_lnames()) {
+      names.long_names[name] = values;
+      if (values > 1 && opt->get_delimiter() != '\0') names.delimiters[name] = opt->get_delimiter();
+    }
     for (const std::string& name : opt->get_snames()) names.short_names[name[0]] = values > 0;
     for (const std::string& name : opt->get_fnames()) names.long_names.emplace(name, 0);
   }
@@ -305,6 +309,27 @@ bool parse_args(CLI::App& app, std::vector<std::string> args, ParseResult& resul
     result.exit_code = 2;
   }
   return false;
+}
+
+// horovodrun's --binding-args and mpirun's --mca: for mpirun under
+// --launcher mpirun, else a note each. Why they cannot be, or "".
+std::string for_mpirun(Options& o) {
+  if (!o.binding_args.empty()) {  // horovodrun hands them to mpirun
+    if (o.launcher == "mpirun") o.mpi_args += (o.mpi_args.empty() ? "" : " ") + o.binding_args;
+    else
+      o.notes.push_back(
+          "--binding-args: mpirun's arguments; no effect without --launcher mpirun (--bind-to pins ranks)");
+  }
+  if (o.mca.size() % 2) return "--mca " + printable(o.mca.back()) + ": no value (--mca NAME VALUE)";
+  if (o.mca.empty() || o.launcher == "mpirun") return "";  // cli/mpirun/mpirun_command.h
+  std::string given;
+  for (std::size_t i = 0; i < o.mca.size(); i += 2) {
+    given += (i ? " --mca " : "--mca ") + display_quote(o.mca[i]) + " " + display_quote(o.mca[i + 1]);
+  }
+  o.notes.push_back(given +
+                    ": Open MPI's parameters go to mpirun under --launcher mpirun; trainrun's own launcher starts "
+                    "no mpirun, so no effect (-x OMPI_MCA_NAME=VALUE gives one to ranks that use Open MPI)");
+  return "";
 }
 
 // After a successful parse: the checks CLI11 cannot make, the program, the notes.
@@ -350,11 +375,10 @@ ParseResult finish(const CLI::App& app, ParseResult result) {
   }
   if (!o.map_bind.empty() && !app.count("--bind-to")) o.bind_to = o.map_bind;  // --map-by core binds to cores
   if (o.log_level == "TRACE" || o.log_level == "DEBUG") o.verbose = true;
-  if (!o.binding_args.empty()) {  // horovodrun hands them to mpirun
-    if (o.launcher == "mpirun") o.mpi_args += (o.mpi_args.empty() ? "" : " ") + o.binding_args;
-    else
-      o.notes.push_back(
-          "--binding-args: mpirun's arguments; no effect without --launcher mpirun (--bind-to pins ranks)");
+  if (const std::string why = for_mpirun(o); !why.empty()) {
+    std::cerr << "trainrun: error: " << why << "\n";
+    result.exit_code = 2;
+    return result;
   }
   for (const std::string& note : o.notes) std::cerr << "trainrun: note: " << note << "\n";
   return result;

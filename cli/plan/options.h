@@ -76,9 +76,10 @@ struct Options {
   // --launcher mpirun (alias --mpi): hand the job to Open MPI's mpirun;
   // srun: agents as Slurm steps (cli/srun). Empty: srun inside a Slurm
   // allocation when no hosts are given, else local/SSH agents.
-  std::string launcher;      // "" | "local" | "mpirun" | "srun"
-  std::string mpi_args;      // extra mpirun arguments, split like a shell would
-  std::string binding_args;  // horovodrun's --binding-args: more mpirun arguments (--launcher mpirun only)
+  std::string launcher;          // "" | "local" | "mpirun" | "srun"
+  std::string mpi_args;          // extra mpirun arguments, split like a shell would
+  std::string binding_args;      // horovodrun's --binding-args: more mpirun arguments (--launcher mpirun only)
+  std::vector<std::string> mca;  // mpirun's --mca NAME VALUE, pairs in order (--launcher mpirun only)
   bool check_build = false;
   std::vector<std::string> command;  // program and its arguments, untouched
   RemoteOptions remote;              // SSH and network (multi-host)

@@ -88,9 +88,6 @@ TEST_CASE("unknown options: exit 2, one line naming the token, did you mean") {
       "unknown option '--tag-outptu'; did you mean --tag-output? (trainrun --help lists every option)");
   check_one_line_error({"-np", "2", "--qqqqqqqq", "true"},
                        "unknown option '--qqqqqqqq' (trainrun --help lists every option)");
-  check_one_line_error({"-np", "2", "-mca", "btl", "tcp,self", "true"},
-                       "unknown option '-mca'; MCA parameters go to Open MPI: --launcher mpirun --mpi-args '--mca NAME "
-                       "VALUE'");
   check_one_line_error({"-hx", "-np", "1", "true"}, "unknown option '-hx' (trainrun --help lists every option)");
   check_one_line_error({"-ho", "-np", "1", "true"}, "unknown option '-ho' (trainrun --help lists every option)");
 }
@@ -521,6 +518,37 @@ TEST_CASE("mpirun's --merge-stderr-to-stdout: each rank's stderr goes with its s
   CHECK(plain.out == "[0] out\n[0] end\n");
   CHECK(plain.err == "[0] err\n");
   CHECK(std::system(("rm -rf " + std::string(dir)).c_str()) == 0);
+}
+
+TEST_CASE("mpirun's --mca NAME VALUE: to mpirun under --launcher mpirun, else one note") {
+  const std::string plain = dry_run({"-np", "2"});
+  const std::string note =
+      "trainrun: note: --mca btl tcp,self: Open MPI's parameters go to mpirun under --launcher mpirun; trainrun's "
+      "own launcher starts no mpirun, so no effect (-x OMPI_MCA_NAME=VALUE gives one to ranks that use Open MPI)\n";
+  for (const char* spelling : {"-mca", "--mca", "-gmca", "--gmca"}) {
+    CAPTURE(spelling);
+    std::string err;
+    CHECK(dry_run({spelling, "btl", "tcp,self", "-np", "2"}, &err) == plain);  // both values taken, "true" intact
+    CHECK(err == note);
+    // Under --launcher mpirun: mpirun's own, in order, a value with commas or blanks intact.
+    CHECK(contains(dry_run({"--mpi", "-np", "1", spelling, "btl", "tcp,self", "--mca", "plm_rsh_args", "-p 2222"}),
+                   " --mca btl tcp,self --mca plm_rsh_args '-p 2222' true\n"));
+  }
+  std::string err;
+  dry_run({"-mca", "btl", "tcp,self", "--mca", "x", "a b", "-np", "1"}, &err);
+  CHECK(err ==
+        "trainrun: note: --mca btl tcp,self --mca x 'a b': Open MPI's parameters go to mpirun under --launcher "
+        "mpirun; trainrun's own launcher starts no mpirun, so no effect (-x OMPI_MCA_NAME=VALUE gives one to "
+        "ranks that use Open MPI)\n");
+  // A real job: the program and its arguments are the program's.
+  std::string tag;
+  const ProcessResult r = run_trainrun({"-mca", "btl", "tcp,self", "-np", "1", "echo", "ran", "-mca"}, &tag);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "[0] ran -mca\n");
+  CHECK(r.err == note);
+  CHECK(nothing_left(tag));
+  check_one_line_error({"--mca=btl", "-np", "1", "true"}, "--mca btl: no value (--mca NAME VALUE)");
+  check_one_line_error({"-np", "1", "-mca", "btl"}, "--mca btl: no value (--mca NAME VALUE)");
 }
 
 TEST_CASE("--timestamp-output and --prefix-output-with-timestamp stamp each console line") {

@@ -61,6 +61,9 @@ TEST_CASE("mpirun command lines") {
   MpirunJob remote_oversubscribed = job_of(4, {"./p"});
   remote_oversubscribed.local_cpus = 2;
   remote_oversubscribed.hosts = {{"a", 4, ""}};  // the user chose slots: no second guess
+  MpirunJob mca = job_of(2, {"./p"});
+  mca.mca = {"btl", "tcp,self", "plm_rsh_args", "-p 2222"};
+  mca.mpi_args = "--mca x y";
   MpirunJob in_dir = job_of(2, {"./p"});
   in_dir.wdir = "/data/run";
 
@@ -89,6 +92,11 @@ TEST_CASE("mpirun command lines") {
        concat({{"mpirun", "-np", "2", "-H", "localhost:2"}, kPlacement, {"--tag-output", "./p"}})},
       {"explicit hosts: the user's slots stand", remote_oversubscribed,
        concat({{"mpirun", "-np", "4", "-H", "a:4"}, kPlacement, {"--tag-output", "./p"}})},
+      {"--mca pairs in order, before --mpi-args", mca,
+       concat({{"mpirun", "-np", "2", "-H", "localhost:2"},
+               kPlacement,
+               {"--tag-output", "--mca", "btl", "tcp,self", "--mca", "plm_rsh_args", "-p 2222", "--mca", "x", "y",
+                "./p"}})},
       {"-wdir: the ranks' working directory", in_dir,
        concat(
            {{"mpirun", "-np", "2", "-H", "localhost:2"}, kPlacement, {"--wdir", "/data/run", "--tag-output", "./p"}})},

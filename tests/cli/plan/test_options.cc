@@ -61,6 +61,12 @@ TEST_CASE("the argv scan stops at -- and at the program") {
   CHECK(scan_options({"-h", "--help"}, names).error.empty());
   CHECK_FALSE(scan_options({"-hx"}, names).error.empty());  // the help is never part of a cluster
   CHECK_FALSE(scan_options({"-help"}, names).error.empty());
+  // Two values: one token, joined by the option's delimiter (',' unless it has its own).
+  names.long_names["mca"] = 2;
+  names.long_names["range"] = 2;
+  names.delimiters["mca"] = '\x1f';
+  CHECK(scan_options({"-mca", "btl", "tcp,self", "-range", "1", "2", "p", "-mca", "a", "b"}, names).args ==
+        std::vector<std::string>{"--mca=btl\x1ftcp,self", "--range=1,2", "p", "-mca", "a", "b"});
 }
 
 TEST_CASE("programs are found like execvp finds them, or named in the error") {
