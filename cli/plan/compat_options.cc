@@ -57,13 +57,13 @@ void add_mpirun_per_node(CLI::App& app, Options& o) {
       ->type_name("N")
       ->group(kGroup);
   app.add_option_function<int>(
-         "-N", [&o](int n) { set_per_node(o, n, "-N " + std::to_string(n)); }, "mpirun: [-npernode N]")
+         "-N", [&o](int n) { set_per_node(o, n, "-N " + std::to_string(n)); }, "mpirun: the same as -npernode N")
       ->check(rank_count())
       ->type_name("N")
       ->group(kGroup);
   app.add_flag_callback(
          "--pernode", [&o] { set_per_node(o, 1, "--pernode"); },
-         "mpirun: one rank on each host, also -pernode [-npernode 1]")
+         "mpirun: one rank on each host, also -pernode (-npernode 1)")
       ->group(kGroup);
 }
 
@@ -90,7 +90,7 @@ void add_mpirun(CLI::App& app, Options& o) {
       ->delimiter('\x1f')  // the scan hands both values over as one (cli/plan/argv_scan.h); VALUE may hold commas
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-      ->type_name("NAME VALUE")
+      ->type_name("WORD")
       ->group(kGroup);
   app.add_flag("--merge-stderr-to-stdout", o.merge_stderr,
                "mpirun: each rank's stderr goes where its stdout goes (the console's stdout, its stdout file)")
