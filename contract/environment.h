@@ -64,7 +64,7 @@ inline constexpr const char* kEnvCudaDevice = "TRAINRUN_CUDA_DEVICE";
 inline constexpr const char* kEnvElastic = "TRAINRUN_ELASTIC";
 inline constexpr const char* kEnvWorkerId = "TRAINRUN_WORKER_ID";
 inline constexpr const char* kEnvElasticTimeout = "TRAINRUN_ELASTIC_TIMEOUT";
-// CPU binding of each rank (launcher --bind-to core|socket|numa): the host
+// CPU binding of each rank (launcher --bind-to core|hwthread|socket|numa): the host
 // agent pins the rank before exec, by its local rank, to that unit of the
 // host's topology (cli/agent/cpu_binding.h). Unset: not bound. With
 // TRAINRUN_REPORT_BINDINGS=1 (--report-bindings) the agent prints one line per
