@@ -51,7 +51,7 @@ TEST_CASE("nothing is added for a program that is not Python, an installed train
   add_python_package(installed, "", "/x");
   CHECK(installed.env_forward.empty());
 
-  for (const std::string& theirs : {"PYTHONPATH=/mine", "PYTHONPATH"}) {
+  for (const std::string theirs : {"PYTHONPATH=/mine", "PYTHONPATH"}) {
     Options user;
     user.command = {"python3", "train.py"};
     user.env_forward = {theirs};
