@@ -3,29 +3,49 @@
 # trainrun the four ways users build, each run with 2 ranks by the installed
 # trainrun:
 #   tests/packaging/cxx.sh TREE [PREFIX] [WORK]
+# (WORK, kept: the programs and logs; a scratch folder, removed, without it).
 # TREE is a DESTDIR-style tree (`meson install --destdir TREE`, a Debian
-# build's debian/tmp; / for the system) holding PREFIX (default /usr).
+# build's debian/tmp; / for the system) holding PREFIX (default /usr). Its
+# .pc and CMake files find the prefix from their own place, so nothing here
+# tells pkg-config where the tree lies but PKG_CONFIG_PATH.
 #   pkg-config   g++ $(pkg-config --cflags --libs trainrun), and with --static
 #   meson        dependency('trainrun', static: true): libcrypto.a linked in
 #   cmake        find_package(trainrun) and trainrun::trainrun; when the tree
 #                has libtrainrun_torch.a, consumer_torch.cc with trainrun::torch too
-# The .pc may name only public flags: no Open MPI .pc, no path to
+# Each checks that it used the files meant (not another trainrun on the
+# system). The .pc may name only public flags: no Open MPI .pc, no path to
 # libgloo.so, no -I/usr/include, no -DTRAINRUN_*.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 program=$here/../../examples/hello/hello.cc
 tree=$(realpath "$1")
 prefix=${2:-/usr}
-work=$(realpath -m "${3:-$(mktemp -d)}")
-libdir=$prefix/lib/$(gcc -print-multiarch)
-root=${tree%/}$prefix
-trainrun=$root/bin/trainrun
-rm -rf "$work" && mkdir -p "$work"
-export PKG_CONFIG_PATH=${tree%/}$libdir/pkgconfig
-[[ $tree == / ]] || export PKG_CONFIG_SYSROOT_DIR=$tree
-fail() { echo "cxx: $*"; exit 1; }
+libdir=${tree%/}$prefix/lib/$(gcc -print-multiarch)
+cmake_prefix=${tree%/}$prefix
+what="installed $cmake_prefix"
+export PKG_CONFIG_PATH=$libdir/pkgconfig
+pc_file=$PKG_CONFIG_PATH/trainrun.pc
+cmake_dir=$libdir/cmake/trainrun
+trainrun=$cmake_prefix/bin/trainrun
+torch_lib=$libdir/libtrainrun_torch.a
+if [[ -n ${3:-} ]]; then
+  work=$(realpath -m "$3")
+  rm -rf "$work" && mkdir -p "$work"
+else
+  work=$(mktemp -d /tmp/trainrun-cxx-XXXXXX)
+  trap 'rm -rf "$work"' EXIT
+fi
+fail() { echo "cxx: $what: $*"; exit 1; }
+echo "cxx: examples/hello against the $what"
 
-flags=$(pkg-config --cflags --libs trainrun) || fail "pkg-config trainrun failed (PKG_CONFIG_PATH=$PKG_CONFIG_PATH)"
+used=$(pkg-config --path trainrun) || fail "pkg-config trainrun failed (PKG_CONFIG_PATH=$PKG_CONFIG_PATH)"
+[[ $used == "$pc_file" ]] || fail "pkg-config read $used, not $pc_file"
+includedir=$(pkg-config --variable=includedir trainrun)
+[[ -f $includedir/trainrun/trainrun.h ]] || fail "no trainrun/trainrun.h in the .pc's includedir $includedir"
+if [[ $(realpath "$includedir") != "$(realpath "$cmake_prefix")"/* ]]; then
+  fail "the .pc's includedir $includedir is outside $cmake_prefix"
+fi
+flags=$(pkg-config --cflags --libs trainrun)
 static_flags=$(pkg-config --static --cflags --libs trainrun)
 echo "cxx: pkg-config --static --cflags --libs trainrun: $static_flags"
 for bad in ompi libgloo.so '-I/usr/include ' '-I/usr/include$' -DTRAINRUN -DOMPI; do
@@ -54,10 +74,12 @@ if ldd "$work/meson/consumer" | grep -q libcrypto; then fail "meson static: true
 run2 "meson static" "$work/meson/consumer"
 
 with_torch=OFF
-[[ -f ${tree%/}$libdir/libtrainrun_torch.a ]] && with_torch=ON
-cmake -S "$here/consumer" -B "$work/cmake" -G Ninja -DCMAKE_PREFIX_PATH="$root" -DWITH_TORCH=$with_torch \
+[[ -f $torch_lib ]] && with_torch=ON
+cmake -S "$here/consumer" -B "$work/cmake" -G Ninja -DCMAKE_PREFIX_PATH="$cmake_prefix" -DWITH_TORCH=$with_torch \
   >"$work/cmake.log" 2>&1 ||
   { cat "$work/cmake.log"; fail "cmake configure failed"; }
+found=$(sed -n 's/^trainrun_DIR:PATH=//p' "$work/cmake/CMakeCache.txt")
+[[ $found -ef $cmake_dir ]] || fail "cmake found trainrun in $found, not $cmake_dir"
 cmake --build "$work/cmake" >>"$work/cmake.log" 2>&1 || { cat "$work/cmake.log"; fail "cmake build failed"; }
 run2 cmake "$work/cmake/consumer"
 if [[ $with_torch == ON ]]; then
