@@ -1,33 +1,46 @@
 #!/usr/bin/env bash
-# A 20-line C++ program (examples/hello/hello.cc) built against an installed
-# trainrun the four ways users build, each run with 2 ranks by the installed
-# trainrun:
-#   tests/packaging/cxx.sh TREE [PREFIX] [WORK]
+# A 20-line C++ program (examples/hello/hello.cc) built against trainrun the
+# four ways users build, each run with 2 ranks by that trainrun's launcher:
+#   tests/packaging/cxx.sh TREE [PREFIX] [WORK]         an installed trainrun
+#   tests/packaging/cxx.sh --build-tree BUILD [WORK]    a build tree, not installed
 # (WORK, kept: the programs and logs; a scratch folder, removed, without it).
 # TREE is a DESTDIR-style tree (`meson install --destdir TREE`, a Debian
 # build's debian/tmp; / for the system) holding PREFIX (default /usr). Its
 # .pc and CMake files find the prefix from their own place, so nothing here
-# tells pkg-config where the tree lies but PKG_CONFIG_PATH.
+# tells pkg-config where the tree lies but PKG_CONFIG_PATH. BUILD is a Meson
+# build folder: BUILD/meson-uninstalled/trainrun-uninstalled.pc and
+# BUILD/trainrunConfig.cmake, headers from the source tree.
 #   pkg-config   g++ $(pkg-config --cflags --libs trainrun), and with --static
 #   meson        dependency('trainrun', static: true): libcrypto.a linked in
-#   cmake        find_package(trainrun) and trainrun::trainrun; when the tree
-#                has libtrainrun_torch.a, consumer_torch.cc with trainrun::torch too
+#   cmake        find_package(trainrun) and trainrun::trainrun; when there is
+#                a libtrainrun_torch.a, consumer_torch.cc with trainrun::torch too
 # Each checks that it used the files meant (not another trainrun on the
 # system). The .pc may name only public flags: no Open MPI .pc, no path to
 # libgloo.so, no -I/usr/include, no -DTRAINRUN_*.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 program=$here/../../examples/hello/hello.cc
-tree=$(realpath "$1")
-prefix=${2:-/usr}
-libdir=${tree%/}$prefix/lib/$(gcc -print-multiarch)
-cmake_prefix=${tree%/}$prefix
-what="installed $cmake_prefix"
-export PKG_CONFIG_PATH=$libdir/pkgconfig
-pc_file=$PKG_CONFIG_PATH/trainrun.pc
-cmake_dir=$libdir/cmake/trainrun
-trainrun=$cmake_prefix/bin/trainrun
-torch_lib=$libdir/libtrainrun_torch.a
+if [[ ${1:-} == --build-tree ]]; then
+  build=$(realpath "$2")
+  what="build tree $build"
+  export PKG_CONFIG_PATH=$build/meson-uninstalled
+  pc_file=$PKG_CONFIG_PATH/trainrun-uninstalled.pc
+  cmake_prefix=$build
+  cmake_dir=$build
+  trainrun=$build/trainrun
+  torch_lib=$build/integrations/libtorch/libtrainrun_torch.a
+else
+  tree=$(realpath "$1")
+  prefix=${2:-/usr}
+  libdir=${tree%/}$prefix/lib/$(gcc -print-multiarch)
+  cmake_prefix=${tree%/}$prefix
+  what="installed $cmake_prefix"
+  export PKG_CONFIG_PATH=$libdir/pkgconfig
+  pc_file=$PKG_CONFIG_PATH/trainrun.pc
+  cmake_dir=$libdir/cmake/trainrun
+  trainrun=$cmake_prefix/bin/trainrun
+  torch_lib=$libdir/libtrainrun_torch.a
+fi
 if [[ -n ${3:-} ]]; then
   work=$(realpath -m "$3")
   rm -rf "$work" && mkdir -p "$work"
@@ -42,7 +55,7 @@ used=$(pkg-config --path trainrun) || fail "pkg-config trainrun failed (PKG_CONF
 [[ $used == "$pc_file" ]] || fail "pkg-config read $used, not $pc_file"
 includedir=$(pkg-config --variable=includedir trainrun)
 [[ -f $includedir/trainrun/trainrun.h ]] || fail "no trainrun/trainrun.h in the .pc's includedir $includedir"
-if [[ $(realpath "$includedir") != "$(realpath "$cmake_prefix")"/* ]]; then
+if [[ -n ${tree:-} && $(realpath "$includedir") != "$(realpath "$cmake_prefix")"/* ]]; then
   fail "the .pc's includedir $includedir is outside $cmake_prefix"
 fi
 flags=$(pkg-config --cflags --libs trainrun)
