@@ -174,7 +174,7 @@ bool restarts(const JobState& state, const Attempt* attempt) {
   return attempt && attempt->number < attempt->max && state.outcome() == "rank_failed" && state.failed_rank();
 }
 
-// Before anything starts: the report's plan, the program, the OMP note; a
+// Before anything starts: the report's plan, the program, the OMP note (--verbose); a
 // dry run ends here. Returns trainrun's exit status when the launch ends here.
 std::optional<int> before_start(const Options& options, const PlannedJob& planned, const AgentMode& mode,
                                 ReportRecorder& report, const Attempt* attempt) {
@@ -191,8 +191,10 @@ std::optional<int> before_start(const Options& options, const PlannedJob& planne
     report.failed("preflight_failed", "trainrun: error: " + program.error);
     return program.exit_code;
   }
-  // (A dry run shows OMP_NUM_THREADS=1 in each rank's command.)
-  if (plan.omp_threads_default && !options.dry_run && (!attempt || attempt->number == 0)) {
+  // Said with --verbose only, once per job (a dry run shows OMP_NUM_THREADS=1
+  // in each rank's command): it is torchrun's default, and a note on every
+  // run would teach users to skip trainrun's notes.
+  if (options.verbose && plan.omp_threads_default && !options.dry_run && (!attempt || attempt->number == 0)) {
     std::cerr << "trainrun: note: OMP_NUM_THREADS=1 for every rank, as several share a host (set OMP_NUM_THREADS "
                  "or -x OMP_NUM_THREADS=N to choose)\n";
   }

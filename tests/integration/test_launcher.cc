@@ -19,7 +19,18 @@ TEST_CASE("a 4-rank job computes and exits 0, output tagged by rank") {
   for (int rank = 0; rank < 4; ++rank) {
     CHECK(contains(r.out, "[" + std::to_string(rank) + "] rank " + std::to_string(rank) + ": sum=6\n"));
   }
-  CHECK(r.err == kOmpNote);  // several ranks share a host
+  CHECK(r.err.empty());  // the OMP_NUM_THREADS note is --verbose's
+  CHECK(nothing_left(tag));
+}
+
+TEST_CASE("the OMP_NUM_THREADS=1 note: with --verbose only, once per job (restarts included)") {
+  std::string tag;
+  const ProcessResult r =
+      run_trainrun({"--verbose", "--max-restarts", "1", "--grace", "1", "-np", "2", rank_program(), "exit:1:3"}, &tag);
+  INFO(r.err);
+  CHECK(r.exit_code == 3);
+  CHECK(count(r.err, "restarting the job (restart 1 of 1)") == 1);
+  CHECK(count(r.err, kOmpNote) == 1);
   CHECK(nothing_left(tag));
 }
 

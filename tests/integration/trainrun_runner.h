@@ -13,8 +13,9 @@
 
 namespace trainrun::test {
 
-// What trainrun prints on stderr for a clean job when several ranks share
-// a host and OMP_NUM_THREADS is not set (torchrun's habit).
+// What trainrun --verbose prints on stderr, once per job, when several
+// ranks share a host and OMP_NUM_THREADS is not set (torchrun's default);
+// without --verbose a clean job prints nothing of its own.
 inline constexpr const char* kOmpNote =
     "trainrun: note: OMP_NUM_THREADS=1 for every rank, as several share a host (set OMP_NUM_THREADS or -x "
     "OMP_NUM_THREADS=N to choose)\n";
