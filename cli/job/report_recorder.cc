@@ -56,6 +56,7 @@ void ReportRecorder::planned(const JobPlan& plan, const std::vector<bool>& remot
     rank.local_rank = slot.local_rank;
     report_.ranks.push_back(std::move(rank));
   }
+  stderr_.assign(report_.ranks.size(), OutputTail{});
 }
 
 void ReportRecorder::watch(rendezvous::KvTable& table) {
@@ -112,10 +113,18 @@ void ReportRecorder::exited(int rank, std::string_view payload) {
   r.end_s = since_start(Clock::now());
 }
 
+void ReportRecorder::wrote_stderr(int rank, std::string_view bytes) {
+  if (!enabled() || rank < 0 || rank >= static_cast<int>(stderr_.size())) return;
+  stderr_[static_cast<std::size_t>(rank)].add(bytes);
+}
+
 void ReportRecorder::finished(const JobState& state) {
   report_.outcome = state.outcome();
   report_.summary = state.summary();
   report_.failed_rank = state.failed_rank();
+  const std::optional<int> failed = state.failed_rank();
+  const bool heard = failed && *failed >= 0 && *failed < static_cast<int>(stderr_.size());
+  report_.stderr_tail = heard ? stderr_[static_cast<std::size_t>(*failed)].lines() : std::vector<std::string>{};
 }
 
 void ReportRecorder::failed(std::string outcome, std::string summary) {

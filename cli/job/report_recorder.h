@@ -17,6 +17,7 @@
 #include "cli/plan/job_plan.h"
 #include "cli/job/job_state.h"
 #include "cli/report/job_report.h"
+#include "cli/report/output_tail.h"
 #include "cli/job/rank_events.h"
 
 namespace trainrun::rendezvous {
@@ -45,6 +46,8 @@ class ReportRecorder : public RankEvents {
   void collect(const rendezvous::KvTable& table);
   void started(int rank, int pid) override;
   void exited(int rank, std::string_view payload) override;
+  // The last lines of each rank's stderr: the failing rank's go to the report.
+  void wrote_stderr(int rank, std::string_view bytes) override;
   // How the job ended: from the supervision, or before it (pre-flight...).
   void finished(const JobState& state);
   void failed(std::string outcome, std::string summary);
@@ -73,6 +76,7 @@ class ReportRecorder : public RankEvents {
   std::atomic<std::int64_t> rendezvous_ns_{-1}, first_op_ns_{-1};
   rendezvous::KvTable* table_ = nullptr;
   std::vector<std::uint64_t> waits_;
+  std::vector<OutputTail> stderr_;  // per rank of the plan
   bool written_ = false;
 };
 

@@ -151,6 +151,8 @@ void Supervisor::on_frame(Peer& peer, const Frame& frame) {
       return state_.started(static_cast<int>(frame.rank), std::atoi(frame.payload.c_str()));
     case FrameType::Output:
       output_.add(static_cast<int>(frame.rank), frame.stream, frame.payload, output_clock());
+      if (options_.events && frame.stream == 2)
+        options_.events->wrote_stderr(static_cast<int>(frame.rank), frame.payload);
       if (stacks_ && frame.stream == 2) {  // after the line that calls for a dump
         if (auto request = stacks_->stderr_bytes(static_cast<int>(frame.rank), frame.payload, Clock::now())) {
           request_stacks(request->reason, request->skip);

@@ -167,6 +167,22 @@ TEST_CASE("a host list that cannot be used: usage_error, with trainrun's error l
   CHECK(j["ranks"].empty());
 }
 
+TEST_CASE("the failing rank's last 20 lines of stderr are in the report, another rank's are not") {
+  const TempReport report;
+  std::vector<std::string> args = {"--report", report.path, "--grace", "1", "-np", "2", rank_program(), "init"};
+  for (int i = 1; i <= 25; ++i) args.push_back("eprint:line " + std::to_string(i));  // every rank
+  args.insert(args.end(), {"exit:1:3", "sleep:60000"});
+  std::string tag;
+  const ProcessResult r = run_trainrun(args, &tag);
+  const json j = report_after(r, report.path, 3, "rank_failed");
+  REQUIRE(j.is_object());
+  CHECK(j["failure"]["rank"] == 1);
+  json expected = json::array();
+  for (int i = 6; i <= 25; ++i) expected.push_back("rank 1: line " + std::to_string(i));
+  CHECK(j["failure"]["stderr_tail"] == expected);
+  CHECK(nothing_left(tag));
+}
+
 TEST_CASE("--launcher mpirun: what trainrun knows, and a note on what it does not") {
   if (::access("/usr/bin/mpirun", X_OK) != 0) {
     MESSAGE("skipped: no /usr/bin/mpirun (Debian: openmpi-bin)");
