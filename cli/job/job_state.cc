@@ -62,6 +62,7 @@ JobState::Action JobState::exited(int rank, int raw_status) {
   ++exited_count_;
   const bool failed = !(WIFEXITED(raw_status) && WEXITSTATUS(raw_status) == 0);
   // Ranks exiting after trainrun began the teardown were stopped by it.
+  r.stopped = tearing_down_;
   if (!failed || tearing_down_) return Action::None;
   cause_ = rank;
   return begin_teardown();
@@ -71,7 +72,9 @@ JobState::Action JobState::stop_signal(int sig) {
   // During a teardown (the user's or a failure's) a Ctrl-C means: no more grace.
   if (tearing_down_) {
     if (!stop_signal_ && !late_signal_) late_signal_ = sig;
-    return sig == SIGINT ? Action::Kill : Action::None;
+    if (sig != SIGINT) return Action::None;
+    killed_at_once_ = true;
+    return Action::Kill;
   }
   stop_signal_ = sig;
   return begin_teardown();
@@ -178,17 +181,34 @@ std::string JobState::outcome() const {
   return cause_ ? "rank_failed" : "success";
 }
 
+std::vector<int> JobState::sigkilled() const {
+  std::vector<int> ranks;
+  for (int r = 0; r < size_; ++r) {
+    const int status = ranks_[r].status;
+    if (ranks_[r].stopped && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ranks.push_back(r);
+  }
+  return ranks;
+}
+
+std::string JobState::sigkill_clause() const {
+  const std::vector<int> ranks = sigkilled();
+  if (ranks.empty()) return "";
+  return "; " + ranks_on_hosts(ranks) + (ranks.size() == 1 ? " was" : " were") + " killed with SIGKILL " +
+         (killed_at_once_ ? "at once (SIGINT during the teardown)" : "after the --grace period");
+}
+
 std::string JobState::summary() const {
-  if (stop_signal_) return "trainrun: stopped by " + signal_name(*stop_signal_) + "; all ranks were terminated";
+  if (stop_signal_)
+    return "trainrun: stopped by " + signal_name(*stop_signal_) + "; all ranks were terminated" + sigkill_clause();
   if (timeout_s_)
     return "trainrun: the job ran longer than --timeout " + detail::shortest_decimal(*timeout_s_) +
-           " s; all ranks were terminated";
+           " s; all ranks were terminated" + sigkill_clause();
   if (!launch_failure_.empty()) return "trainrun: " + launch_failure_;
   if (!elastic_reason_.empty()) return "trainrun: " + elastic_reason_;
   if (cause_) {
     const int status = ranks_[*cause_].status;
     return "trainrun: job failed: " + describe(*cause_) +
-           (WIFEXITED(status) ? rank_code_note(WEXITSTATUS(status)) : "");
+           (WIFEXITED(status) ? rank_code_note(WEXITSTATUS(status)) : "") + sigkill_clause();
   }
   return "";
 }

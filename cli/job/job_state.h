@@ -78,21 +78,28 @@ class JobState {
   // "timeout" or "launch_failed"; the rank whose failure ended the job.
   std::string outcome() const;
   std::optional<int> failed_rank() const { return cause_; }
+  // The ranks trainrun stopped that died of SIGKILL: they outlived --grace
+  // after the SIGTERM, or a second Ctrl-C killed them at once.
+  std::vector<int> sigkilled() const;
 
  private:
   struct Rank {
     std::string host;
     int pid = -1;
     bool exited = false;
+    bool stopped = false;  // exited during trainrun's teardown
     int status = 0;
   };
   Action begin_teardown();
   std::string ranks_on_hosts(const std::vector<int>& ranks) const;
+  // "; rank 1 (host h1) was killed with SIGKILL after the --grace period", or "".
+  std::string sigkill_clause() const;
 
   int size_;
   std::vector<Rank> ranks_;
   int exited_count_ = 0;
   bool tearing_down_ = false;
+  bool killed_at_once_ = false;     // a second Ctrl-C: SIGKILL without a grace period
   std::optional<int> cause_;        // rank whose failure ended the job
   std::optional<int> stop_signal_;  // signal that stopped trainrun
   std::optional<int> late_signal_;  // see late_signal()

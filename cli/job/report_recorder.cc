@@ -125,6 +125,7 @@ void ReportRecorder::finished(const JobState& state) {
   const std::optional<int> failed = state.failed_rank();
   const bool heard = failed && *failed >= 0 && *failed < static_cast<int>(stderr_.size());
   report_.stderr_tail = heard ? stderr_[static_cast<std::size_t>(*failed)].lines() : std::vector<std::string>{};
+  report_.sigkilled = state.sigkilled();
 }
 
 void ReportRecorder::failed(std::string outcome, std::string summary) {

@@ -89,7 +89,10 @@ std::string to_json(const JobReport& report) {
   for (const ReportRank& r : report.ranks) ranks.push_back(rank_json(r, report.ranks_observed));
   json failure = nullptr;
   if (report.outcome != "success") {
-    failure = {{"rank", optional(report.failed_rank)}, {"cause", report.summary}, {"stderr_tail", report.stderr_tail}};
+    failure = {{"rank", optional(report.failed_rank)},
+               {"cause", report.summary},
+               {"stderr_tail", report.stderr_tail},
+               {"sigkilled_ranks", report.sigkilled}};
   }
   const json out = {
       {"$schema", kReportSchemaId},

@@ -47,6 +47,7 @@ struct JobReport {
   std::string summary;  // the one-line summary trainrun printed; empty on success
   std::optional<int> failed_rank;
   std::vector<std::string> stderr_tail;  // failed_rank's last lines of stderr (cli/report/output_tail.h)
+  std::vector<int> sigkilled;            // ranks trainrun stopped that needed SIGKILL (JobState::sigkilled)
   int exit_code = 0;
   int restarts = 0;                  // whole-job restarts after a failure (--max-restarts)
   std::string started_at, ended_at;  // UTC, ISO 8601

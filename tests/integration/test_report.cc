@@ -180,7 +180,52 @@ TEST_CASE("the failing rank's last 20 lines of stderr are in the report, another
   json expected = json::array();
   for (int i = 6; i <= 25; ++i) expected.push_back("rank 1: line " + std::to_string(i));
   CHECK(j["failure"]["stderr_tail"] == expected);
+  CHECK(j["failure"]["sigkilled_ranks"] == json::array());
   CHECK(nothing_left(tag));
+}
+
+TEST_CASE("a rank that outlives --grace after a failure: SIGKILL, named in the summary and the report") {
+  const TempReport report;
+  std::string tag;
+  const ProcessResult r = run_trainrun({"--report", report.path, "--grace", "1", "-np", "3", rank_program(),
+                                        "ignore-term:0:-", "init", "exit:2:3", "sleep:60000"},
+                                       &tag);
+  const json j = report_after(r, report.path, 3, "rank_failed");
+  REQUIRE(j.is_object());
+  const std::string host = j["ranks"][0]["host"];
+  const std::string line = "trainrun: job failed: rank 2 (host " + host + ", pid " +
+                           std::to_string(j["ranks"][2]["pid"].get<int>()) + ") exited with code 3; rank 0 (host " +
+                           host + ") was killed with SIGKILL after the --grace period";
+  CHECK(last_trainrun_line(r.err) == line);
+  CHECK(j["failure"]["cause"] == line);
+  CHECK(j["failure"]["sigkilled_ranks"] == json::array({0}));
+  CHECK(j["ranks"][0]["signal"] == "SIGKILL");
+  CHECK(j["ranks"][1]["signal"] == "SIGTERM");
+  CHECK(nothing_left(tag));
+}
+
+TEST_CASE("Ctrl-C and a rank that ignores SIGTERM: \"all ranks were terminated\" says which needed SIGKILL") {
+  const TempReport report;
+  ProcessOptions options;
+  options.env.push_back(unique_tag());
+  const std::string tag = options.env.back();
+  Child job({trainrun_bin(), "--report", report.path, "--grace", "1", "-np", "2", rank_program(), "ignore-term:1:-",
+             "init", "print:ready", "sleep:60000"},
+            options);
+  REQUIRE(job.wait_for_output("rank 1: ready", seconds(60)));
+  job.signal(SIGINT);
+  const ProcessResult r = job.wait();
+  const json j = report_after(r, report.path, 130, "signal");
+  REQUIRE(j.is_object());
+  const std::string line = "trainrun: stopped by SIGINT; all ranks were terminated; rank 1 (host " +
+                           j["ranks"][1]["host"].get<std::string>() +
+                           ") was killed with SIGKILL after the --grace period";
+  CHECK(last_trainrun_line(r.err) == line);
+  CHECK(j["failure"]["cause"] == line);
+  CHECK(j["failure"]["rank"].is_null());
+  CHECK(j["failure"]["stderr_tail"] == json::array());
+  CHECK(j["failure"]["sigkilled_ranks"] == json::array({1}));
+  CHECK(nothing_left(tag, seconds(3)));
 }
 
 TEST_CASE("--launcher mpirun: what trainrun knows, and a note on what it does not") {

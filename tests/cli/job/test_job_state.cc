@@ -59,6 +59,46 @@ TEST_CASE("Ctrl-C: teardown, then kill on the second; exit 130") {
   CHECK(s.summary() == "trainrun: stopped by SIGINT; all ranks were terminated");
 }
 
+TEST_CASE("ranks that needed SIGKILL after --grace are named in the summary, never those that died of it alone") {
+  JobState failed = four();
+  failed.exited(2, exit_status(7));
+  failed.exited(0, signal_status(SIGKILL));
+  failed.exited(1, signal_status(SIGTERM));
+  failed.exited(3, signal_status(SIGKILL));
+  CHECK(failed.sigkilled() == std::vector<int>{0, 3});
+  CHECK(failed.summary() ==
+        "trainrun: job failed: rank 2 (host h2, pid 102) exited with code 7; ranks 0, 3 (hosts h1, h2) were killed "
+        "with SIGKILL after the --grace period");
+  JobState stopped = four();
+  stopped.stop_signal(SIGTERM);
+  stopped.exited(1, signal_status(SIGKILL));
+  CHECK(stopped.summary() ==
+        "trainrun: stopped by SIGTERM; all ranks were terminated; rank 1 (host h1) was killed with SIGKILL after the "
+        "--grace period");
+  JobState timed = four();
+  timed.timed_out(3);
+  timed.exited(3, signal_status(SIGKILL));
+  CHECK(timed.summary() ==
+        "trainrun: the job ran longer than --timeout 3 s; all ranks were terminated; rank 3 (host h2) was killed "
+        "with SIGKILL after the --grace period");
+  // The cause itself, and a host's ranks lost with it, are not "stopped by trainrun".
+  JobState oom = four();
+  oom.exited(0, signal_status(SIGKILL));
+  oom.abandon("h2");
+  CHECK(oom.sigkilled().empty());
+}
+
+TEST_CASE("a second Ctrl-C: the ranks it killed are named, without a grace period") {
+  JobState s = four();
+  s.stop_signal(SIGINT);
+  s.exited(0, signal_status(SIGTERM));
+  CHECK(s.stop_signal(SIGINT) == Action::Kill);
+  s.exited(1, signal_status(SIGKILL));
+  CHECK(s.summary() ==
+        "trainrun: stopped by SIGINT; all ranks were terminated; rank 1 (host h1) was killed with SIGKILL at once "
+        "(SIGINT during the teardown)");
+}
+
 TEST_CASE("a Ctrl-C during a failure's teardown kills, and the failure stays the cause") {
   JobState s = four();
   s.exited(0, exit_status(3));

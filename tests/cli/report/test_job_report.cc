@@ -92,10 +92,12 @@ TEST_CASE("a failed job: the failing rank, its signal, ranks never started or lo
   r.ranks[0].pid = 6;  // started, no exit report: lost
   r.stragglers = std::vector<trainrun::detail::StragglerRow>{{0, "box", 200, 150, 12.5, 30}, {1, "box", 200, 50, 0, 1}};
   r.stderr_tail = {"Traceback (most recent call last):", "RuntimeError: boom"};
+  r.sigkilled = {0};
   const json j = json::parse(to_json(r));
   CHECK(j["failure"]["rank"] == 1);
   CHECK(j["failure"]["cause"] == r.summary);
   CHECK(j["failure"]["stderr_tail"] == json::array({"Traceback (most recent call last):", "RuntimeError: boom"}));
+  CHECK(j["failure"]["sigkilled_ranks"] == json::array({0}));
   CHECK(j["exit_code"] == 139);
   CHECK(j["ranks"][1]["state"] == "killed");
   CHECK(j["ranks"][1]["signal"] == "SIGSEGV");
@@ -116,6 +118,7 @@ TEST_CASE("never started ranks; bytes that are not UTF-8 do not break the report
   CHECK(j["ranks"][0]["pid"].is_null());
   CHECK(j["failure"]["rank"].is_null());
   CHECK(j["failure"]["stderr_tail"] == json::array());  // always there, empty without a failing rank
+  CHECK(j["failure"]["sigkilled_ranks"] == json::array());
   CHECK(j["command_line"].size() == 5);
 }
 
