@@ -55,6 +55,20 @@ void count_sockets(trainrun::cli::Options& o) {
   o.npernode_option += " (" + std::to_string(here) + " socket(s) here)";
 }
 
+// The report's file: --report FILE, else TRAINRUN_REPORT, else none ("").
+std::string report_path(const trainrun::cli::Options& options) {
+  const char* from_env = std::getenv(trainrun::cli::kEnvReport);
+  return !options.report.empty() ? options.report : from_env ? from_env : "";
+}
+
+// A usage error found before the launch (its line already printed) ends
+// here, with its report like any other way out.
+int usage_error(trainrun::cli::ReportRecorder& report, const std::string& line, int status) {
+  report.failed("usage_error", line);
+  report.write(status);
+  return status;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -79,21 +93,19 @@ int main(int argc, char** argv) {
   }
 
   ParseResult parsed = parse_options(argc, argv);
-  if (parsed.exit_code >= 0) return parsed.exit_code;
+  if (parsed.exit_code >= 0 && parsed.error.empty()) return parsed.exit_code;  // --help, --version
+  if (parsed.exit_code < 0 && parsed.options.check_build) return check_build();
+  ReportRecorder report(report_path(parsed.options), std::vector<std::string>(argv, argv + argc));
+  if (parsed.exit_code >= 0) return usage_error(report, parsed.error, parsed.exit_code);  // already printed
+  if (parsed.options.command.empty()) {
+    const std::string line = "trainrun: error: no program given (see trainrun --help)";
+    std::cerr << line << "\n";
+    return usage_error(report, line, kExitUsage);
+  }
   count_sockets(parsed.options);
   parsed.options.command = with_interpreter(std::move(parsed.options.command), std::getenv("PATH"));  // train.py
   add_python_package(parsed.options, own_python_package(), std::getenv("PYTHONPATH"));
   const Options& options = parsed.options;
-  if (options.check_build) return check_build();
-  if (options.command.empty()) {
-    std::cerr << "trainrun: error: no program given (see trainrun --help)\n";
-    return kExitUsage;
-  }
-  const char* report_env = std::getenv(kEnvReport);
-  ReportRecorder report(!options.report.empty() ? options.report
-                        : report_env            ? report_env
-                                                : "",
-                        std::vector<std::string>(argv, argv + argc));
   int status = kExitLaunch;
   // The job's signals are read by the supervisor of each attempt (or by the
   // mpirun launcher); blocked from here to the end, so that one that comes

@@ -99,10 +99,12 @@ ArgvScan scan_options(const std::vector<std::string>& args, const OptionNames& n
       const std::string spelled = token.substr(0, token.size() - (name.size() - glued.size()));
       scan.error = "unknown option " + quoted(token) + "; did you mean " + spelled + " " + name.substr(glued.size()) +
                    "? (a space between the option and its value)";
+      scan.error_at = i;
       return scan;
     }
     if (dashes || !short_cluster(token, names)) {
       scan.error = unknown(token, name, names);
+      scan.error_at = i;
       return scan;
     }
     const auto last = names.short_names.find(token.back());

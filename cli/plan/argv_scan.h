@@ -29,6 +29,7 @@ struct OptionNames {
 struct ArgvScan {
   std::vector<std::string> args;  // rewritten (valid when error is empty)
   std::string error;              // one line, without "trainrun: error: "
+  std::size_t error_at = 0;       // with an error: args[0, error_at) are well-formed options
 };
 
 ArgvScan scan_options(const std::vector<std::string>& args, const OptionNames& names);

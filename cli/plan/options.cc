@@ -280,6 +280,35 @@ OptionNames option_names(const CLI::App& app) {
 
 namespace {
 
+// Prints a usage error's line and makes `result` stop with status 2.
+ParseResult& usage_error(ParseResult& result, const std::string& line) {
+  std::cerr << line << "\n";
+  result.error = line;
+  result.exit_code = 2;
+  return result;
+}
+
+// The --report FILE that CLI11 read, whether or not the rest of the command
+// line parsed ("" when none): a usage error's report goes there.
+std::string report_read(const CLI::App& app) {
+  const CLI::Option* report = app.get_option_no_throw("--report");
+  return report && !report->results().empty() ? report->results().back() : "";
+}
+
+// --report's FILE among the options before the one the scan refused, or "".
+std::string report_before(const ArgvScan& scan) {
+  CLI::App app("trainrun", "trainrun");
+  Options unused;
+  build(app, unused);
+  std::vector<std::string> before(scan.args.begin(), scan.args.begin() + static_cast<std::ptrdiff_t>(scan.error_at));
+  std::reverse(before.begin(), before.end());  // CLI11 2.1 parses a reversed vector
+  try {
+    app.parse(before);
+  } catch (const CLI::Error&) {  // what it read before the error stays read
+  }
+  return report_read(app);
+}
+
 // CLI11 over `args` (scanned, in order) into `result`; false when parsing
 // stopped, with result.exit_code set (the help, the version, an error).
 // `config`, when given, made some of `args`: an error about an option it
@@ -300,13 +329,10 @@ bool parse_args(CLI::App& app, std::vector<std::string> args, ParseResult& resul
     std::string what = e.what();
     const std::string option = what.substr(0, what.find(':'));
     const std::string key = config && option.rfind("--", 0) == 0 ? config_key_of(*config, option) : "";
-    if (!key.empty()) {
-      std::cerr << "trainrun: error: --config-file " << printable(config_path) << ": " << key
-                << printable(what.substr(option.size()), kMessageBytes) << "\n";
-    } else {
-      std::cerr << "trainrun: error: " << printable(what, kMessageBytes) << " (see trainrun --help)\n";
-    }
-    result.exit_code = 2;
+    usage_error(result, !key.empty() ? "trainrun: error: --config-file " + printable(config_path) + ": " + key +
+                                           printable(what.substr(option.size()), kMessageBytes)
+                                     : "trainrun: error: " + printable(what, kMessageBytes) + " (see trainrun --help)");
+    result.options.report = report_read(app);
   }
   return false;
 }
@@ -342,18 +368,12 @@ ParseResult finish(const CLI::App& app, ParseResult result) {
     empty = "--hostfile: empty file name";
   }
   if (app.count("--wdir") && o.wdir.empty()) empty = "-wdir: empty directory name";
-  if (!empty.empty()) {
-    std::cerr << "trainrun: error: " << empty << "\n";
-    result.exit_code = 2;
-    return result;
-  }
+  if (!empty.empty()) return usage_error(result, "trainrun: error: " + empty);
   std::vector<std::string> command = app.remaining();
   if (!command.empty() && command.front() == "--") command.erase(command.begin());
   else if (!command.empty() && command.front().size() > 1 && command.front()[0] == '-') {
-    std::cerr << "trainrun: error: unknown option " << quoted(command.front())
-              << " (trainrun --help lists every option)\n";
-    result.exit_code = 2;
-    return result;
+    return usage_error(result, "trainrun: error: unknown option " + cli::quoted(command.front()) +
+                                   " (trainrun --help lists every option)");
   }
   o.command = std::move(command);
   // Elastic jobs place ranks themselves (cli/elastic): refused, never ignored.
@@ -361,11 +381,9 @@ ParseResult finish(const CLI::App& app, ParseResult result) {
                                       : o.oversubscribe  ? "--oversubscribe"
                                                          : o.npernode_option;
   if (o.elastic() && !elastic_refuses.empty()) {
-    std::cerr << "trainrun: error: " << elastic_refuses
-              << " cannot be used in an elastic job (--min-np, --max-np, --host-discovery-script): elastic jobs "
-                 "fill each host's slots in order\n";
-    result.exit_code = 2;
-    return result;
+    return usage_error(result, "trainrun: error: " + elastic_refuses +
+                                   " cannot be used in an elastic job (--min-np, --max-np, --host-discovery-script): "
+                                   "elastic jobs fill each host's slots in order");
   }
   for (const char* option : {"--elastic-hang-timeout", "--elastic-timeout"}) {
     if (!o.elastic() && app.count(option)) {
@@ -375,11 +393,7 @@ ParseResult finish(const CLI::App& app, ParseResult result) {
   }
   if (!o.map_bind.empty() && !app.count("--bind-to")) o.bind_to = o.map_bind;  // --map-by core binds to cores
   if (o.log_level == "TRACE" || o.log_level == "DEBUG") o.verbose = true;
-  if (const std::string why = for_mpirun(o); !why.empty()) {
-    std::cerr << "trainrun: error: " << why << "\n";
-    result.exit_code = 2;
-    return result;
-  }
+  if (const std::string why = for_mpirun(o); !why.empty()) return usage_error(result, "trainrun: error: " + why);
   for (const std::string& note : o.notes) std::cerr << "trainrun: note: " << note << "\n";
   return result;
 }
@@ -392,9 +406,8 @@ ParseResult parse_options(int argc, const char* const* argv) {
   build(app, result.options);
   ArgvScan scan = scan_options(std::vector<std::string>(argv + 1, argv + argc), option_names(app));
   if (!scan.error.empty()) {
-    std::cerr << "trainrun: error: " << scan.error << "\n";
-    result.exit_code = 2;
-    return result;
+    result.options.report = report_before(scan);
+    return usage_error(result, "trainrun: error: " + scan.error);
   }
   if (!parse_args(app, scan.args, result)) return result;
   if (result.options.config_file.empty()) return finish(app, std::move(result));
@@ -403,11 +416,7 @@ ParseResult parse_options(int argc, const char* const* argv) {
   // line's, leaving out those the command line gives (cli/plan/config_file.h).
   const ConfigTokens config =
       config_file_tokens(result.options.config_file, [&app](const std::string& name) { return app.count(name) > 0; });
-  if (!config.error.empty()) {
-    std::cerr << "trainrun: error: " << config.error << "\n";
-    result.exit_code = 2;
-    return result;
-  }
+  if (!config.error.empty()) return usage_error(result, "trainrun: error: " + config.error);
   ParseResult again;
   CLI::App with_config("trainrun", "trainrun");
   build(with_config, again.options);

@@ -88,6 +88,10 @@ struct Options {
 struct ParseResult {
   Options options;
   int exit_code = -1;  // >= 0: stop now with this status (help printed, or a usage error)
+  // A usage error's line as printed ("trainrun: error: ..."); empty for the
+  // help and the version. options.report then holds --report's FILE when
+  // it was read (before an unknown option, or anywhere for a bad value).
+  std::string error;
 };
 
 ParseResult parse_options(int argc, const char* const* argv);

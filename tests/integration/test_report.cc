@@ -167,6 +167,52 @@ TEST_CASE("a host list that cannot be used: usage_error, with trainrun's error l
   CHECK(j["ranks"].empty());
 }
 
+TEST_CASE(
+    "usage errors on the command line write the report: --report's file when it was read, else TRAINRUN_REPORT's") {
+  const TempReport report, from_env;
+  ProcessOptions options;
+  options.env.push_back("TRAINRUN_REPORT=" + from_env.path);
+  std::string tag;
+  // A bad value: CLI11 read every option, --report included.
+  const ProcessResult np0 = run_trainrun({"-np", "0", "--report", report.path, rank_program()}, &tag, options);
+  INFO(np0.err);
+  CHECK(np0.err ==
+        "trainrun: error: --np: '0' is not a number of ranks: give a whole number from 1 to 1048576 (see trainrun "
+        "--help)\n");
+  json j = report_after(np0, report.path, 2, "usage_error");
+  REQUIRE(j.is_object());
+  CHECK(j["failure"] == json{{"rank", nullptr},
+                             {"cause",
+                              "trainrun: error: --np: '0' is not a number of ranks: give a whole number from 1 to "
+                              "1048576 (see trainrun --help)"},
+                             {"stderr_tail", json::array()},
+                             {"sigkilled_ranks", json::array()}});
+  CHECK(j["size"] == 0);
+  CHECK(j["ranks"].empty());
+  CHECK(j["command_line"].size() == 6);
+  CHECK(::access(from_env.path.c_str(), F_OK) != 0);
+  // An unknown option: what follows it may be the program's, so TRAINRUN_REPORT.
+  const ProcessResult unknown =
+      run_trainrun({"--no-such-option", "--report", report.path, rank_program()}, &tag, options);
+  INFO(unknown.err);
+  CHECK(unknown.err == "trainrun: error: unknown option '--no-such-option' (trainrun --help lists every option)\n");
+  j = report_after(unknown, from_env.path, 2, "usage_error");
+  REQUIRE(j.is_object());
+  CHECK(j["failure"]["cause"] ==
+        "trainrun: error: unknown option '--no-such-option' (trainrun --help lists every option)");
+  // No program.
+  const ProcessResult none = run_trainrun({"--report", report.path, "-np", "2"}, &tag, options);
+  CHECK(none.err == "trainrun: error: no program given (see trainrun --help)\n");
+  j = report_after(none, report.path, 2, "usage_error");
+  REQUIRE(j.is_object());
+  CHECK(j["failure"]["cause"] == "trainrun: error: no program given (see trainrun --help)");
+  // The help runs no job: no report.
+  ::unlink(from_env.path.c_str());
+  CHECK(run_trainrun({"--help"}, &tag, options).exit_code == 0);
+  CHECK(::access(from_env.path.c_str(), F_OK) != 0);
+  CHECK(nothing_left(tag));
+}
+
 TEST_CASE("the failing rank's last 20 lines of stderr are in the report, another rank's are not") {
   const TempReport report;
   std::vector<std::string> args = {"--report", report.path, "--grace", "1", "-np", "2", rank_program(), "init"};

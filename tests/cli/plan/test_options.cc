@@ -46,6 +46,22 @@ TEST_CASE("usage errors exit 2") {
   CHECK(parse({"--no-such-option"}).exit_code == 2);
 }
 
+TEST_CASE("a usage error keeps its line and the --report FILE read before it (for the report)") {
+  const ParseResult bad_value = parse({"-np", "0", "--report", "r.json", "p"});
+  CHECK(bad_value.exit_code == 2);
+  CHECK(bad_value.error.rfind("trainrun: error: --np: ", 0) == 0);
+  CHECK(bad_value.options.report == "r.json");  // CLI11 read every option before it checked -np
+  const ParseResult unknown = parse({"--report=r.json", "--no-such-option", "p"});
+  CHECK(unknown.exit_code == 2);
+  CHECK(unknown.error.rfind("trainrun: error: unknown option '--no-such-option'", 0) == 0);
+  CHECK(unknown.options.report == "r.json");
+  // After the unknown option nothing is read: it may be the program's.
+  CHECK(parse({"--no-such-option", "--report", "r.json", "p"}).options.report.empty());
+  CHECK(parse({"-H", "", "--report", "r.json", "p"}).options.report == "r.json");
+  // The help is no error.
+  CHECK(parse({"--help"}).error.empty());
+}
+
 TEST_CASE("the argv scan stops at -- and at the program") {
   OptionNames names;
   names.long_names = {{"np", true}, {"hostfile", true}};
