@@ -2,7 +2,7 @@
 
 #include <sys/stat.h>
 
-#include <regex>
+#include <algorithm>
 
 namespace trainrun::cli {
 
@@ -21,8 +21,10 @@ std::string dir_name(const std::string& path) {
 }  // namespace
 
 bool runs_python(const std::vector<std::string>& command) {
-  static const std::regex python("python[0-9.]*");
-  return !command.empty() && std::regex_match(base_name(command[0]), python);
+  if (command.empty()) return false;
+  const std::string name = base_name(command[0]);
+  return name.compare(0, 6, "python") == 0 &&
+         std::all_of(name.begin() + 6, name.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
 }
 
 std::string build_tree_python_package(const std::string& trainrun_path) {

@@ -60,12 +60,12 @@ def find_trainrun():
 def _first_host(hosts, hostfile):
     """The first host of "h1:4,h2:4" or of a hostfile ("h1 slots=4" lines)."""
     if hosts:
-        return hosts.split(',')[0].rsplit(':', 1)[0].split('@')[-1].strip('[]')
-    with open(hostfile) as lines:
-        names = [line.split('#')[0].split() for line in lines]
-    first = next((words[0] for words in names if words), None)
-    if first is None:
-        raise ValueError(f'hostfile {hostfile} names no host')
+        first = hosts.split(',')[0]
+    else:
+        with open(hostfile) as lines:
+            first = next((words[0] for words in (line.split('#')[0].split() for line in lines) if words), None)
+        if first is None:
+            raise ValueError(f'hostfile {hostfile} names no host')
     return first.rsplit(':', 1)[0].split('@')[-1].strip('[]')
 
 
