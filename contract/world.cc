@@ -175,6 +175,7 @@ const char* to_string(World::Source source) {
     case World::Source::OpenMpi: return "Open MPI";
     case World::Source::Slurm: return "Slurm";
     case World::Source::Single: return "single process";
+    case World::Source::Store: return "a torch.distributed store";
   }
   return "?";
 }
@@ -224,17 +225,10 @@ std::optional<double> env_number(const EnvLookup& env, const char* name, double 
 
 std::string canonical_backend(const std::string& name) { return name == "gloo" ? "tcp" : name; }
 
-World world_from_env(const EnvLookup& env) {
+World world_settings_from_env(const EnvLookup& env) {
   World w;
   w.hostname = host_name();
   w.backend = canonical_backend(read_string(env, p::kEnvBackend));
-  if (env(p::kEnvRank)) {
-    read_trainrun(env, w);
-  } else if (env(p::kEnvOmpiRank)) {
-    read_open_mpi(env, w);
-  } else if (env(p::kEnvSlurmProcId)) {
-    read_slurm(env, w);
-  }
   w.iface = read_string(env, p::kEnvIface);
   w.network = read_string(env, p::kEnvNetwork);
   if (auto s = env_int(env, p::kEnvStartTimeout, 1, 86400)) w.start_timeout = std::chrono::seconds(*s);
@@ -251,6 +245,18 @@ World world_from_env(const EnvLookup& env) {
   w.check_calls = env_int(env, p::kEnvCheckCalls, 0, 1).value_or(0) == 1;
   w.cuda_device = static_cast<int>(env_int(env, p::kEnvCudaDevice, 0, 1023).value_or(-1));
   w.cuda_visible_devices_set = env(p::kEnvCudaVisibleDevices) != nullptr;
+  return w;
+}
+
+World world_from_env(const EnvLookup& env) {
+  World w = world_settings_from_env(env);
+  if (env(p::kEnvRank)) {
+    read_trainrun(env, w);
+  } else if (env(p::kEnvOmpiRank)) {
+    read_open_mpi(env, w);
+  } else if (env(p::kEnvSlurmProcId)) {
+    read_slurm(env, w);
+  }
   return w;
 }
 

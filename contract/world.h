@@ -1,7 +1,9 @@
 // detail::World: who this process is in the job and how to reach its peers,
 // read once from the environment (docs/design.md §3): TRAINRUN_* when trainrun
 // started us, else Open MPI's OMPI_COMM_WORLD_*, else Slurm's SLURM_*, else
-// a single process. Plain value type; world_from_env is pure given `env`.
+// a single process; or from a framework's store (Source::Store: torchrun,
+// mp.spawn, lib/store_world.h). Plain value type; world_from_env is pure
+// given `env`.
 #pragma once
 
 #include <chrono>
@@ -16,7 +18,7 @@
 namespace trainrun::detail {
 
 struct World {
-  enum class Source { Trainrun, OpenMpi, Slurm, Single };
+  enum class Source { Trainrun, OpenMpi, Slurm, Single, Store };
 
   int rank = 0;
   int size = 1;
@@ -33,6 +35,9 @@ struct World {
   std::uint16_t rendezvous_port = 0;
   std::string job_id;
   std::string secret_hex;
+  // Source::Store: the store's host (torch's MASTER_ADDR), whose route
+  // picks this host's address on the job's network as the rendezvous's does.
+  std::string store_addr;
   std::string iface;    // TRAINRUN_IFACE
   std::string network;  // TRAINRUN_NETWORK (CIDR)
   std::chrono::milliseconds start_timeout{30'000};
@@ -83,6 +88,10 @@ using EnvLookup = std::function<const char*(const char*)>;
 // Throws Error(InvalidArgument) naming the variable and its value when a
 // variable is present but malformed or inconsistent (rank >= size, ...).
 World world_from_env(const EnvLookup& env);
+// The settings only (TRAINRUN_BACKEND, _IFACE, _NETWORK, the timeouts, _SHM,
+// ...): a single process's world, for a caller that learns the rest
+// elsewhere (lib/store_world.h). Throws as world_from_env does.
+World world_settings_from_env(const EnvLookup& env);
 
 // A backend's name as --backend and TRAINRUN_BACKEND accept it: "gloo",
 // the tcp backend's former name (and Horovod's word for a CPU job), is

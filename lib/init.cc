@@ -15,10 +15,12 @@
 #include "lib/api/membership.h"
 #include "lib/fork_guard.h"
 #include "lib/rendezvous_client.h"
+#include "lib/store_world.h"
 #include "contract/world.h"
 #include "contract/elastic_protocol.h"
 #include "contract/job_records.h"
 #include "contract/kv_keys.h"
+#include "contract/environment.h"
 #include "trainrun/communicator.h"
 #include "trainrun/error.h"
 
@@ -93,6 +95,22 @@ std::string who(const detail::World& world) {
          world.hostname + ")";
 }
 
+// The process-wide communicator over `backend`; holds g_mutex.
+void install(std::unique_ptr<detail::World> world, std::unique_ptr<detail::Backend> backend) {
+  ++g_generation;
+  g_membership = {world->elastic, world->worker_id, world->generation, world->generation};
+  const int rank = world->rank;
+  g_communicator.reset(detail::CommunicatorAccess::make(std::move(world), std::move(backend)).release());
+  detail::note_initialized(rank);
+}
+
+// Ends the process-wide communicator; holds g_mutex.
+void uninstall() {
+  g_watcher.reset();
+  g_communicator.reset();
+  detail::note_shut_down();
+}
+
 }  // namespace
 
 Communicator& init() {
@@ -123,11 +141,8 @@ Communicator& init() {
     if (store) record_start(*store, *world, name);
     const int scope = world->elastic ? world->generation : g_generation;
     auto backend = detail::create_backend(name, detail::BackendContext{*world, store, scope, std::move(forming_check)});
-    ++g_generation;
     const detail::World made = *world;
-    g_membership = {made.elastic, made.worker_id, made.generation, made.generation};
-    g_communicator.reset(detail::CommunicatorAccess::make(std::move(world), std::move(backend)).release());
-    detail::note_initialized(made.rank);
+    install(std::move(world), std::move(backend));
     detail::Backend& made_backend = detail::CommunicatorAccess::backend(*g_communicator);
     if (joined) g_watcher.reset(start_watcher(made, *std::move(joined), made_backend).release());
   } catch (const Error& e) {
@@ -139,9 +154,7 @@ Communicator& init() {
 void shutdown() {
   if (detail::forked_after_init()) return;  // the parent's to shut down
   std::lock_guard lock(g_mutex);
-  g_watcher.reset();
-  g_communicator.reset();
-  detail::note_shut_down();
+  uninstall();
 }
 
 bool is_initialized() {
@@ -150,6 +163,26 @@ bool is_initialized() {
 }
 
 namespace detail {
+
+Communicator& init_from_store(std::shared_ptr<rendezvous::Store> store, const StoreWorldRequest& request) {
+  if (forked_after_init() || std::getenv(contract::kEnvRank)) return init();
+  std::lock_guard lock(g_mutex);
+  if (g_communicator) {
+    if (g_communicator->rank() == request.rank && g_communicator->size() == request.size) return *g_communicator;
+    uninstall();
+  }
+  auto world = std::make_unique<World>(world_settings_from_env(&std::getenv));
+  const std::string whom = "rank " + std::to_string(request.rank) + " (" + world->hostname + ")";
+  try {
+    *world = world_from_store(std::move(*world), *store, "world" + std::to_string(g_generation), request);
+    const std::string name = choose_backend(*world);
+    auto backend = create_backend(name, BackendContext{*world, std::move(store), g_generation, nullptr});
+    install(std::move(world), std::move(backend));
+  } catch (const Error& e) {
+    throw Error(e.code(), whom + ": init: " + e.what());
+  }
+  return *g_communicator;
+}
 
 Membership membership() {
   std::lock_guard lock(g_mutex);

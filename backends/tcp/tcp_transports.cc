@@ -19,10 +19,12 @@ namespace {
 
 // This host's address on the job's network: the interface's
 // (TRAINRUN_IFACE), the one in TRAINRUN_NETWORK, or the one that routes to
-// the rendezvous. The mesh binds it.
+// the rendezvous (to a framework's store). The mesh binds it.
 std::string job_network_address(const World& world) {
   if (!world.iface.empty()) return net::interface_address(world.iface);
-  if (world.network.empty()) return net::local_address_toward(world.rendezvous_addr);
+  if (world.network.empty()) {
+    return net::local_address_toward(world.has_rendezvous() ? world.rendezvous_addr : world.store_addr);
+  }
   return net::address_in_network(world.network);
 }
 

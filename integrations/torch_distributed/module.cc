@@ -14,6 +14,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -22,6 +23,7 @@
 
 #include "integrations/python/core/core_group.h"
 #include "integrations/torch_distributed/process_group.h"
+#include "integrations/torch_distributed/torch_store.h"
 
 namespace py = pybind11;
 
@@ -40,12 +42,12 @@ python::CoreApi& core_api() {
   return *api;
 }
 
-// The one line for a world torch and trainrun disagree about.
+// The one line for a world torch and trainrun's launcher disagree about.
 std::string launch_hint(int torch_rank, int torch_size, const python::CoreGroup& world) {
   return "backend trainrun: torch says rank " + std::to_string(torch_rank) + " of " + std::to_string(torch_size) +
-         ", trainrun's world is rank " + std::to_string(world.rank()) + " of " + std::to_string(world.size()) +
-         "; start the script with `trainrun -np " + std::to_string(torch_size) +
-         " python3 SCRIPT` (trainrun sets the world; torchrun and MASTER_ADDR do not)";
+         ", but trainrun's launcher started this process as rank " + std::to_string(world.rank()) + " of " +
+         std::to_string(world.size()) + "; start the script either with `trainrun -np " + std::to_string(torch_size) +
+         " python3 SCRIPT` (which sets RANK and WORLD_SIZE) or without trainrun (torchrun, mp.spawn)";
 }
 
 // new_group: every rank of the parent makes the set (Communicator::subset,
@@ -54,12 +56,19 @@ std::string launch_hint(int torch_rank, int torch_size, const python::CoreGroup&
 std::mutex pending_mutex;
 std::map<std::vector<int>, std::unique_ptr<python::CoreGroup>> pending;
 
-c10::intrusive_ptr<ProcessGroupTrainrun> make_world(int torch_rank, int torch_size, std::chrono::milliseconds timeout) {
+// The default group: trainrun's world, started through torch's store when
+// trainrun's launcher did not start this process (torchrun, mp.spawn).
+c10::intrusive_ptr<ProcessGroupTrainrun> make_world(const c10::intrusive_ptr<::c10d::Store>& store, int torch_rank,
+                                                    int torch_size, std::chrono::milliseconds timeout) {
   python::CoreApi& api = core_api();
+  python::ForeignWorld who{torch_rank, torch_size, store_host(store), timeout};
+  if (who.store_addr.empty()) {
+    if (const char* master = std::getenv("MASTER_ADDR")) who.store_addr = master;
+  }
   python::CoreGroup* world = nullptr;
   {
     py::gil_scoped_release release;
-    world = &api.world();
+    world = &api.world_from_store(foreign_store(store), who);
   }
   if (world->rank() != torch_rank || world->size() != torch_size) {
     throw std::runtime_error(launch_hint(torch_rank, torch_size, *world));
@@ -117,9 +126,10 @@ PYBIND11_MODULE(_c10d, m) {
   py::module_::import("torch.distributed");  // registers torch's ProcessGroup (and Backend) classes first
   py::class_<ProcessGroupTrainrun, trainrun::c10d::BackendBase, c10::intrusive_ptr<ProcessGroupTrainrun>>(
       m, "ProcessGroupTrainrun", "A torch.distributed process group on trainrun's collectives.");
-  m.def("world", &trainrun::c10d::make_world, py::arg("rank"), py::arg("size"), py::arg("timeout"),
-        "The process group over trainrun's world; torch's rank and size must be trainrun's. Every op fails "
-        "after `timeout` (a timedelta; 0: no bound but the core's).");
+  m.def("world", &trainrun::c10d::make_world, py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
+        "The process group over trainrun's world: trainrun's launcher's, whose rank and size must be torch's, "
+        "else one made through torch's `store`. Every op fails after `timeout` (a timedelta; 0: no bound but the "
+        "core's).");
   m.def("prepare_subset", &trainrun::c10d::prepare_subset, py::arg("parent").none(true), py::arg("ranks"),
         "Collective over every rank of `parent` (None: the world): makes the set of `ranks` (sorted).");
   m.def("take_subset", &trainrun::c10d::take_subset, py::arg("ranks"), py::arg("rank"), py::arg("size"),

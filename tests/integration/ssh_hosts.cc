@@ -311,6 +311,10 @@ void SshHosts::make_keys_and_homes() {
             "\n  UserKnownHostsFile ~/.ssh/known_hosts_new\n"
             "Host *\n  User root\n  BatchMode yes\n  LogLevel ERROR\n";
   write_file(ssh_dir + "/config", config, 0600);
+  // The hosts know each other by name, as a cluster's do (torchrun's rendezvous resolves them).
+  std::string names = read_file("/etc/hosts");
+  for (int h = 1; h <= kHosts; ++h) names += address(h) + " h" + std::to_string(h) + "\n";
+  write_file(dir_ + "/etc-hosts", names);
 }
 
 void SshHosts::start_hosts() {
@@ -354,12 +358,14 @@ void SshHosts::start_sshd(int host) {
       "--uts",
       "/bin/sh",
       "-c",
-      "mount --bind \"$1\" \"$2\" && hostname \"$3\" && exec /usr/sbin/sshd -D -e -f \"$4\"",
+      "mount --bind \"$1\" \"$2\" && mount --bind \"$5\" /etc/hosts && hostname \"$3\" && "
+      "exec /usr/sbin/sshd -D -e -f \"$4\"",
       "sh",
       dir_ + "/hosts-home",
       home_directory(),
       name,
-      config};
+      config,
+      dir_ + "/etc-hosts"};
   const int log = ::open((dir_ + "/sshd-" + name + ".log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   const pid_t pid = ::fork();
   if (pid == 0) {

@@ -7,6 +7,9 @@
 
 #include "backends/backend.h"
 #include "lib/communicator_access.h"
+#include "lib/store_world.h"
+#include "rendezvous/store.h"
+#include "trainrun/error.h"
 #include "integrations/python/core/bindings.h"
 #include "trainrun/communicator.h"
 
@@ -68,13 +71,60 @@ class CommunicatorGroup final : public CoreGroup {
   std::unique_ptr<Communicator> owned_;
 };
 
+// A ForeignStore as the library's rendezvous store: keys "trainrun/SCOPE/KEY"
+// (torch prefixes each group's own), its errors as trainrun::Error.
+class ForeignRendezvousStore final : public rendezvous::Store {
+ public:
+  explicit ForeignRendezvousStore(std::shared_ptr<ForeignStore> store) : store_(std::move(store)) {}
+
+  void set(std::string_view scope, std::string_view key, std::string_view value) override {
+    guarded([&] { store_->set(name(scope, key), std::string(value)); });
+  }
+  std::string get(std::string_view scope, std::string_view key, std::chrono::milliseconds timeout) override {
+    std::optional<std::string> value;
+    guarded([&] { value = store_->get(name(scope, key), timeout); });
+    if (!value) {
+      throw Error(Error::Code::Timeout, "torch's store: timed out after " + std::to_string(timeout.count() / 1000) +
+                                            " s waiting for " + name(scope, key));
+    }
+    return *std::move(value);
+  }
+  std::vector<std::string> get_range(std::string_view scope, std::string_view prefix, std::uint64_t first,
+                                     std::uint64_t count, std::chrono::milliseconds timeout) override {
+    std::vector<std::string> values;
+    for (std::uint64_t i = first; i < first + count; ++i) {
+      values.push_back(get(scope, std::string(prefix) + std::to_string(i), timeout));
+    }
+    return values;
+  }
+  std::int64_t add(std::string_view scope, std::string_view key, std::int64_t delta) override {
+    std::int64_t value = 0;
+    guarded([&] { value = store_->add(name(scope, key), delta); });
+    return value;
+  }
+
+ private:
+  static std::string name(std::string_view scope, std::string_view key) {
+    return "trainrun/" + std::string(scope) + "/" + std::string(key);
+  }
+  template <typename F>
+  static void guarded(F&& call) {
+    try {
+      call();
+    } catch (const std::exception& e) {
+      throw Error(Error::Code::Io, std::string("torch's store: ") + e.what());
+    }
+  }
+
+  std::shared_ptr<ForeignStore> store_;
+};
+
 // The world's group follows init(): a new one after shutdown() and init().
-CoreGroup& world_group() {
+CoreGroup& group_of(Communicator& comm) {
   static std::mutex mutex;
   static std::unique_ptr<CommunicatorGroup> group;
   static Communicator* of = nullptr;
   std::lock_guard lock(mutex);
-  Communicator& comm = init();
   if (&comm != of) {
     group = std::make_unique<CommunicatorGroup>(comm);
     of = &comm;
@@ -82,7 +132,14 @@ CoreGroup& world_group() {
   return *group;
 }
 
-CoreApi core_api{CoreApi::kVersion, &world_group};
+CoreGroup& world_group() { return group_of(init()); }
+
+CoreGroup& world_group_from_store(std::shared_ptr<ForeignStore> store, const ForeignWorld& who) {
+  detail::StoreWorldRequest request{who.rank, who.size, who.store_addr, who.timeout};
+  return group_of(detail::init_from_store(std::make_shared<ForeignRendezvousStore>(std::move(store)), request));
+}
+
+CoreApi core_api{CoreApi::kVersion, &world_group, &world_group_from_store};
 
 }  // namespace
 

@@ -15,8 +15,11 @@
 // ends the world's).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,13 +60,38 @@ class CoreGroup {
   virtual void abort() noexcept = 0;
 };
 
+// A key-value store the job's framework set up (torch.distributed's Store:
+// torchrun's TCPStore, env://, tcp://, file://), as trainrun._c10d hands it
+// to trainrun._core for a process trainrun's launcher did not start
+// (lib/store_world.h). Called from any thread; errors are any
+// std::exception.
+class ForeignStore {
+ public:
+  virtual ~ForeignStore() = default;
+  virtual void set(const std::string& key, const std::string& value) = 0;
+  // Waits up to `timeout` for the key; nullopt when it did not appear.
+  virtual std::optional<std::string> get(const std::string& key, std::chrono::milliseconds timeout) = 0;
+  virtual std::int64_t add(const std::string& key, std::int64_t delta) = 0;
+};
+
+// Who this process is, as torch's init_process_group says.
+struct ForeignWorld {
+  int rank = 0;
+  int size = 1;
+  std::string store_addr;  // the store's host; empty when unknown
+  std::chrono::milliseconds timeout{0};
+};
+
 // What the capsule points at; static in trainrun._core.
 struct CoreApi {
-  static constexpr int kVersion = 4;  // 2: send, recv; 3: abort; 4: reduce
+  static constexpr int kVersion = 5;  // 2: send, recv; 3: abort; 4: reduce; 5: world_from_store
   int version = kVersion;
   // The job's group over trainrun::init()'s communicator, started on the
   // first call (it blocks while the ranks meet). Throws as init() does.
   CoreGroup& (*world)() = nullptr;
+  // The same, started through `store` when trainrun's launcher did not
+  // start this process (under it: world()). Throws as init() does.
+  CoreGroup& (*world_from_store)(std::shared_ptr<ForeignStore> store, const ForeignWorld& who) = nullptr;
 };
 
 inline constexpr const char* kCoreApiCapsule = "trainrun._core.CoreApi";

@@ -1,13 +1,10 @@
 """The torch.distributed backend "trainrun" in real jobs: DDP training of the
 MNIST example to the same accuracy as torch's Gloo, a rank killed in the
-middle of a collective, and init_process_group("trainrun") outside trainrun
-(by hand with MASTER_ADDR, and under torchrun)."""
+middle of a collective, a group timeout, mismatched calls, and the
+backend beside Horovod's API (other launchers: torch_launchers/)."""
 import os
 import re
-import shutil
 import signal
-import socket
-import subprocess
 import sys
 import textwrap
 import uuid
@@ -16,36 +13,13 @@ import pytest
 
 from trainrun.runner import find_trainrun
 
+from job_support import environment, processes_with, run
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(ROOT, 'examples', 'pytorch', 'mnist_ddp.py')
 DATA = os.path.join(ROOT, 'data', 'mnist', 'mnist.bin')
 
 pytest.importorskip('trainrun._c10d', reason='trainrun._c10d not built (needs LibTorch and libtorch_python)')
-
-
-def environment(**extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith('TRAINRUN_') or k == 'TRAINRUN_BIN'}
-    env['PYTHONPATH'] = os.pathsep.join(p for p in sys.path if p)
-    env.update(extra)
-    return env
-
-
-def run(command, timeout=300, **kwargs):
-    return subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout,
-                          **kwargs)
-
-
-def processes_with(tag):
-    """Pids whose environment holds `tag`."""
-    pids = []
-    for pid in filter(str.isdigit, os.listdir('/proc')):
-        try:
-            with open(f'/proc/{pid}/environ', 'rb') as f:
-                if tag.encode() in f.read().split(b'\0'):
-                    pids.append(int(pid))
-        except OSError:
-            continue
-    return pids
 
 
 @pytest.mark.skipif(not os.path.exists(DATA), reason=f'{DATA} missing: run scripts/setup.sh and scripts/build.sh')
@@ -256,55 +230,3 @@ def test_beside_horovod_api_in_one_process(tmp_path):
     assert done.returncode == 0, done.stdout
     for r in range(2):
         assert f'[{r}] sums [2.0, 2.0, 2.0] [2.0, 2.0, 2.0] [2.0, 2.0, 2.0]' in done.stdout, done.stdout
-
-
-BY_HAND = textwrap.dedent('''
-    import torch, torch.distributed as dist
-    import trainrun.torch.distributed
-    dist.init_process_group('trainrun')
-    t = torch.ones(3)
-    dist.all_reduce(t)
-    print('sum', t.tolist(), flush=True)
-''')
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
-
-
-def test_outside_trainrun_says_how_to_launch(tmp_path):
-    script = tmp_path / 'by_hand.py'
-    script.write_text(BY_HAND)
-    port = str(free_port())
-    ranks = [subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, env=environment(MASTER_ADDR='127.0.0.1', MASTER_PORT=port, RANK=str(r),
-                                                         WORLD_SIZE='2'))
-             for r in range(2)]
-    for r, p in enumerate(ranks):
-        out, _ = p.communicate(timeout=120)
-        assert p.returncode != 0, out
-        last = out.strip().splitlines()[-1]
-        assert re.fullmatch(r'RuntimeError: backend trainrun: torch says rank %d of 2, trainrun\'s world is rank 0 '
-                            r'of 1; start the script with `trainrun -np 2 python3 SCRIPT`.*' % r, last), out
-
-
-def test_outside_trainrun_one_process_works(tmp_path):
-    script = tmp_path / 'by_hand.py'
-    script.write_text(BY_HAND)
-    done = run([sys.executable, str(script)],
-               env=environment(MASTER_ADDR='127.0.0.1', MASTER_PORT=str(free_port()), RANK='0', WORLD_SIZE='1'))
-    assert done.returncode == 0 and 'sum [1.0, 1.0, 1.0]' in done.stdout, done.stdout
-
-
-@pytest.mark.skipif(shutil.which('torchrun') is None, reason='torchrun not installed')
-def test_under_torchrun_says_how_to_launch(tmp_path):
-    script = tmp_path / 'by_hand.py'
-    script.write_text(BY_HAND)
-    # Debian's torch 1.13 on Python 3.11 cannot parse --redirects 0 (IntFlag
-    # iteration skips 0 and 3): stdout goes to files and is teed back.
-    done = run(['torchrun', '--nproc_per_node', '2', '--master_port', str(free_port()), '--redirects', '1', '--tee',
-                '1', '--log_dir', str(tmp_path / 'logs'), str(script)], env=environment(), cwd=tmp_path)
-    assert done.returncode != 0, done.stdout
-    assert 'start the script with `trainrun -np 2 python3 SCRIPT`' in done.stdout, done.stdout

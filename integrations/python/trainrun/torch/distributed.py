@@ -39,7 +39,7 @@ BACKEND = "trainrun"
 def _create(options, _pg_options):
     ranks = list(options.global_ranks_in_group)
     if not ranks:
-        return _c10d.world(options.group_rank, options.group_size, options.timeout)
+        return _c10d.world(options.store, options.group_rank, options.group_size, options.timeout)
     return _c10d.take_subset(ranks, options.group_rank, options.group_size, options.timeout)
 
 
