@@ -101,23 +101,55 @@ void reduce_tensor(CoreGroup& g, at::Tensor& t, int root, RedOp::RedOpType op) {
   if (at_root) d.commit();
 }
 
-void allgather_list(CoreGroup& g, std::vector<at::Tensor>& outputs, const at::Tensor& input) {
-  std::vector<std::size_t> counts;
-  for (const at::Tensor& o : outputs) counts.push_back(count_of(o));
+at::Tensor allgather_concat(CoreGroup& g, const at::Tensor& in, const std::vector<std::size_t>& counts) {
   std::size_t total = 0;
   for (std::size_t c : counts) total += c;
-  const at::Tensor in = flat(input);
   at::Tensor all = at::empty({dim(total)}, in.options());
   if (std::all_of(counts.begin(), counts.end(), [&](std::size_t c) { return c == counts[0]; })) {
     g.allgather(in.data_ptr(), all.data_ptr(), count_of(in), type_of(in));
   } else {
     g.allgatherv(in.data_ptr(), count_of(in), all.data_ptr(), counts, type_of(in));
   }
-  std::int64_t offset = 0;
+  return all;
+}
+
+namespace {
+
+// Fills `outputs` with the consecutive pieces of `all` from `offset` on;
+// returns the offset after them.
+std::int64_t split_into(const at::Tensor& all, std::int64_t offset, std::vector<at::Tensor>& outputs) {
   for (at::Tensor& o : outputs) {
     o.copy_(all.narrow(0, offset, o.numel()).view(o.sizes()));
     offset += o.numel();
   }
+  return offset;
+}
+
+std::size_t total_count(const std::vector<at::Tensor>& tensors) {
+  std::size_t n = 0;
+  for (const at::Tensor& t : tensors) n += count_of(t);
+  return n;
+}
+
+}  // namespace
+
+void allgather_list(CoreGroup& g, std::vector<at::Tensor>& outputs, const at::Tensor& input) {
+  std::vector<std::size_t> counts;
+  for (const at::Tensor& o : outputs) counts.push_back(count_of(o));
+  split_into(allgather_concat(g, flat(input), counts), 0, outputs);
+}
+
+void allgather_coalesced_lists(CoreGroup& g, std::vector<std::vector<at::Tensor>>& outputs,
+                               const std::vector<at::Tensor>& inputs) {
+  std::vector<at::Tensor> parts;
+  parts.reserve(inputs.size());
+  for (const at::Tensor& t : inputs) parts.push_back(t.reshape(-1));
+  const at::Tensor in = at::cat(parts);
+  std::vector<std::size_t> counts;
+  for (const std::vector<at::Tensor>& list : outputs) counts.push_back(total_count(list));
+  const at::Tensor all = allgather_concat(g, in, counts);
+  std::int64_t offset = 0;
+  for (std::vector<at::Tensor>& list : outputs) offset = split_into(all, offset, list);
 }
 
 void allgather_flat(CoreGroup& g, at::Tensor& output, const at::Tensor& input) {

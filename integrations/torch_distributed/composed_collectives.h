@@ -30,8 +30,17 @@ void broadcast_tensor(CoreGroup& g, at::Tensor& t, int root);
 // Only `root`'s tensor gets the result; the others are left as they were.
 // The core's reduce (BAND/BOR/BXOR: allreduce_tensor's fold).
 void reduce_tensor(CoreGroup& g, at::Tensor& t, int root, ::c10d::ReduceOp::RedOpType op);
+// Every rank's `in` (flat, contiguous; counts[r] elements from rank r) end
+// to end, in a new tensor: one core allgather when the counts are equal,
+// else allgatherv.
+at::Tensor allgather_concat(CoreGroup& g, const at::Tensor& in, const std::vector<std::size_t>& counts);
 // outputs[r] = rank r's input; sizes may differ (allgatherv).
 void allgather_list(CoreGroup& g, std::vector<at::Tensor>& outputs, const at::Tensor& input);
+// outputs[r] (a list per rank) = rank r's inputs, through one core call on
+// the concatenation of every input (allgatherv when the ranks' totals
+// differ): rank r's elements fill outputs[r]'s tensors in order.
+void allgather_coalesced_lists(CoreGroup& g, std::vector<std::vector<at::Tensor>>& outputs,
+                               const std::vector<at::Tensor>& inputs);
 // `output` holds size() inputs end to end.
 void allgather_flat(CoreGroup& g, at::Tensor& output, const at::Tensor& input);
 // On `root`, outputs[r] = rank r's input (elsewhere outputs is empty).

@@ -59,6 +59,8 @@ class ProcessGroupTrainrun : public BackendBase {
   WorkPtr reduce(Tensors& tensors, const ::c10d::ReduceOptions& opts) override;
   WorkPtr allgather(std::vector<Tensors>& outputs, Tensors& inputs, const ::c10d::AllgatherOptions& opts) override;
   WorkPtr _allgather_base(at::Tensor& output, at::Tensor& input, const ::c10d::AllgatherOptions& opts) override;
+  WorkPtr allgather_coalesced(std::vector<Tensors>& outputs, Tensors& inputs,
+                              const ::c10d::AllgatherOptions& opts) override;
   WorkPtr gather(std::vector<Tensors>& outputs, Tensors& inputs, const ::c10d::GatherOptions& opts) override;
   WorkPtr scatter(Tensors& outputs, std::vector<Tensors>& inputs, const ::c10d::ScatterOptions& opts) override;
   WorkPtr reduce_scatter(Tensors& outputs, std::vector<Tensors>& inputs,

@@ -1,6 +1,7 @@
 // ProcessGroupTrainrun's ops that move blocks between ranks (allgather,
-// gather, scatter, reduce_scatter, alltoall) and the point-to-point ones it
-// refuses; the reductions, broadcast and barrier are in process_group.cc.
+// allgather_coalesced, gather, scatter, reduce_scatter, alltoall) and the
+// point-to-point ones it refuses; the reductions, broadcast and barrier are
+// in process_group.cc.
 #include <string>
 
 #include "integrations/torch_distributed/composed_collectives.h"
@@ -80,6 +81,45 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::_allgather_base(at::Tensor& 
   at::Tensor out = output, in = input;
   return enqueue(OpType::_ALLGATHER_BASE, op, {out}, [out, in](CoreGroup& g) mutable { allgather_flat(g, out, in); },
                  {in});
+}
+
+// Rank r's inputs, end to end, fill output list r in order: output list
+// r may have its own shapes (rank r's), as allgather's tensors may.
+ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::allgather_coalesced(std::vector<Tensors>& outputs, Tensors& inputs,
+                                                                        const ::c10d::AllgatherOptions& /*opts*/) {
+  const char* op = "allgather_coalesced";
+  if (inputs.empty()) refuse(op, "no input tensors");
+  for (const at::Tensor& t : inputs) {
+    check_tensor(op, t);
+    if (t.scalar_type() != inputs[0].scalar_type()) refuse(op, "the input tensors must all have one dtype");
+  }
+  if (outputs.size() != static_cast<std::size_t>(size_)) {
+    refuse(op,
+           "needs " + std::to_string(size_) + " output lists (one per rank), got " + std::to_string(outputs.size()));
+  }
+  Tensors all_outputs;
+  for (std::size_t r = 0; r < outputs.size(); ++r) {
+    const std::string list = "output list " + std::to_string(r);
+    if (outputs[r].size() != inputs.size()) {
+      refuse(op, list + " has " + std::to_string(outputs[r].size()) + " tensors, the input list " +
+                     std::to_string(inputs.size()));
+    }
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const at::Tensor& o = outputs[r][i];
+      const std::string what = list + "'s tensor " + std::to_string(i);
+      check_tensor(op, o);
+      check_writable(op, o, what);
+      if (o.scalar_type() != inputs[0].scalar_type()) refuse(op, what + " must have the inputs' dtype");
+      if (r == static_cast<std::size_t>(rank_) && o.numel() != inputs[i].numel()) {
+        refuse(op, what + " (this rank's) has " + std::to_string(o.numel()) + " elements, input tensor " +
+                       std::to_string(i) + " " + std::to_string(inputs[i].numel()));
+      }
+      all_outputs.push_back(o);
+    }
+  }
+  return enqueue(
+      OpType::ALLGATHER_COALESCED, op, all_outputs,
+      [lists = outputs, inputs](CoreGroup& g) mutable { allgather_coalesced_lists(g, lists, inputs); }, inputs);
 }
 
 ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::gather(std::vector<Tensors>& outputs, Tensors& inputs,
