@@ -12,6 +12,7 @@
 
 #include "integrations/torch_distributed/composed_collectives.h"
 #include "integrations/torch_distributed/core_types.h"
+#include "integrations/torch_distributed/sparse_allreduce.h"
 #include "integrations/torch_distributed/stream_order.h"
 #include "integrations/torch_distributed/trainrun_work.h"
 
@@ -43,15 +44,26 @@ void ProcessGroupTrainrun::refuse(const char* op, const std::string& why) const 
   throw std::runtime_error(who_ + ": " + op + ": " + why);
 }
 
-void ProcessGroupTrainrun::check_tensor(const char* op, const at::Tensor& t) const {
+void ProcessGroupTrainrun::check_placement(const char* op, const at::Tensor& t) const {
   if (!t.defined()) refuse(op, "the tensor is undefined");
   if (!t.device().is_cpu() && !t.device().is_cuda()) {
     refuse(op, "tensors on " + t.device().str() + " are not supported by backend trainrun (CPU and CUDA tensors)");
   }
-  if (t.is_sparse()) refuse(op, "sparse tensors are not supported by backend trainrun");
   if (!core_type(t.scalar_type())) {
     refuse(op, std::string("tensors of dtype ") + c10::toString(t.scalar_type()) +
                    " are not supported by backend trainrun");
+  }
+}
+
+void ProcessGroupTrainrun::check_tensor(const char* op, const at::Tensor& t) const {
+  check_placement(op, t);
+  if (t.is_sparse()) {
+    refuse(op,
+           "sparse tensors are not supported by backend trainrun in this op (all_reduce with ReduceOp.SUM "
+           "takes them)");
+  }
+  if (t.layout() != c10::kStrided) {
+    refuse(op, "tensors of layout " + c10::str(t.layout()) + " are not supported by backend trainrun");
   }
 }
 
@@ -134,11 +146,27 @@ ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::broadcast(Tensors& tensors, 
 }
 
 ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::allreduce(Tensors& tensors, const ::c10d::AllreduceOptions& opts) {
+  if (tensors.size() == 1 && tensors[0].defined() && tensors[0].is_sparse()) return allreduce_sparse(tensors[0], opts);
   at::Tensor t = single("allreduce", tensors);
   check_reduce("allreduce", t, opts.reduceOp);
   const auto op = opts.reduceOp.op_;
   return enqueue(OpType::ALLREDUCE, "allreduce", tensors,
                  [t, op](CoreGroup& g) mutable { allreduce_tensor(g, t, op); });
+}
+
+ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::allreduce_sparse(at::Tensor& t,
+                                                                     const ::c10d::AllreduceOptions& opts) {
+  const char* op = "allreduce";
+  check_placement(op, t);
+  if (t.dim() > kMaxSparseTensorDims) {
+    refuse(op, "sparse tensors of more than " + std::to_string(kMaxSparseTensorDims) +
+                   " dimensions are not supported by backend trainrun (this one has " + std::to_string(t.dim()) + ")");
+  }
+  if (opts.reduceOp.op_ != ::c10d::ReduceOp::SUM) {
+    refuse(op, std::string("unsupported reduction operation ") + op_name(opts.reduceOp.op_) +
+                   " (allreduce of sparse tensors only works with ReduceOp.SUM)");
+  }
+  return enqueue(OpType::ALLREDUCE, op, {t}, [t](CoreGroup& g) mutable { allreduce_sparse_sum(g, t); });
 }
 
 ProcessGroupTrainrun::WorkPtr ProcessGroupTrainrun::allreduce_coalesced(Tensors& tensors,

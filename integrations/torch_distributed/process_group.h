@@ -89,6 +89,10 @@ class ProcessGroupTrainrun : public BackendBase {
   // The one tensor of `tensors`, checked (CPU or CUDA, dense, a type the core has).
   at::Tensor& single(const char* op, Tensors& tensors) const;
   void check_tensor(const char* op, const at::Tensor& t) const;
+  // check_tensor without the layout: defined, CPU or CUDA, a core type.
+  void check_placement(const char* op, const at::Tensor& t) const;
+  // allreduce of one sparse COO tensor (SUM alone, as Gloo): sparse_allreduce.h.
+  WorkPtr allreduce_sparse(at::Tensor& t, const ::c10d::AllreduceOptions& opts);
   // `t` (`what`: "the output tensor") can take an element of its own in
   // each position: not expanded (stride 0), which the op could not fill.
   void check_writable(const char* op, const at::Tensor& t, const std::string& what) const;

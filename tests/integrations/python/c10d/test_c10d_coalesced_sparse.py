@@ -1,10 +1,15 @@
-"""all_gather_coalesced on backend "trainrun", against torch's Gloo run beside
-it in the same job (a gloo group over the same ranks) and against the result
-computed here: what a user switching from "gloo" sees, values and errors."""
+"""all_gather_coalesced and the all_reduce of sparse (COO) tensors on backend
+"trainrun", each against torch's Gloo run beside it in the same job (a gloo
+group over the same ranks) and against the result computed here: what a
+user switching from "gloo" sees, values and errors."""
+import time
+from datetime import timedelta
 
 import pytest
 import torch
 import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel
 
 # torch 1.13 warns that all_gather_coalesced will be deprecated.
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')
@@ -135,3 +140,168 @@ def test_all_gather_coalesced_refusals_name_rank_and_op():
     with pytest.raises(RuntimeError, match=who + 'no input tensors'):
         dist.all_gather_coalesced([[] for _ in range(size)], [])
     in_step()
+
+
+# all_reduce of sparse tensors
+
+
+def sparse_case(r, dtype, case):
+    """Rank r's sparse tensor for `case`."""
+    if case == 'overlapping':  # rank r sets (r % 4, 1) and shares (2, 0) with every rank
+        return torch.sparse_coo_tensor(torch.tensor([[r % 4, 2], [1, 0]]), torch.tensor([r + 1, 5]).to(dtype), (4, 3))
+    if case == 'uncoalesced':  # index 1 twice on every rank
+        return torch.sparse_coo_tensor(torch.tensor([[1, 3, 1]]), torch.tensor([1, r, 2]).to(dtype), (5,))
+    if case == 'hybrid':  # one sparse dimension, rows of 2 (nn.Embedding's gradient)
+        return torch.sparse_coo_tensor(torch.tensor([[r, 0]]), (torch.arange(4).view(2, 2) + r).to(dtype), (6, 2))
+    assert case == 'empty_on_rank_0'
+    nnz = 0 if r == 0 else r
+    return torch.sparse_coo_tensor(torch.arange(nnz).view(1, nnz), torch.ones(nnz, 3).to(dtype), (4, 3))
+
+
+@pytest.mark.parametrize('case', ['overlapping', 'uncoalesced', 'hybrid', 'empty_on_rank_0'])
+@pytest.mark.parametrize('dtype', [torch.float32, torch.float64, torch.int64, torch.int32, torch.uint8])
+def test_sparse_all_reduce_matches_gloo(dtype, case, gloo):
+    """The coalesced sum of every rank's tensor, as Gloo gives it: the same
+    indices and values, the tensor's contents replaced."""
+    rank, size = rank_size()
+    t = sparse_case(rank, dtype, case)
+    reference = sparse_case(rank, dtype, case)
+    dist.all_reduce(t)
+    dist.all_reduce(reference, group=gloo)
+    expected = sum(sparse_case(r, torch.float64, case).to_dense() for r in range(size)).to(dtype)
+    assert t.is_sparse and t.is_coalesced() and t.dtype == dtype
+    assert torch.equal(t.to_dense(), expected)
+    assert torch.equal(t._indices(), reference._indices()) and torch.equal(t._values(), reference._values())
+
+
+def test_sparse_all_reduce_async_future_and_a_tensor_that_requires_grad():
+    """The Work's future carries the summed tensor (DDP's sparse buckets read
+    it). A tensor that requires grad takes the result too (Gloo refuses
+    it: "a leaf Variable that requires grad is being used in an in-place
+    operation")."""
+    rank, size = rank_size()
+    t = torch.sparse_coo_tensor(torch.tensor([[rank, size]]), torch.ones(2), (size + 1,), requires_grad=True)
+    work = dist.all_reduce(t, async_op=True)
+    [result] = work.get_future().wait()
+    assert result is t or torch.equal(result.to_dense(), t.to_dense())
+    assert torch.equal(t.detach().to_dense(), torch.cat([torch.ones(size), torch.full((1,), float(size))]))
+
+
+@pytest.mark.parametrize('op', ['MAX', 'MIN', 'PRODUCT', 'AVG', 'BOR'])
+def test_sparse_all_reduce_other_ops_are_refused_as_gloo_does(op, gloo):
+    rank, size = rank_size()
+    t = torch.ones(3, dtype=torch.int64).to_sparse()
+    with pytest.raises(RuntimeError, match=rf'rank {rank} \(.*\): allreduce: unsupported reduction operation {op} '
+                                           r'\(allreduce of sparse tensors only works with ReduceOp.SUM\)'):
+        dist.all_reduce(t, op=getattr(dist.ReduceOp, op))
+    with pytest.raises(RuntimeError, match=r'unsupported reduction operation \(allreduce of sparse tensors only '
+                                           r'works with ReduceOp.SUM\)'):
+        dist.all_reduce(t, op=getattr(dist.ReduceOp, op), group=gloo)
+    in_step()
+
+
+def test_sparse_tensors_that_disagree_fail_on_every_rank_naming_both():
+    """Gloo says "Sparse dimensions do not match"; here every rank names the
+    first rank whose tensor differs from rank 0's and both tensors, before
+    any index or value moved, so the group goes on."""
+    rank, size = rank_size()
+    t = torch.sparse_coo_tensor(torch.tensor([[0]]), torch.ones(1), (4 if rank == 1 else 3,))
+    disagree = r"the ranks' sparse tensors disagree: rank 0's is Float \[3\] with 1 sparse dimension, rank 1's "
+    with pytest.raises(RuntimeError, match=rf'rank {rank} \(.*\): allreduce: {disagree}Float \[4\] with 1 sparse '
+                                           r'dimension \(no index or value was sent\)'):
+        dist.all_reduce(t)
+    t = torch.sparse_coo_tensor(torch.tensor([[0]]), torch.ones(1, dtype=torch.float64 if rank == 1 else torch.float32),
+                                (3,))
+    with pytest.raises(RuntimeError, match=rf"allreduce: {disagree}Double \[3\] with 1 sparse dimension"):
+        dist.all_reduce(t)
+    t = torch.sparse_coo_tensor(torch.zeros(2 if rank == 1 else 1, 1, dtype=torch.int64), torch.ones(1, *(
+        [] if rank == 1 else [3])), (3, 3))
+    with pytest.raises(RuntimeError, match=r"rank 0's is Float \[3, 3\] with 1 sparse dimension, rank 1's Float "
+                                           r'\[3, 3\] with 2 sparse dimensions'):
+        dist.all_reduce(t)
+    in_step()
+
+
+def test_sparse_dtypes_torch_cannot_add_fail_alike_and_the_group_goes_on(gloo):
+    """torch 1.13 adds no Half, BFloat16 or Bool sparse tensors on the CPU:
+    the op fails on every rank with torch's message, as on Gloo."""
+    rank, size = rank_size()
+    t = torch.ones(3, dtype=torch.float16).to_sparse()
+    with pytest.raises(RuntimeError, match=rf"rank {rank} \(.*\): allreduce: torch could not sum the gathered sparse "
+                                           r"tensors: \"cadd_sparse\" not implemented for 'Half'$"):
+        dist.all_reduce(t)
+    with pytest.raises(RuntimeError, match=r"\"cadd_sparse\" not implemented for 'Half'"):
+        dist.all_reduce(t, group=gloo)
+    in_step()
+
+
+def test_sparse_tensors_in_other_ops_are_refused():
+    rank, size = rank_size()
+    t = torch.ones(2).to_sparse()
+    with pytest.raises(RuntimeError, match=rf'rank {rank} \(.*\): broadcast: sparse tensors are not supported by '
+                                           r'backend trainrun in this op \(all_reduce with ReduceOp.SUM takes them\)'):
+        dist.broadcast(t, src=0)
+    with pytest.raises(RuntimeError, match=r'allreduce_coalesced: sparse tensors are not supported'):
+        dist.all_reduce_coalesced([t, t])
+    csr = torch.eye(2).to_sparse_csr()
+    with pytest.raises(RuntimeError, match=rf'rank {rank} \(.*\): allreduce: tensors of layout SparseCsr are not '
+                                           'supported by backend trainrun'):
+        dist.all_reduce(csr)
+    in_step()
+
+
+def test_timeout_bounds_both_ops():
+    """new_group(timeout=): rank 1 joins neither op, so rank 0's fail after
+    about 2 s each, naming the op (each on a pair of its own: a timeout
+    leaves its group unusable)."""
+    rank, size = rank_size()
+    pairs = [dist.new_group([0, 1], timeout=timedelta(seconds=2)) for _ in range(2)]
+    if rank == 0:
+        works = {'allgather_coalesced': dist.all_gather_coalesced([[torch.zeros(2)], [torch.zeros(2)]], [torch.ones(2)],
+                                                                  group=pairs[0], async_op=True),
+                 'allreduce': dist.all_reduce(torch.ones(3).to_sparse(), group=pairs[1], async_op=True)}
+        start = time.monotonic()
+        for op, work in works.items():
+            with pytest.raises(RuntimeError, match=rf"rank 0 \(.*\): {op}: timed out after 2 s \(the process "
+                                                   r"group's timeout\) waiting for rank 1"):
+                work.wait()
+        assert 1.5 < time.monotonic() - start < 30
+    in_step()  # the world's group is another
+
+
+# DistributedDataParallel with sparse gradients
+
+
+class Bag(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.embedding = nn.Embedding(20, 4, sparse=True)
+        self.linear = nn.Linear(4, 2)
+
+    def forward(self, ids):
+        return self.linear(self.embedding(ids).sum(1))
+
+
+def train_bag(group):
+    rank, size = rank_size()
+    ddp = DistributedDataParallel(Bag(), process_group=group)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.5)
+    g = torch.Generator().manual_seed(rank + 1)
+    for _ in range(3):
+        opt.zero_grad()
+        ids = torch.randint(0, 20, (5, 3), generator=g)
+        ddp(ids).square().mean().backward()
+        opt.step()
+    return [p.detach().clone() for p in ddp.module.parameters()]
+
+
+def test_ddp_with_a_sparse_embedding_matches_gloo(gloo):
+    """nn.Embedding(sparse=True): DDP allreduces its sparse gradient on its
+    own; the parameters after training are Gloo's."""
+    got = train_bag(None)
+    reference = train_bag(gloo)
+    for a, b in zip(got, reference):
+        assert torch.allclose(a, b, atol=1e-6), (a - b).abs().max()
+    changed = got[0] != Bag().embedding.weight.detach()
+    assert changed.any()  # the embedding trained
