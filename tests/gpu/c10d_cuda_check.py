@@ -4,8 +4,9 @@ scripts/gpu_checks.sh on a machine with a GPU, under the launcher:
     trainrun --local -np N python3 c10d_cuda_check.py [--device cpu]
 
 Every collective torch.distributed offers (all_reduce, broadcast, reduce,
-all_gather, all_gather_into_tensor, gather, scatter, reduce_scatter_tensor,
-all_to_all_single, barrier) on tensors of the rank's GPU, each result
+all_gather, all_gather_into_tensor, all_gather_coalesced, gather, scatter,
+reduce_scatter_tensor, all_to_all_single, barrier, all_reduce of a sparse
+tensor) on tensors of the rank's GPU, each result
 checked on every rank and on the GPU; a tensor written on a side stream
 after a long kernel, reduced from that stream (the op must wait for the
 kernel); an async op's Work and Future; three DistributedDataParallel steps
@@ -17,6 +18,7 @@ is no GPU).
 """
 import os
 import sys
+import warnings
 
 import torch
 import torch.distributed as dist
@@ -74,7 +76,25 @@ def collectives(dev, r, n):
     out = torch.empty(2 * n, device=dev)
     dist.all_to_all_single(out, torch.cat([torch.full((2,), float(10 * r + i), device=dev) for i in range(n)]))
     check('all_to_all_single', out, torch.cat([torch.full((2,), float(10 * i + r), device=dev) for i in range(n)]))
+    coalesced_and_sparse(dev, r, n, full)
     dist.barrier()
+
+
+def coalesced_and_sparse(dev, r, n, full):
+    lists = [[torch.empty(3, device=dev), torch.empty(2, 2, device=dev)] for _ in range(n)]
+    with warnings.catch_warnings():  # torch 1.13: "all_gather_coalesced will be deprecated"
+        warnings.simplefilter('ignore')
+        dist.all_gather_coalesced(lists, [full(r, 3), torch.full((2, 2), float(-r), device=dev)])
+    check('all_gather_coalesced', torch.stack([torch.cat([a, b.flatten()]) for a, b in lists]),
+          torch.stack([torch.cat([full(i, 3), full(-i, 4)]) for i in range(n)]))
+    # Rank r sets row r % 4 and row 4 (every rank's): the coalesced sum.
+    sparse = torch.sparse_coo_tensor(torch.tensor([[r % 4, 4]], device=dev), torch.ones(2, 3, device=dev), (5, 3))
+    dist.all_reduce(sparse)
+    want = torch.zeros(5, 3, device=dev)
+    for i in range(n):
+        want[i % 4] += 1
+        want[4] += 1
+    check('all_reduce of a sparse tensor', sparse.to_dense(), want)
 
 
 def side_stream_and_async(dev, r, n):
