@@ -121,3 +121,28 @@ def test_three_ranks_by_hand_agree():
     assert codes == [0, 0, 0], output
     found = digests(output)
     assert sorted(found) == [0, 1, 2] and len(set(found.values())) == 1, output
+
+
+HOROVOD_AFTER = '''
+import sys, torch, torch.distributed as dist, torch.multiprocessing as mp
+import trainrun.torch.distributed
+
+def main(rank, init):
+    dist.init_process_group('trainrun', init_method=init, rank=rank, world_size=2)
+    import trainrun.torch as hvd
+    hvd.init()
+    total = hvd.allreduce(torch.ones(2), op=hvd.Sum)
+    print('hvd', hvd.rank(), hvd.size(), hvd.local_rank(), hvd.local_size(), total.tolist(), flush=True)
+
+if __name__ == '__main__':
+    mp.spawn(main, args=(sys.argv[1],), nprocs=2)
+'''
+
+
+def test_horovod_api_after_init_process_group_uses_the_same_world(tmp_path):
+    script = tmp_path / 'horovod_after.py'
+    script.write_text(HOROVOD_AFTER)
+    done = run([sys.executable, str(script), f'tcp://127.0.0.1:{free_port()}'], env=environment())
+    assert done.returncode == 0, done.stdout
+    for r in range(2):
+        assert f'hvd {r} 2 {r} 2 [2.0, 2.0]' in done.stdout, done.stdout
