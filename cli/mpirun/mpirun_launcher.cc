@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -228,8 +229,10 @@ int run_mpirun(const Options& options, ReportRecorder& report) {
   report.ranks_unobserved(
       "mpirun started the ranks: their pids, times, exit statuses, backends and the "
       "stragglers table are not known to trainrun");
-  bool all_local = true;
-  for (const HostSlots& host : planned.plan->hosts) all_local = all_local && is_local_host(host.host);
+  std::vector<std::string> names;
+  for (const HostSlots& host : planned.plan->hosts) names.push_back(host.host);
+  const std::vector<bool> local = are_local_hosts(names);
+  const bool all_local = std::find(local.begin(), local.end(), false) == local.end();
   // Every rank runs here: a missing program is one clear error up front
   // (on other hosts mpirun says so itself).
   const ProgramLookup program = find_job_program(options);

@@ -6,7 +6,11 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <functional>
+#include <future>
+#include <map>
 #include <set>
 
 namespace trainrun::cli {
@@ -37,8 +41,9 @@ std::string this_host_name() {
   return name;
 }
 
-bool is_local_host(const std::string& host) {
-  if (host == "localhost" || host == this_host_name()) return true;
+namespace {
+
+std::set<std::string> interface_addresses() {
   std::set<std::string> local;
   ifaddrs* list = nullptr;
   if (::getifaddrs(&list) == 0) {
@@ -47,6 +52,10 @@ bool is_local_host(const std::string& host) {
     }
     ::freeifaddrs(list);
   }
+  return local;
+}
+
+bool resolves_to(const std::string& host, const std::set<std::string>& local) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* result = nullptr;
@@ -57,6 +66,36 @@ bool is_local_host(const std::string& host) {
   }
   ::freeaddrinfo(result);
   return found;
+}
+
+}  // namespace
+
+bool is_local_host(const std::string& host) { return are_local_hosts({host}).front(); }
+
+std::vector<bool> are_local_hosts(const std::vector<std::string>& hosts) {
+  const std::string me = this_host_name();
+  const std::set<std::string> local = interface_addresses();
+  std::map<std::string, bool> answers;
+  std::vector<std::string> to_resolve;
+  for (const std::string& host : hosts) {
+    if (answers.count(host)) continue;
+    const bool named = host == "localhost" || host == me;
+    answers[host] = named;
+    if (!named) to_resolve.push_back(host);
+  }
+  // At most kResolvers names at a time, each on its own thread.
+  constexpr std::size_t kResolvers = 64;
+  for (std::size_t first = 0; first < to_resolve.size(); first += kResolvers) {
+    std::vector<std::future<bool>> found;
+    const std::size_t end = std::min(to_resolve.size(), first + kResolvers);
+    for (std::size_t i = first; i < end; ++i) {
+      found.push_back(std::async(std::launch::async, resolves_to, std::cref(to_resolve[i]), std::cref(local)));
+    }
+    for (std::size_t i = first; i < end; ++i) answers[to_resolve[i]] = found[i - first].get();
+  }
+  std::vector<bool> out;
+  for (const std::string& host : hosts) out.push_back(answers[host]);
+  return out;
 }
 
 }  // namespace trainrun::cli

@@ -19,8 +19,12 @@ namespace trainrun::cli {
 
 RemotePlan::RemotePlan(const JobPlan& plan, const Options& options) : options_(options) {
   const RemoteOptions& r = options.remote;
-  for (const HostSlots& host : plan.hosts) {
-    remote_.push_back(!is_local_host(host.host));
+  std::vector<std::string> names;
+  for (const HostSlots& host : plan.hosts) names.push_back(host.host);
+  const std::vector<bool> local = are_local_hosts(names);
+  for (std::size_t i = 0; i < plan.hosts.size(); ++i) {
+    const HostSlots& host = plan.hosts[i];
+    remote_.push_back(!local[i]);
     if (!remote_.back()) continue;
     remote_hosts_.push_back(host);
     const SshDestination destination = ssh_destination(host, r);
