@@ -31,7 +31,16 @@ import torch
 import torch.distributed as _dist
 import torch.distributed.distributed_c10d as _c10d_module
 
-from trainrun import _c10d
+try:
+    import trainrun._c10d as _c10d
+except ModuleNotFoundError as _missing:  # not built; a module that fails to load says why itself
+    if _missing.name != "trainrun._c10d":
+        raise
+    raise ImportError(
+        "this trainrun was built without torch support (no trainrun._c10d, the torch.distributed backend): "
+        "reinstall it with `pip install --no-build-isolation .` where torch imports and LibTorch with "
+        "libtorch_python is found (Debian: python3-torch libtorch-dev), or build it with meson -Dc10d=enabled"
+    ) from None
 
 BACKEND = "trainrun"
 
