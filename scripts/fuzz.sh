@@ -15,7 +15,7 @@ if [[ ! -f $dir/build.ninja ]]; then
   # Only the fuzz targets are built; the rest is configured as small as it goes.
   log=$(mktemp)
   if ! CC=clang CXX=clang++ meson setup "$dir" -Dfuzz=true -Dtests=false -Dexamples=false -Dman=false \
-      -Dtorch=disabled -Dnccl=disabled -Dmpi=disabled -Dssh=disabled -Db_lundef=false >"$log" 2>&1; then
+      -Dtorch=disabled -Dc10d=disabled -Dnccl=disabled -Dmpi=disabled -Dssh=disabled -Db_lundef=false >"$log" 2>&1; then
     cat "$log"; rm -f "$log"; exit 1
   fi
   rm -f "$log"

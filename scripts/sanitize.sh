@@ -18,7 +18,7 @@ supp=$PWD/tests/sanitizers
 # -O0 -g1: with the sanitizers, -O2 -g took 20x longer to compile the Beast
 # server (772 s against 38 s for rendezvous/http_server.cc here); -g1 keeps
 # function names and lines in reports.
-common=(-Dtorch=disabled -Dnccl=disabled -Dmpi=disabled -Dexamples=false -Dman=false -Db_lundef=false
+common=(-Dtorch=disabled -Dc10d=disabled -Dnccl=disabled -Dmpi=disabled -Dexamples=false -Dman=false -Db_lundef=false
         -Doptimization=0 -Ddebug=false -Dc_args=-g1 -Dcpp_args=-g1)
 
 declare -A sanitize=([asan]=address,undefined [tsan]=thread)
