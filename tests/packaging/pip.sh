@@ -9,10 +9,16 @@
 # 2. pip show, importlib.metadata.version == meson.build's version, the
 #    venv's bin/trainrun, `python -m trainrun --version`
 # 3. examples/pytorch/mnist.py (1 epoch) with 2 ranks through the venv's trainrun
-# 4. `pip wheel .` installs (--no-index) into a second venv, where 2 ranks allreduce
-# 5. `pip uninstall -y trainrun` leaves each venv's files as they were before
+# 4. torch.distributed's backend "trainrun" (trainrun._c10d, built where
+#    LibTorch and libtorch_python are found: Debian's libtorch-dev): a 2-rank
+#    init_process_group("trainrun") + all_reduce through the venv's trainrun;
+#    and the one-line ImportError of a build without it, from the installed
+#    package less trainrun._c10d (the only file such a build leaves out), so
+#    without a second build
+# 5. `pip wheel .` installs (--no-index) into a second venv, where 2 ranks allreduce
+# 6. `pip uninstall -y trainrun` leaves each venv's files as they were before
 # Needs /usr/bin/python3 with torch (python3-torch, python3-venv, python3-mesonpy)
-# and data/mnist/mnist.bin (scripts/setup.sh, scripts/build.sh).
+# libtorch-dev, and data/mnist/mnist.bin (scripts/setup.sh, scripts/build.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 area=$(realpath -m "$1")
@@ -68,6 +74,49 @@ out=$(cd / && "$venv/bin/trainrun" --local -np 2 "$venv/bin/python" "$root/examp
 accuracy=$(sed -n 's/^\[0\] accuracy \([0-9.]*\)$/\1/p' <<<"$out")
 $python -c "import sys; sys.exit(not float('${accuracy:-0}') >= 0.9)" || fail "mnist.py accuracy '${accuracy}' < 0.9: $out"
 echo "pip: examples/pytorch/mnist.py, 2 ranks through $venv/bin/trainrun: accuracy $accuracy ($((SECONDS - start)) s)"
+
+start=$SECONDS
+site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["platlib"])')
+compgen -G "$site/trainrun/_c10d.*.so" >/dev/null ||
+  fail "no trainrun._c10d in $site/trainrun: LibTorch with libtorch_python not found? (Debian: libtorch-dev; see $area/pip-install.log)"
+cat >"$area/c10d_allreduce.py" <<'PY'
+import sys
+
+import torch
+import torch.distributed as dist
+
+import trainrun._c10d
+import trainrun.torch.distributed  # noqa: F401 registers the backend "trainrun"
+
+dist.init_process_group("trainrun")
+rank, size = dist.get_rank(), dist.get_world_size()
+t = torch.tensor([rank + 1.0, 10.0 * (rank + 1)])
+dist.all_reduce(t)
+expected = torch.tensor([size * (size + 1) / 2, 5.0 * size * (size + 1)])
+print(f"c10d {dist.get_backend()} rank {rank} of {size}: {t.tolist()} from {trainrun._c10d.__file__}")
+sys.exit(0 if torch.equal(t, expected) else 3)
+PY
+out=$(cd / && "$venv/bin/trainrun" --local -np 2 "$venv/bin/python" "$area/c10d_allreduce.py" 2>&1) ||
+  fail "init_process_group(\"trainrun\") + all_reduce with 2 ranks exited $?: $out"
+[[ $(grep -c "^\[[01]\] c10d trainrun rank [01] of 2: \[3.0, 30.0\] from $site/trainrun/_c10d\." <<<"$out") == 2 ]] ||
+  fail "init_process_group(\"trainrun\") + all_reduce with 2 ranks: $out"
+echo "pip: torch.distributed backend trainrun, 2 ranks all_reduce through $venv/bin/trainrun: OK ($((SECONDS - start)) s)"
+# A build without trainrun._c10d installs the same package less that file.
+rm -rf "$area/without-c10d" && mkdir "$area/without-c10d"
+cp -r "$site/trainrun" "$area/without-c10d/" && rm "$area"/without-c10d/trainrun/_c10d.*.so
+out=$(cd / && PYTHONPATH=$area/without-c10d "$venv/bin/python" -c '
+import sys
+import trainrun
+assert trainrun.__file__.startswith(sys.argv[1]), trainrun.__file__
+try:
+    import trainrun.torch.distributed
+except ImportError as e:
+    sys.exit(f"{type(e).__name__}: {e}" + ("" if e.__suppress_context__ else " (and a chained traceback)"))' \
+  "$area/without-c10d/" 2>&1) && fail "import trainrun.torch.distributed without trainrun._c10d worked"
+[[ $out == "ImportError: this trainrun was built without torch support "*"pip install"*-Dc10d=enabled &&
+   $out != *$'\n'* ]] || fail "import trainrun.torch.distributed without trainrun._c10d: not one ImportError line: $out"
+rm -rf "$area/without-c10d"
+echo "pip: without trainrun._c10d, import trainrun.torch.distributed says: ${out#ImportError: }"
 
 start=$SECONDS
 (cd "$root" && nice "$venv/bin/pip" wheel --no-build-isolation --no-deps "${build[@]}" \
