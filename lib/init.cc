@@ -104,13 +104,6 @@ void install(std::unique_ptr<detail::World> world, std::unique_ptr<detail::Backe
   detail::note_initialized(rank);
 }
 
-// Ends the process-wide communicator; holds g_mutex.
-void uninstall() {
-  g_watcher.reset();
-  g_communicator.reset();
-  detail::note_shut_down();
-}
-
 }  // namespace
 
 Communicator& init() {
@@ -154,7 +147,9 @@ Communicator& init() {
 void shutdown() {
   if (detail::forked_after_init()) return;  // the parent's to shut down
   std::lock_guard lock(g_mutex);
-  uninstall();
+  g_watcher.reset();
+  g_communicator.reset();
+  detail::note_shut_down();
 }
 
 bool is_initialized() {
@@ -169,7 +164,12 @@ Communicator& init_from_store(std::shared_ptr<rendezvous::Store> store, const St
   std::lock_guard lock(g_mutex);
   if (g_communicator) {
     if (g_communicator->rank() == request.rank && g_communicator->size() == request.size) return *g_communicator;
-    uninstall();
+    // Its engines and process sets may be running: only the caller can end them.
+    throw Error(Error::Code::InvalidArgument,
+                "rank " + std::to_string(request.rank) + ": init: trainrun is already initialized as rank " +
+                    std::to_string(g_communicator->rank()) + " of " + std::to_string(g_communicator->size()) +
+                    ", but torch says rank " + std::to_string(request.rank) + " of " + std::to_string(request.size) +
+                    ": call init_process_group before trainrun's own init (hvd.init()), or shut trainrun down first");
   }
   auto world = std::make_unique<World>(world_settings_from_env(&std::getenv));
   const std::string whom = "rank " + std::to_string(request.rank) + " (" + world->hostname + ")";

@@ -36,9 +36,9 @@ World world_from_store(World settings, rendezvous::Store& store, const std::stri
                        const StoreWorldRequest& request);
 
 // init() from `store`: the process-wide communicator, made once (later
-// calls with the same rank and size return it; another world ends it and
-// makes a new one). A process trainrun's launcher started is not asked:
-// init() is used. Throws as init() does.
+// calls with the same rank and size return it; another rank or size while
+// it stands is Error(InvalidArgument)). A process trainrun's launcher
+// started is not asked: init() is used. Throws as init() does.
 Communicator& init_from_store(std::shared_ptr<rendezvous::Store> store, const StoreWorldRequest& request);
 
 }  // namespace trainrun::detail

@@ -146,3 +146,29 @@ def test_horovod_api_after_init_process_group_uses_the_same_world(tmp_path):
     assert done.returncode == 0, done.stdout
     for r in range(2):
         assert f'hvd {r} 2 {r} 2 [2.0, 2.0]' in done.stdout, done.stdout
+
+
+HOROVOD_BEFORE = '''
+import sys, torch.distributed as dist, torch.multiprocessing as mp
+import trainrun.torch as hvd, trainrun.torch.distributed
+
+def main(rank, init):
+    hvd.init()  # outside any launcher: a world of one
+    try:
+        dist.init_process_group('trainrun', init_method=init, rank=rank, world_size=2)
+    except RuntimeError as e:
+        print(f'failed: {e}', flush=True)
+
+if __name__ == '__main__':
+    mp.spawn(main, args=(sys.argv[1],), nprocs=2)
+'''
+
+
+def test_horovod_init_first_outside_a_launcher_conflicts_in_one_line(tmp_path):
+    script = tmp_path / 'horovod_before.py'
+    script.write_text(HOROVOD_BEFORE)
+    done = run([sys.executable, str(script), f'tcp://127.0.0.1:{free_port()}'], env=environment())
+    for r in range(2):
+        assert (f'failed: rank {r}: init: trainrun is already initialized as rank 0 of 1, but torch says rank {r} '
+                'of 2: call init_process_group before trainrun\'s own init (hvd.init()), or shut trainrun down '
+                'first\n') in done.stdout, done.stdout
