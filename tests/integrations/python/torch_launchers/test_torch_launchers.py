@@ -115,12 +115,13 @@ def test_a_killed_rank_is_named_within_a_second(name, tmp_path):
     assert processes_with(tag) == []
 
 
-def test_three_ranks_by_hand_agree():
+@pytest.mark.parametrize('np', [1, 3])
+def test_one_and_three_ranks_by_hand_agree(np):
     tag = f'trainrun-test-{uuid.uuid4().hex}'
-    codes, output = by_hand([], tag, np=3)
-    assert codes == [0, 0, 0], output
+    codes, output = by_hand([], tag, np=np)
+    assert codes == [0] * np, output
     found = digests(output)
-    assert sorted(found) == [0, 1, 2] and len(set(found.values())) == 1, output
+    assert sorted(found) == list(range(np)) and len(set(found.values())) == 1, output
 
 
 HOROVOD_AFTER = '''
