@@ -173,3 +173,30 @@ def test_horovod_init_first_outside_a_launcher_conflicts_in_one_line(tmp_path):
         assert (f'failed: rank {r}: init: trainrun is already initialized as rank 0 of 1, but torch says rank {r} '
                 'of 2: call init_process_group before trainrun\'s own init (hvd.init()), or shut trainrun down '
                 'first\n') in done.stdout, done.stdout
+
+
+RESTARTED = '''
+import os, sys, torch, torch.distributed as dist
+import trainrun.torch.distributed
+dist.init_process_group('trainrun')
+t = torch.ones(2)
+dist.all_reduce(t)
+attempt = os.environ['TORCHELASTIC_RESTART_COUNT']
+print(f'attempt {attempt} rank {dist.get_rank()} sum {t.tolist()}', flush=True)
+if attempt == '0' and dist.get_rank() == 1:
+    sys.exit(5)
+'''
+
+
+def test_torchrun_restarts_every_rank_into_a_new_world(tmp_path):
+    """torchrun --max_restarts: the restarted ranks build a new world from the new round's store."""
+    needs('torchrun')
+    script = tmp_path / 'restarted.py'
+    script.write_text(RESTARTED)
+    done = run(['torchrun', '--standalone', '--nproc_per_node', '2', '--max_restarts', '1', '--monitor_interval', '1',
+                '--redirects', '1', '--tee', '1', '--log_dir', str(tmp_path / 'logs'), str(script)], env=environment(),
+               cwd=tmp_path)
+    assert done.returncode == 0, done.stdout
+    for attempt in (0, 1):
+        for r in range(2):
+            assert f'attempt {attempt} rank {r} sum [2.0, 2.0]' in done.stdout, done.stdout
