@@ -15,6 +15,7 @@
 #include "cli/job/job_state.h"
 #include "cli/job/supervisor.h"
 #include "cli/launch.h"
+#include "cli/plan/local_devices.h"
 #include "cli/plan/options.h"
 #include "cli/plan/program_path.h"
 #include "cli/plan/python_package.h"
@@ -55,6 +56,19 @@ void count_sockets(trainrun::cli::Options& o) {
   o.npernode_option += " (" + std::to_string(here) + " socket(s) here)";
 }
 
+// torchrun's --nproc-per-node auto, cpu or gpu: the ranks this machine's
+// devices give (the device nodes under /dev, after CUDA_VISIBLE_DEVICES;
+// the CPUs this process may use). The usage error's line, or "".
+std::string count_devices(trainrun::cli::Options& o) {
+  using namespace trainrun::cli;
+  if (o.nproc_per_node_count.empty()) return "";
+  const std::string why =
+      count_nproc_per_node(o, visible_cuda_gpus("/dev", std::getenv("CUDA_VISIBLE_DEVICES")), usable_cpus());
+  if (why.empty()) return "";
+  std::cerr << "trainrun: error: " << why << "\n";
+  return "trainrun: error: " + why;
+}
+
 // The report's file: --report FILE, else TRAINRUN_REPORT, else none ("").
 std::string report_path(const trainrun::cli::Options& options) {
   const char* from_env = std::getenv(trainrun::cli::kEnvReport);
@@ -84,6 +98,7 @@ int main(int argc, char** argv) {
     ParseResult parsed = parse_options(argc - 1, argv + 1);
     if (parsed.exit_code >= 0) return parsed.exit_code;
     count_sockets(parsed.options);
+    if (!count_devices(parsed.options).empty()) return kExitUsage;
     try {
       return run_doctor(parsed.options);
     } catch (const trainrun::Error& e) {
@@ -103,7 +118,12 @@ int main(int argc, char** argv) {
     return usage_error(report, line, kExitUsage);
   }
   count_sockets(parsed.options);
-  parsed.options.command = with_interpreter(std::move(parsed.options.command), std::getenv("PATH"));  // train.py
+  if (const std::string line = count_devices(parsed.options); !line.empty()) {
+    return usage_error(report, line, kExitUsage);
+  }
+  // train.py, or torchrun's -m MODULE, --run-path SCRIPT, --no-python
+  parsed.options.command =
+      with_interpreter(std::move(parsed.options.command), std::getenv("PATH"), parsed.options.python_run);
   add_python_package(parsed.options, own_python_package(), std::getenv("PYTHONPATH"));
   const Options& options = parsed.options;
   int status = kExitLaunch;

@@ -7,34 +7,35 @@
 #include "cli/plan/options.h"
 #include "cli/plan/printable.h"
 #include "cli/plan/rank_count.h"
+#include "cli/plan/torchrun_options.h"
 
 namespace trainrun::cli {
-namespace {
 
-constexpr const char* kGroup =
-    "Compatibility (mpirun, horovodrun and torchrun spellings; trainrun's own name in brackets)";
+constexpr const char* kGroup = kCompatGroup;
 
-// A flag that trainrun accepts with one note saying what it does instead.
 void note_flag(CLI::App& app, Options& o, const char* name, std::string note, const char* help) {
   app.add_flag_callback(
          name, [&o, note = std::move(note)] { o.notes.push_back(note); }, help)
       ->group(kGroup);
 }
 
-// The same for an option with one value, of type T (checked, then unused).
 template <typename T>
 void note_option(CLI::App& app, Options& o, const char* name, std::string note, const char* help) {
   app.add_option_function<T>(
          name, [&o, note = std::move(note)](const T&) { o.notes.push_back(note); }, help)
       ->group(kGroup);
 }
+template void note_option<int>(CLI::App&, Options&, const char*, std::string, const char*);
+template void note_option<double>(CLI::App&, Options&, const char*, std::string, const char*);
+template void note_option<std::string>(CLI::App&, Options&, const char*, std::string, const char*);
 
-// A flag whose meaning is trainrun's default: accepted, nothing to say.
 void default_flag(CLI::App& app, const char* name, const char* help) {
   app.add_flag_callback(
          name, [] {}, help)
       ->group(kGroup);
 }
+
+namespace {
 
 // mpirun's ranks per host (-npernode, -N, --pernode, --map-by ppr:N:node):
 // every spelling sets the same count; two that disagree are refused.
@@ -267,19 +268,6 @@ void add_horovodrun_tuning(CLI::App& app, Options& o) {
          },
          "horovodrun: refused (LSF's jsrun is not supported)")
       ->group(kGroup);
-}
-
-// torchrun's names (torch.distributed.run); --max-restarts is trainrun's own (Elastic).
-void add_torchrun(CLI::App& app, Options& o) {
-  app.add_option("--nproc-per-node,--nproc_per_node", o.nproc_per_node,
-                 "torchrun: ranks on every host; with -H/--hostfile each host gets this many [-H host:N], "
-                 "-np is hosts x N")
-      ->check(CLI::Range(1, 1 << 20))
-      ->group(kGroup);
-  app.add_option("--nnodes", o.nnodes, "torchrun: how many hosts; must match -H/--hostfile (one number, no MIN:MAX)")
-      ->check(CLI::Range(1, 1 << 20))
-      ->group(kGroup);
-  app.add_flag("--standalone", o.local, "torchrun: one host, rendezvous here [--local]")->group(kGroup);
 }
 
 // One --map-by value: where ranks go, and for core, hwthread, socket, numa

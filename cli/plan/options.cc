@@ -11,6 +11,7 @@
 #include "cli/plan/host_list.h"
 #include "cli/plan/printable.h"
 #include "cli/plan/shell_words.h"
+#include "cli/plan/torchrun_options.h"
 #include "contract/switch_points.h"
 #include "contract/world.h"
 #include "trainrun/version.h"
@@ -120,9 +121,10 @@ void add_elastic_options(CLI::App& app, Options& o) {
                  "(instead of -H); enables elastic mode")
       ->type_name("PATH")
       ->group(elastic);
-  app.add_option("--reset-limit,--max-restarts", o.reset_limit,
+  app.add_option("--reset-limit,--max-restarts,--max_restarts", o.reset_limit,
                  "Elastic job: membership changes after which it gives up (default: no limit). Other jobs "
-                 "(torchrun's --max-restarts): restart every rank after a failure, at most N times (default 0)")
+                 "(torchrun's --max-restarts, --max_restarts): restart every rank after a failure, at most N times "
+                 "(default 0)")
       ->check(CLI::Range(0, 1 << 20))
       ->group(elastic);
   add_float(app, "--elastic-timeout", o.elastic_timeout_s,
@@ -394,6 +396,7 @@ ParseResult finish(const CLI::App& app, ParseResult result) {
   if (!o.map_bind.empty() && !app.count("--bind-to")) o.bind_to = o.map_bind;  // --map-by core binds to cores
   if (o.log_level == "TRACE" || o.log_level == "DEBUG") o.verbose = true;
   if (const std::string why = for_mpirun(o); !why.empty()) return usage_error(result, "trainrun: error: " + why);
+  if (const std::string why = finish_torchrun(o); !why.empty()) return usage_error(result, "trainrun: error: " + why);
   for (const std::string& note : o.notes) std::cerr << "trainrun: note: " << note << "\n";
   return result;
 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/plan/program_path.h"
 #include "cli/plan/remote_options.h"
 
 namespace trainrun::cli {
@@ -83,6 +84,16 @@ struct Options {
   bool check_build = false;
   std::vector<std::string> command;  // program and its arguments, untouched
   RemoteOptions remote;              // SSH and network (multi-host)
+  // torchrun (cli/plan/torchrun_options.cc): --nproc-per-node auto|cpu|gpu,
+  // counted here (cli/main.cc); -m, --run-path and --no-python, and how the
+  // command runs from them; --tee and --redirects as given ("" or "0": none).
+  std::string nproc_per_node_count;
+  bool python_module = false;
+  bool run_path = false;
+  bool no_python = false;
+  PythonRun python_run = PythonRun::AsNeeded;
+  std::string tee;
+  std::string redirects;
 };
 
 struct ParseResult {

@@ -50,8 +50,13 @@ ProgramLookup find_program(const std::string& name, const char* path_env) {
   return {std::nullopt, "program '" + name + "' not found in PATH", 127};
 }
 
-std::vector<std::string> with_interpreter(std::vector<std::string> command, const char* path_env) {
-  if (command.empty()) return command;
+std::vector<std::string> with_interpreter(std::vector<std::string> command, const char* path_env, PythonRun how) {
+  if (command.empty() || how == PythonRun::Never) return command;
+  if (how == PythonRun::Module) command.insert(command.begin(), "-m");
+  if (how != PythonRun::AsNeeded) {
+    command.insert(command.begin(), kPythonInterpreter);
+    return command;
+  }
   const std::string& name = command.front();
   const bool python = name.size() > 3 && name.compare(name.size() - 3, 3, ".py") == 0;
   if (!python || find_program(name, path_env).path) return command;

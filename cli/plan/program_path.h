@@ -20,9 +20,16 @@ ProgramLookup find_program(const std::string& name, const char* path_env);
 // Debian's, which has python3-torch; the python3 first on PATH may be another).
 inline constexpr const char* kPythonInterpreter = "/usr/bin/python3";
 
+// How the command runs: torchrun's -m (Module: `python3 -m MODULE ARGS`),
+// --run-path (Script: `python3 SCRIPT ARGS`), --no-python (Never: as given),
+// or trainrun's own habit (AsNeeded, below).
+enum class PythonRun { AsNeeded, Never, Module, Script };
+
 // torchrun's habit: `trainrun -np 2 train.py` runs train.py with
 // kPythonInterpreter when it ends in .py, is a readable file, and execvp
 // would not run it (not executable, or not on PATH). Else `command` as given.
-std::vector<std::string> with_interpreter(std::vector<std::string> command, const char* path_env);
+// `how` other than AsNeeded: as PythonRun says.
+std::vector<std::string> with_interpreter(std::vector<std::string> command, const char* path_env,
+                                          PythonRun how = PythonRun::AsNeeded);
 
 }  // namespace trainrun::cli

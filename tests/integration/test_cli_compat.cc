@@ -268,6 +268,11 @@ TEST_CASE("every compatibility spelling plans exactly what trainrun's own spelli
       {{"--nnodes", "1", "--nproc_per_node", "2"}, {"-np", "2"}, "OMP_NUM_THREADS=1 "},
       {{"--standalone", "-np", "2"}, {"--local", "-np", "2"}, "TORCHELASTIC_RESTART_COUNT=0 "},
       {with({"--max-restarts", "2"}, np2), with({"--reset-limit", "2"}, np2), "TORCHELASTIC_MAX_RESTARTS=2 "},
+      {with({"--max_restarts", "2"}, np2), with({"--reset-limit", "2"}, np2), "TORCHELASTIC_MAX_RESTARTS=2 "},
+      {with({"--role", "trainer"}, np2), with({"-x", "ROLE_NAME=trainer"}, np2), "ROLE_NAME=trainer "},
+      {with({"--local_ranks_filter", "1"}, np2), with({"--rank-filter", "1"}, np2), "2 rank(s)"},
+      {with({"--numa-binding", "node"}, np2), with({"--bind-to", "numa"}, np2), "TRAINRUN_BIND_TO=numa "},
+      {with({"--log-dir", dir}, np2), with({"--output-filename", dir}, np2), "2 rank(s)"},
       // horovodrun's remaining flags
       {with({"--gloo-timeout-seconds", "45"}, np2), with({"-x", "TRAINRUN_COLLECTIVE_TIMEOUT=45"}, np2),
        "TRAINRUN_COLLECTIVE_TIMEOUT=45 "},
@@ -315,6 +320,12 @@ TEST_CASE("options accepted for compatibility say in one line what trainrun does
       {"--num-nccl-streams", "2"},
       {"--blacklist-cooldown-range", "60", "300"},
       {"--allow-run-as-root"},
+      {"--monitor-interval", "5"},
+      {"--start-method", "spawn"},
+      {"--event-log-handler", "null"},
+      {"--signals-to-handle", "SIGTERM,SIGUSR1"},
+      {"--tee", "3"},
+      {"--redirects", "0:1,1:3"},
   };
   for (std::vector<std::string> args : noted) {
     CAPTURE(args);
@@ -326,9 +337,9 @@ TEST_CASE("options accepted for compatibility say in one line what trainrun does
     CHECK(count(err, "\n") == 1);
   }
   // Flags that name trainrun's default: the same plan, not a word.
-  for (const char* option :
-       {"--stall-check", "--log-without-timestamp", "--log-hide-timestamp", "--no-autotune", "--no-torus-allreduce",
-        "--no-hierarchical-allgather", "--mpi-threads-disable", "--no-timeline-mark-cycles"}) {
+  for (const char* option : {"--stall-check", "--log-without-timestamp", "--log-hide-timestamp", "--no-autotune",
+                             "--no-torus-allreduce", "--no-hierarchical-allgather", "--mpi-threads-disable",
+                             "--no-timeline-mark-cycles", "--no-python", "--no_python"}) {
     CAPTURE(option);
     std::string err;
     CHECK(dry_run({option, "-np", "2"}, &err) == plain);

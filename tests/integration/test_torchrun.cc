@@ -2,10 +2,14 @@
 // program runs with the Python that has trainrun, ranks get torchrun's
 // worker variables (GROUP_RANK, ROLE_*, TORCHELASTIC_*) and OMP_NUM_THREADS=1
 // when they share a host, --nnodes/--nproc-per-node that disagree are one
-// line, and --max-restarts N restarts the whole job after a failure, at
-// most N times, one line each, leaving no process behind.
+// line, --nproc-per-node cpu/auto/gpu count this machine's devices, -m runs
+// a Python module, --log-dir writes the ranks' files with one note, one
+// launcher per host is refused in one line, and --max-restarts N restarts
+// the whole job after a failure, at most N times, one line each, leaving no
+// process behind.
 #include <doctest/doctest.h>
 
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,6 +57,13 @@ ProcessResult run_shell(const std::string& shell, std::string* tag) {
   options.env.push_back(unique_tag());
   *tag = options.env.back();
   return run_process({"/bin/sh", "-c", shell}, options);
+}
+
+int usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  REQUIRE(::sched_getaffinity(0, sizeof set, &set) == 0);
+  return CPU_COUNT(&set);
 }
 
 }  // namespace
@@ -121,6 +132,77 @@ TEST_CASE("trainrun -np 2 train.py runs it with the Python that has trainrun, wi
                                       &tag);
   CHECK(dry.exit_code == 0);
   CHECK(count(dry.out, " /usr/bin/python3 train.py\n") == 2);
+}
+
+TEST_CASE("--nproc-per-node cpu and auto (no GPU visible) start one rank per CPU; gpu without one is exit 2") {
+  const int cpus = usable_cpus();
+  ProcessOptions no_gpu;
+  no_gpu.env.push_back("CUDA_VISIBLE_DEVICES=");  // whatever this machine has, CUDA sees none
+  for (const char* word : {"cpu", "auto"}) {
+    CAPTURE(word);
+    std::string tag;
+    const ProcessResult r = run_trainrun({"--nproc-per-node", word, "--standalone", "/bin/echo", "hi"}, &tag, no_gpu);
+    CHECK(r.exit_code == 0);
+    CHECK(count(r.out, "] hi\n") == cpus);
+    CHECK(r.err.empty());
+    CHECK(nothing_left(tag));
+  }
+  std::string tag;
+  const ProcessResult gpu = run_trainrun({"--nproc_per_node", "gpu", "/bin/echo", "hi"}, &tag, no_gpu);
+  CHECK(gpu.exit_code == 2);
+  CHECK(gpu.out.empty());
+  CHECK(gpu.err ==
+        "trainrun: error: --nproc-per-node gpu: no CUDA GPU here (no /dev/nvidiaN, or CUDA_VISIBLE_DEVICES hides "
+        "them); give the ranks, --nproc-per-node N, or cpu\n");
+  CHECK(nothing_left(tag));
+}
+
+TEST_CASE("-m MODULE: every rank runs python3 -m MODULE with its arguments") {
+  if (::access("/usr/bin/python3", X_OK) != 0) return;  // the interpreter trainrun names
+  const TempDir dir;
+  REQUIRE(::mkdir((dir.path + "/pkg").c_str(), 0755) == 0);
+  std::ofstream(dir.path + "/pkg/__init__.py");
+  std::ofstream(dir.path + "/pkg/train.py") << "import os, sys\nprint('rank', os.environ['RANK'], sys.argv[1:])\n";
+  ProcessOptions in_dir;
+  in_dir.cwd = dir.path;
+  std::string tag;
+  const ProcessResult r = run_trainrun({"-np", "2", "-m", "pkg.train", "--lr", "0.1"}, &tag, in_dir);
+  CHECK(r.exit_code == 0);
+  CHECK(contains(r.out, "[0] rank 0 ['--lr', '0.1']\n"));
+  CHECK(contains(r.out, "[1] rank 1 ['--lr', '0.1']\n"));
+  CHECK(r.err.empty());  // python3 -m, as torchrun runs it: nothing to say
+  CHECK(nothing_left(tag));
+  const ProcessResult both = run_trainrun({"--no-python", "-m", "pkg.train"}, &tag, in_dir);
+  CHECK(both.exit_code == 2);
+  CHECK(both.err == "trainrun: error: -m runs the module with python3 -m; it cannot be used with --no-python\n");
+}
+
+TEST_CASE("--log_dir DIR --tee 3: the ranks' files under DIR, the console keeps every line, one note each") {
+  const TempDir dir;
+  std::string tag;
+  const ProcessResult r = run_trainrun(
+      {"--log_dir", dir.path, "--tee", "3", "-np", "2", "sh", "-c", "echo out $RANK; echo err $RANK >&2"}, &tag);
+  CHECK(r.exit_code == 0);
+  CHECK(contains(r.out, "[1] out 1\n"));
+  CHECK(contains(r.err, "[1] err 1\n"));
+  CHECK(read_all(dir.path + "/rank.01/stdout") == "out 1\n");
+  CHECK(read_all(dir.path + "/rank.00/stderr") == "err 0\n");
+  CHECK(count(r.err, "trainrun: note: --log-dir: ") == 1);
+  CHECK(count(r.err, "trainrun: note: --tee: ") == 1);
+  CHECK(nothing_left(tag));
+}
+
+TEST_CASE("one torchrun per host (--master-port, --node-rank, --rdzv-endpoint) is exit 2 in one line") {
+  for (const char* option : {"--master_port", "--node-rank", "--rdzv-endpoint"}) {
+    CAPTURE(option);
+    std::string tag;
+    const ProcessResult r = run_trainrun({option, "29500", "--nproc-per-node", "2", "true"}, &tag);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(count(r.err, "\n") == 1);
+    CHECK(contains(r.err, ": not supported yet (one launcher per host); trainrun starts every host's ranks"));
+    CHECK(nothing_left(tag));
+  }
 }
 
 namespace {

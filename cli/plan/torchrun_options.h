@@ -1,0 +1,27 @@
+// torchrun's spellings (torch.distributed.run, 1.13 and 2.x, in both their
+// '-' and '_' forms): each sets trainrun's own option, is accepted with a
+// note (Options::notes) saying what trainrun does instead, or is refused
+// with one line naming what to use. docs/running-jobs.md "Coming from
+// mpirun / horovodrun / torchrun" has the table. Called from
+// cli/plan/compat_options.cc while the app is built.
+#pragma once
+
+#include <string>
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
+namespace trainrun::cli {
+
+struct Options;
+
+void add_torchrun(CLI::App& app, Options& o);
+
+// After the parse (cli/plan/options.cc): -m with --no-python is refused;
+// otherwise Options::python_run is set and --run-path, --tee and
+// --redirects get their notes (which depend on --log-dir). The error's
+// text, or "".
+std::string finish_torchrun(Options& o);
+
+}  // namespace trainrun::cli
