@@ -55,7 +55,8 @@ void OpTimeout::run(const char* name, const std::function<void()>& op) {
     std::lock_guard lock(mutex_);
     if (expired_.empty()) throw;
     if (!own) fail(name, "group aborted since " + expired_);
-    fail(name, "timed out after " + describe(timeout_) + " (the process group's timeout)" + waited_for(e.what()));
+    // "Timed out" as Gloo says it, which torch's own tests look for.
+    fail(name, "Timed out after " + describe(timeout_) + " (the process group's timeout)" + waited_for(e.what()));
   }
   finish(id);
 }

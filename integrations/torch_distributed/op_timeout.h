@@ -5,7 +5,7 @@
 // op runs inside run(), and a watchdog thread calls `expire` (the group's
 // CoreGroup::abort()) once an op has run longer than the timeout. That
 // makes the blocked core call fail on this rank and closes the group's
-// connections for its peers; the op then fails with one line, "timed out
+// connections for its peers; the op then fails with one line, "Timed out
 // after 5 s (the process group's timeout) waiting for rank 1 (...)", and
 // every later op of the group fails at once, naming that timeout. Whether
 // anyone waits for the op or not (DDP's buckets), it fails in time.

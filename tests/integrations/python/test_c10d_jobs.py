@@ -171,7 +171,7 @@ def test_init_process_group_timeout_fails_an_op_a_peer_never_joins(tmp_path, opt
     assert failure, done.stdout
     assert 2.5 < float(failure.group(1)) < 30, done.stdout
     message = failure.group(2)
-    assert re.fullmatch(r"rank 0 \(.*\): allreduce: timed out after 3 s \(the process group's timeout\) waiting for "
+    assert re.fullmatch(r"rank 0 \(.*\): allreduce: Timed out after 3 s \(the process group's timeout\) waiting for "
                         r'rank 1 \(.*\)', message), done.stdout
     assert f'[0] then: rank 0 (' in done.stdout and f'barrier: group unusable since an earlier op failed: {message}' \
         in done.stdout, done.stdout

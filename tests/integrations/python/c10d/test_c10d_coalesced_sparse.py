@@ -262,7 +262,7 @@ def test_timeout_bounds_both_ops():
                  'allreduce': dist.all_reduce(torch.ones(3).to_sparse(), group=pairs[1], async_op=True)}
         start = time.monotonic()
         for op, work in works.items():
-            with pytest.raises(RuntimeError, match=rf"rank 0 \(.*\): {op}: timed out after 2 s \(the process "
+            with pytest.raises(RuntimeError, match=rf"rank 0 \(.*\): {op}: Timed out after 2 s \(the process "
                                                    r"group's timeout\) waiting for rank 1"):
                 work.wait()
         assert 1.5 < time.monotonic() - start < 30
