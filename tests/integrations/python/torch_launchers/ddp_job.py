@@ -41,6 +41,10 @@ def step(ddp, optimizer, generator):
     optimizer.step()
 
 
+def say(line):
+    os.write(1, (line + '\n').encode())  # one write: mp.spawn's ranks share stdout
+
+
 def die(mark):
     with open(mark, 'w') as f:
         f.write(repr(time.time()))
@@ -66,10 +70,10 @@ def train(spawned_rank, args):
         try:
             step(ddp, optimizer, generator)
         except RuntimeError as e:
-            print(f'rank {rank} failed at {time.time()!r}: {e}', flush=True)
+            say(f'rank {rank} failed at {time.time()!r}: {e}')
             sys.exit(3)
     digest = hashlib.sha256(b''.join(p.detach().numpy().tobytes() for p in model.parameters())).hexdigest()[:16]
-    print(f'rank {rank} of {dist.get_world_size()} params {digest}', flush=True)
+    say(f'rank {rank} of {dist.get_world_size()} params {digest}')
 
 
 def main():

@@ -125,7 +125,7 @@ def test_one_and_three_ranks_by_hand_agree(np):
 
 
 HOROVOD_AFTER = '''
-import sys, torch, torch.distributed as dist, torch.multiprocessing as mp
+import os, sys, torch, torch.distributed as dist, torch.multiprocessing as mp
 import trainrun.torch.distributed
 
 def main(rank, init):
@@ -133,7 +133,8 @@ def main(rank, init):
     import trainrun.torch as hvd
     hvd.init()
     total = hvd.allreduce(torch.ones(2), op=hvd.Sum)
-    print('hvd', hvd.rank(), hvd.size(), hvd.local_rank(), hvd.local_size(), total.tolist(), flush=True)
+    line = f'hvd {hvd.rank()} {hvd.size()} {hvd.local_rank()} {hvd.local_size()} {total.tolist()}\\n'
+    os.write(1, line.encode())  # one write: the spawned ranks share stdout
 
 if __name__ == '__main__':
     mp.spawn(main, args=(sys.argv[1],), nprocs=2)
@@ -150,7 +151,7 @@ def test_horovod_api_after_init_process_group_uses_the_same_world(tmp_path):
 
 
 HOROVOD_BEFORE = '''
-import sys, torch.distributed as dist, torch.multiprocessing as mp
+import os, sys, torch.distributed as dist, torch.multiprocessing as mp
 import trainrun.torch as hvd, trainrun.torch.distributed
 
 def main(rank, init):
@@ -158,7 +159,7 @@ def main(rank, init):
     try:
         dist.init_process_group('trainrun', init_method=init, rank=rank, world_size=2)
     except RuntimeError as e:
-        print(f'failed: {e}', flush=True)
+        os.write(1, f'failed: {e}\\n'.encode())  # one write: the spawned ranks share stdout
 
 if __name__ == '__main__':
     mp.spawn(main, args=(sys.argv[1],), nprocs=2)
