@@ -201,3 +201,24 @@ def test_torchrun_restarts_every_rank_into_a_new_world(tmp_path):
     for attempt in (0, 1):
         for r in range(2):
             assert f'attempt {attempt} rank {r} sum [2.0, 2.0]' in done.stdout, done.stdout
+
+
+SWAPPED = '''
+import os, torch.distributed as dist
+import trainrun.torch.distributed
+try:
+    dist.init_process_group('trainrun', rank=1 - int(os.environ['RANK']), world_size=2)
+except RuntimeError as e:
+    print(f'failed: {e}', flush=True)
+'''
+
+
+def test_under_trainrun_torch_must_agree_with_its_ranks(tmp_path):
+    """Under trainrun's launcher the world is trainrun's: a rank torch is told otherwise says so in one line."""
+    script = tmp_path / 'swapped.py'
+    script.write_text(SWAPPED)
+    done = run([find_trainrun(), '--local', '-np', '2', sys.executable, str(script)], env=environment(), cwd=tmp_path)
+    for r in range(2):
+        assert (f"[{r}] failed: backend trainrun: torch says rank {1 - r} of 2, but trainrun's launcher started this "
+                f'process as rank {r} of 2; start the script either with `trainrun -np 2 python3 SCRIPT` (which '
+                'sets RANK and WORLD_SIZE) or without trainrun (torchrun, mp.spawn)') in done.stdout, done.stdout
