@@ -41,6 +41,8 @@ PROGRAM = textwrap.dedent('''
                 time.sleep(0.01)
         if rank == 1:
             late = hvd.allreduce_async(torch.ones(1), name='late', process_set=s)
+        hvd.barrier()  # 'late' is queued on rank 1 before anyone removes the set
+        if rank == 1:
             time.sleep(float(sys.argv[2]))  # > 0: rank 2's removal stops the set's engine first
         assert hvd.remove_process_set(s)
         if rank in (1, 2):
