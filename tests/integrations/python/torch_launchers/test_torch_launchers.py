@@ -141,10 +141,15 @@ if __name__ == '__main__':
 '''
 
 
+def run_spawned(tmp_path, source):
+    """`source` as a script whose mp.spawn'd ranks meet at a tcp:// address it is given."""
+    script = tmp_path / 'spawned.py'
+    script.write_text(source)
+    return run([sys.executable, str(script), f'tcp://127.0.0.1:{free_port()}'], env=environment())
+
+
 def test_horovod_api_after_init_process_group_uses_the_same_world(tmp_path):
-    script = tmp_path / 'horovod_after.py'
-    script.write_text(HOROVOD_AFTER)
-    done = run([sys.executable, str(script), f'tcp://127.0.0.1:{free_port()}'], env=environment())
+    done = run_spawned(tmp_path, HOROVOD_AFTER)
     assert done.returncode == 0, done.stdout
     for r in range(2):
         assert f'hvd {r} 2 {r} 2 [2.0, 2.0]' in done.stdout, done.stdout
@@ -167,9 +172,7 @@ if __name__ == '__main__':
 
 
 def test_horovod_init_first_outside_a_launcher_conflicts_in_one_line(tmp_path):
-    script = tmp_path / 'horovod_before.py'
-    script.write_text(HOROVOD_BEFORE)
-    done = run([sys.executable, str(script), f'tcp://127.0.0.1:{free_port()}'], env=environment())
+    done = run_spawned(tmp_path, HOROVOD_BEFORE)
     for r in range(2):
         assert (f'failed: rank {r}: init: trainrun is already initialized as rank 0 of 1, but torch says rank {r} '
                 'of 2: call init_process_group before trainrun\'s own init (hvd.init()), or shut trainrun down '
