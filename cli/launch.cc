@@ -206,14 +206,14 @@ std::optional<int> before_start(const Options& options, const PlannedJob& planne
 
 // What every rank is told: the rendezvous and its secret, the job id, and
 // torch's MASTER_ADDR/MASTER_PORT.
-JobEnv job_env(const Options& options, const PlannedJob& planned, const Attempt* attempt,
+JobEnv job_env(const Options& options, const PlannedJob& planned, const Attempt* attempt, const std::string& job_id,
                const rendezvous::Secret& secret, std::uint16_t rendezvous_port, const JobAgents& agents) {
   const JobPlan& plan = planned.plan;
   const RemotePlan& remote = planned.remote;
   JobEnv job = job_environment(options, plan, remote);
   add_elastic_environment(options, job);
   job.rendezvous_port = rendezvous_port;
-  job.job_id = rendezvous::random_hex(8);
+  job.job_id = job_id;
   job.secret_hex = rendezvous::to_hex(secret);
   job.restart_count = attempt ? attempt->number : 0;
   // torch's env:// store runs in rank 0, so MASTER_ADDR is rank 0's host.
@@ -278,6 +278,7 @@ int run_job(const Options& options, const PlannedJob& planned, JobAgents& job_ag
   JobState state(static_cast<int>(plan.ranks.size()), rank_hosts);
   std::vector<std::unique_ptr<AgentLink>> agents = job_agents.links();
   Supervisor supervisor(supervisor_options(options, report, attempt), state, output, &server.table());
+  if (EventSource* events = job_agents.events()) supervisor.attach_events(*events);
   report::StackDumps stacks(stack_dump_options(options), rank_hosts);
   supervisor.attach_stacks(stacks);
   std::unique_ptr<elastic::ElasticDriver> driver;
@@ -329,7 +330,8 @@ int launch_planned(const Options& options, const AgentMode& mode, ReportRecorder
 
   // Before the server thread and the agents exist (they inherit the mask).
   const BlockedJobSignals blocked;
-  const rendezvous::Secret secret = rendezvous::generate_secret();
+  const std::string job_id = rendezvous::random_hex(8);
+  const rendezvous::Secret secret = mode.job_secret(job_id);
   rendezvous::HttpServer::Options server_options;
   server_options.bind_address = planned->remote.bind_address();
   rendezvous::HttpServer server(secret, server_options);  // stopped by its destructor, before the mask returns
@@ -347,7 +349,7 @@ int launch_planned(const Options& options, const AgentMode& mode, ReportRecorder
   }
   AgentStart started = mode.start(options, *planned, report);
   if (!started.agents) return started.exit_status;
-  const JobEnv job = job_env(options, *planned, attempt, secret, server.port(), *started.agents);
+  const JobEnv job = job_env(options, *planned, attempt, job_id, secret, server.port(), *started.agents);
   return run_job(options, *planned, *started.agents, report, elastic, attempt, server, job);
 }
 

@@ -80,6 +80,51 @@ UniqueFd connect_tcp(const std::string& host, const std::string& port, Deadline 
   return UniqueFd();
 }
 
+namespace {
+
+std::uint16_t port_of(const sockaddr_storage& address) {
+  return ntohs(address.ss_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6*>(&address)->sin6_port
+                                             : reinterpret_cast<const sockaddr_in*>(&address)->sin_port);
+}
+
+std::string text_of(const sockaddr_storage& address) {
+  char text[INET6_ADDRSTRLEN] = {};
+  const void* raw = address.ss_family == AF_INET6
+                        ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(&address)->sin6_addr)
+                        : static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(&address)->sin_addr);
+  ::inet_ntop(address.ss_family, raw, text, sizeof text);
+  return text;
+}
+
+// bind + listen on address:port (0: the kernel picks); the bound port in *bound_port.
+UniqueFd listen_at(const std::string& address, std::uint16_t port, bool nonblocking, std::uint16_t* bound_port,
+                   int* error) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICHOST | AI_PASSIVE;
+  addrinfo* result = nullptr;
+  if (::getaddrinfo(address.c_str(), std::to_string(port).c_str(), &hints, &result) != 0) {
+    *error = EADDRNOTAVAIL;
+    return UniqueFd();
+  }
+  UniqueFd socket(::socket(result->ai_family, SOCK_STREAM | SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0), 0));
+  const int fd = socket.get();
+  const int one = 1;
+  if (fd >= 0 && port != 0) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_storage bound{};
+  socklen_t length = sizeof bound;
+  if (fd < 0 || ::bind(fd, result->ai_addr, result->ai_addrlen) != 0 || ::listen(fd, SOMAXCONN) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length) != 0) {
+    *error = errno;
+    socket.reset();
+  }
+  ::freeaddrinfo(result);
+  if (socket) *bound_port = port_of(bound);
+  return socket;
+}
+
+}  // namespace
+
 std::uint16_t free_tcp_port(const std::string& address) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
@@ -93,8 +138,7 @@ std::uint16_t free_tcp_port(const std::string& address) {
   std::uint16_t port = 0;
   if (fd >= 0 && ::bind(fd, result->ai_addr, result->ai_addrlen) == 0 &&
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length) == 0) {
-    port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                                             : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+    port = port_of(bound);
   }
   ::freeaddrinfo(result);
   return port;
@@ -117,34 +161,40 @@ std::string local_address_toward(const std::string& host) {
   socket.reset();
   ::freeaddrinfo(result);
   if (!ok) throw Error(Error::Code::Io, "no route to '" + host + "': " + errno_text(err));
-  char text[INET6_ADDRSTRLEN] = {};
-  const void* address = local.ss_family == AF_INET6
-                            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr)
-                            : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr);
-  ::inet_ntop(local.ss_family, address, text, sizeof text);
-  return text;
+  return text_of(local);
 }
 
 UniqueFd listen_tcp(const std::string& address, std::uint16_t* port, bool nonblocking) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICHOST | AI_PASSIVE;
-  addrinfo* result = nullptr;
-  if (::getaddrinfo(address.c_str(), "0", &hints, &result) != 0) return UniqueFd();
-  UniqueFd socket(::socket(result->ai_family, SOCK_STREAM | SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0), 0));
-  const int fd = socket.get();
-  sockaddr_storage bound{};
-  socklen_t length = sizeof bound;
-  if (fd >= 0 && (::bind(fd, result->ai_addr, result->ai_addrlen) != 0 || ::listen(fd, SOMAXCONN) != 0 ||
-                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length) != 0)) {
-    socket.reset();
-  }
-  ::freeaddrinfo(result);
-  if (socket) {
-    *port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                                              : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  }
-  return socket;
+  int error = 0;
+  return listen_at(address, 0, nonblocking, port, &error);
+}
+
+UniqueFd listen_tcp_on(const std::string& address, std::uint16_t port, bool nonblocking, int* error) {
+  std::uint16_t bound = 0;
+  return listen_at(address, port, nonblocking, &bound, error);
+}
+
+void set_keepalive(int fd, int seconds) {
+  const int on = 1, idle = std::max(1, seconds / 3), interval = std::max(1, seconds / 6), probes = 3;
+  const unsigned int user_timeout_ms = static_cast<unsigned int>(seconds) * 1000;
+  ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes);
+  // Unacknowledged bytes fail the connection too, not only an idle one.
+  ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
+}
+
+std::string peer_address(int fd) {
+  sockaddr_storage address{};
+  socklen_t length = sizeof address;
+  return ::getpeername(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0 ? text_of(address) : "";
+}
+
+std::string own_address(int fd) {
+  sockaddr_storage address{};
+  socklen_t length = sizeof address;
+  return ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0 ? text_of(address) : "";
 }
 
 }  // namespace trainrun::net

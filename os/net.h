@@ -30,6 +30,16 @@ std::uint16_t free_tcp_port(const std::string& address);
 // A listening TCP socket (close-on-exec; non-blocking when asked) on a
 // numeric `address`, port chosen by the kernel into *port; none on failure.
 UniqueFd listen_tcp(const std::string& address, std::uint16_t* port, bool nonblocking = false);
+// The same on `port` (SO_REUSEADDR, so a launcher started again at once
+// binds its port again); none on failure, with *error an errno
+// (EADDRINUSE: another process listens there).
+UniqueFd listen_tcp_on(const std::string& address, std::uint16_t port, bool nonblocking, int* error);
+// TCP keepalive on a connected socket: a peer whose host died or whose
+// link is cut (no FIN) fails reads and writes within about `seconds`.
+void set_keepalive(int fd, int seconds);
+// The numeric address of a connected socket's peer, or of its own end.
+std::string peer_address(int fd);
+std::string own_address(int fd);
 // The local address a socket toward `host` would use (UDP connect +
 // getsockname): the interface that routes there, never a guess.
 std::string local_address_toward(const std::string& host);

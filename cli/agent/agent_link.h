@@ -26,6 +26,10 @@ class AgentLink {
   virtual std::optional<std::string> failure() = 0;
   // Waits (bounded) for the agent's end and releases its resources.
   virtual void finish(std::chrono::milliseconds timeout) = 0;
+  // Whether the host works out its ranks' TRAINRUN_SECRET itself (a
+  // per-node launch with a shared secret, cli/node): the job frames sent to
+  // it leave the secret out, so it never crosses the network.
+  virtual bool derives_secret() const { return false; }
 };
 
 }  // namespace trainrun::cli

@@ -16,7 +16,9 @@ std::uint32_t get_u32(const char* p) {
   return v;
 }
 
-bool known_type(std::uint8_t type) { return (type >= 1 && type <= 12) || (type >= 20 && type <= 29); }
+bool known_type(std::uint8_t type) {
+  return (type >= 1 && type <= 12) || (type >= 20 && type <= 29) || (type >= 40 && type <= 46);
+}
 
 void put_string(std::string& out, std::string_view s) {
   put_u32(out, static_cast<std::uint32_t>(s.size()));

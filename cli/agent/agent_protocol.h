@@ -45,6 +45,14 @@ enum class FrameType : std::uint8_t {
   StacksDone = 28,   // the answer to Stacks is complete; payload: a host-wide note or empty
   Pong = 29,         // the answer to Ping: the agent itself is alive (an SSH link counts it as
                      // hearing from the host while the ranks there are silent)
+  // a per-node launch: node 0's trainrun <-> each node's (cli/node/node_protocol.h)
+  NodeChallenge = 40,  // node 0 -> node: node 0's nonce, which the node's join must sign
+  NodeJoin = 41,       // node -> node 0: key=value lines: who joins, and its proof
+  NodeWelcome = 42,    // node 0 -> node: key=value lines: its node rank, node 0's proof
+  NodeRefused = 43,    // node 0 -> node: one line saying why
+  NodeAttempt = 44,    // node 0 -> node: start an agent for run N of the job (decimal)
+  NodeSignal = 45,     // node -> node 0: a signal this node's trainrun received (decimal)
+  NodeEnd = 46,        // node 0 -> node: the job is over: key=value lines (status, outcome, summary)
 };
 
 struct Frame {

@@ -59,6 +59,10 @@ class ReportRecorder : public RankEvents {
   // Output files that could not be written in full (output_errors).
   void lost_output(const std::vector<WriteFailure>& failures);
 
+  // How the job ended, as recorded so far (the report's outcome and summary).
+  const std::string& outcome() const { return report_.outcome; }
+  const std::string& summary() const { return report_.summary; }
+
   // Writes the report once (later calls do nothing). A failure to write it
   // is one warning line and does not change trainrun's exit status; an
   // older report at the path is removed, so no script takes it for this

@@ -6,6 +6,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -13,6 +14,7 @@
 #include "cli/report/stack_dumps.h"
 #include "contract/decimal.h"
 #include "rendezvous/kv_table.h"
+#include "contract/environment.h"
 #include "contract/kv_keys.h"
 #include "trainrun/error.h"
 
@@ -33,6 +35,19 @@ sigset_t job_signals() {
 bool stdin_usable() {
   if (!::isatty(0)) return true;
   return ::tcgetpgrp(0) == ::getpgrp();
+}
+
+// `job` as `link`'s host is told it: without TRAINRUN_SECRET where the host
+// works it out itself.
+JobSpec told(const AgentLink& link, JobSpec job) {
+  if (!link.derives_secret()) return job;
+  const std::string prefix = std::string(contract::kEnvSecret) + "=";
+  for (RankSpec& rank : job.ranks) {
+    rank.env.erase(std::remove_if(rank.env.begin(), rank.env.end(),
+                                  [&](const std::string& entry) { return entry.rfind(prefix, 0) == 0; }),
+                   rank.env.end());
+  }
+  return job;
 }
 
 }  // namespace
@@ -103,7 +118,7 @@ Supervisor::Peer* Supervisor::find_peer(const std::string& host) {
 
 void Supervisor::add_agent(std::unique_ptr<AgentLink> agent, const JobSpec& job) {
   std::string frames;
-  append_job_frames(frames, job);
+  append_job_frames(frames, told(*agent, job));
   new_agents_.emplace_back(std::move(agent), std::move(frames));
 }
 
@@ -119,7 +134,7 @@ void Supervisor::take_new_agents() {
 bool Supervisor::add_ranks(const std::string& host, const JobSpec& more) {
   Peer* peer = find_peer(host);
   if (!peer) return false;
-  append_frame(peer->outbound, FrameType::AddRanks, 0, 0, encode_job(more));
+  append_frame(peer->outbound, FrameType::AddRanks, 0, 0, encode_job(told(*peer->link, more)));
   return true;
 }
 
@@ -285,7 +300,7 @@ void Supervisor::start_peers(std::vector<std::unique_ptr<AgentLink>>& agents, co
   agents_ = &agents;
   for (std::size_t i = 0; i < agents.size(); ++i) {
     peers_.push_back(Peer{agents[i].get(), {}, {}, false, false});
-    append_job_frames(peers_.back().outbound, jobs[i]);
+    append_job_frames(peers_.back().outbound, told(*agents[i], jobs[i]));
   }
   stdin_open_ = false;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
@@ -352,11 +367,14 @@ std::vector<pollfd> Supervisor::poll_set(bool backlogged) const {
   for (int stream : {1, 2}) {
     if (output_.wants_write(stream)) fds.push_back({output_.fd(stream), POLLOUT, 0});
   }
+  if (events_) events_->add_fds(fds);
   return fds;
 }
 
 void Supervisor::dispatch(const pollfd& p) {
-  if (p.fd == signal_fd_.get()) {
+  if (events_ && events_->owns(p.fd)) {
+    events_->on_ready(p, [this](const std::string& line) { output_.note(line); });
+  } else if (p.fd == signal_fd_.get()) {
     on_signal();
   } else if (p.fd == 0 && (p.events & POLLIN)) {
     forward_stdin();

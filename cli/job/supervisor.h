@@ -11,6 +11,7 @@
 #include <poll.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <initializer_list>
@@ -61,6 +62,20 @@ class ElasticControl {
   virtual bool idle() const = 0;
 };
 
+// Descriptors a launch mode watches beside the agents while the supervisor
+// runs (a per-node launch: node 0's listener and the nodes' control
+// connections, cli/node). Called from the supervisor's thread.
+class EventSource {
+ public:
+  virtual ~EventSource() = default;
+  // Appends what it waits for to the supervisor's poll set (and drops what it waited for too long).
+  virtual void add_fds(std::vector<pollfd>& fds) = 0;
+  virtual bool owns(int fd) const = 0;
+  // One of its descriptors is ready; `note` prints a line of trainrun's own
+  // among the ranks' output.
+  virtual void on_ready(const pollfd& ready, const std::function<void(const std::string&)>& note) = 0;
+};
+
 // Blocks the signals the supervisor takes synchronously (and ignores
 // SIGPIPE) for as long as it lives; its destructor restores the previous
 // mask, on every way out of the launcher. Create it first, before threads or
@@ -96,6 +111,9 @@ class Supervisor {
 
   // An elastic job's driver; none: a failure ends the job.
   void attach_control(ElasticControl& control) { control_ = &control; }
+
+  // The launch mode's own descriptors (cli/node); none without.
+  void attach_events(EventSource& events) { events_ = &events; }
 
   // agents[i] runs jobs[i]. Returns when the job is over; agents added
   // while it ran (add_agent) are appended to `agents`.
@@ -146,6 +164,7 @@ class Supervisor {
   const rendezvous::KvTable* rendezvous_;
   report::StackDumps* stacks_ = nullptr;
   ElasticControl* control_ = nullptr;
+  EventSource* events_ = nullptr;
   std::vector<Peer> peers_;
   std::vector<std::unique_ptr<AgentLink>>* agents_ = nullptr;
   std::vector<std::pair<std::unique_ptr<AgentLink>, std::string>> new_agents_;  // link, its Job frames

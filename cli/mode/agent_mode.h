@@ -16,9 +16,11 @@
 #include <vector>
 
 #include "cli/agent/agent_link.h"
+#include "cli/job/supervisor.h"
 #include "cli/mode/launch_mode.h"
 #include "cli/mode/planned_job.h"
 #include "cli/plan/rank_plan.h"
+#include "rendezvous/auth.h"
 
 namespace trainrun::cli {
 
@@ -50,6 +52,9 @@ class JobAgents {
   // The agent of a host that joins the job later (elastic), started now;
   // nullptr with `*error` saying why when it could not be.
   virtual std::unique_ptr<AgentLink> link_later(const HostSlots& host, std::string* error) = 0;
+  // Descriptors of the mode's own that the supervisor watches beside the
+  // agents (a per-node launch's nodes), or none.
+  virtual EventSource* events() { return nullptr; }
 };
 
 // What AgentMode::start() gives: the agents, or the end of the job.
@@ -81,6 +86,10 @@ class AgentMode : public LaunchMode {
   // pre-flight, in parallel). When the job ends here it has said why and
   // told `report`.
   virtual AgentStart start(const Options& options, const PlannedJob& planned, ReportRecorder& report) const = 0;
+  // The ranks' secret for the run whose job id is `job_id` (the
+  // rendezvous' and every handshake's): fresh, unless the hosts work it out
+  // themselves from one they share (a per-node launch, cli/node).
+  virtual rendezvous::Secret job_secret(const std::string& job_id) const;
 };
 
 }  // namespace trainrun::cli

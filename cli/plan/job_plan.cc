@@ -308,6 +308,39 @@ std::string refused_by_ranks(const std::vector<std::pair<std::string, std::strin
   return "";
 }
 
+namespace {
+
+// The job's hosts: a per-node launch's nodes, -H, --hostfile, or this
+// machine with -np ranks; why not, or "".
+std::string plan_hosts(const Options& o, const std::string& local_host_name, const ReadFile& read_file,
+                       std::vector<HostSlots>& hosts) {
+  if (!o.joined_hosts.empty()) {
+    hosts = o.joined_hosts;  // in node order (cli/node)
+  } else if (!o.hosts.empty()) {
+    HostListResult parsed = parse_host_option(o.hosts, std::max(1, o.slots_per_host));
+    if (!parsed.ok()) return parsed.error;
+    hosts = parsed.hosts;
+  } else if (!o.hostfile.empty()) {
+    std::string why;
+    const auto content = read_file(o.hostfile, &why);
+    if (!content) return "--hostfile " + printable(o.hostfile, std::string::npos) + ": " + why;
+    HostListResult parsed = parse_hostfile(*content, o.hostfile, std::max(1, o.slots_per_host));
+    if (!parsed.ok()) return parsed.error;
+    hosts = parsed.hosts;
+  } else {
+    if (o.nnodes > 1) {
+      return "--nnodes " + std::to_string(o.nnodes) +
+             " needs the hosts, -H h1,h2 or --hostfile: trainrun starts every host's ranks itself";
+    }
+    const int ranks = o.np > 0 ? o.np : o.nproc_per_node > 0 ? o.nproc_per_node : o.npernode;
+    if (ranks < 1) return "-np N is required (how many ranks to start)";
+    hosts = {{local_host_name, ranks, "", ""}};
+  }
+  return "";
+}
+
+}  // namespace
+
 PlanResult make_plan(const Options& o, const std::string& local_host_name, const GetEnv& getenv,
                      const ReadFile& read_file) {
   PlanResult result;
@@ -320,26 +353,7 @@ PlanResult make_plan(const Options& o, const std::string& local_host_name, const
     return fail("--local runs every rank here; it cannot be combined with -H or --hostfile");
   }
   JobPlan plan;
-  if (!o.hosts.empty()) {
-    HostListResult parsed = parse_host_option(o.hosts, std::max(1, o.slots_per_host));
-    if (!parsed.ok()) return fail(parsed.error);
-    plan.hosts = parsed.hosts;
-  } else if (!o.hostfile.empty()) {
-    std::string why;
-    const auto content = read_file(o.hostfile, &why);
-    if (!content) return fail("--hostfile " + printable(o.hostfile, std::string::npos) + ": " + why);
-    HostListResult parsed = parse_hostfile(*content, o.hostfile, std::max(1, o.slots_per_host));
-    if (!parsed.ok()) return fail(parsed.error);
-    plan.hosts = parsed.hosts;
-  } else {
-    if (o.nnodes > 1) {
-      return fail("--nnodes " + std::to_string(o.nnodes) +
-                  " needs the hosts, -H h1,h2 or --hostfile: trainrun starts every host's ranks itself");
-    }
-    const int ranks = o.np > 0 ? o.np : o.nproc_per_node > 0 ? o.nproc_per_node : o.npernode;
-    if (ranks < 1) return fail("-np N is required (how many ranks to start)");
-    plan.hosts = {{local_host_name, ranks, ""}};
-  }
+  if (std::string why = plan_hosts(o, local_host_name, read_file, plan.hosts); !why.empty()) return fail(why);
   int np = o.np;
   const bool hosts_given = !o.hosts.empty() || !o.hostfile.empty();
   if (auto why = torchrun_shape(o, hosts_given, plan.hosts, np); !why.empty()) return fail(why);

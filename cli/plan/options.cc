@@ -126,6 +126,7 @@ void add_elastic_options(CLI::App& app, Options& o) {
                  "(torchrun's --max-restarts, --max_restarts): restart every rank after a failure, at most N times "
                  "(default 0)")
       ->check(CLI::Range(0, 1 << 20))
+      ->envname("PET_MAX_RESTARTS")
       ->group(elastic);
   add_float(app, "--elastic-timeout", o.elastic_timeout_s,
             "Seconds to wait for --min-np slots before giving up (default 600)", 0.001, 1e9)
@@ -378,6 +379,8 @@ ParseResult finish(const CLI::App& app, ParseResult result) {
                                    " (trainrun --help lists every option)");
   }
   o.command = std::move(command);
+  if (const std::string why = finish_nnodes_range(o); !why.empty())
+    return usage_error(result, "trainrun: error: " + why);
   // Elastic jobs place ranks themselves (cli/elastic): refused, never ignored.
   const std::string elastic_refuses = o.map_by == "node" ? "--map-by node"
                                       : o.oversubscribe  ? "--oversubscribe"

@@ -5,7 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "cli/plan/node_options.h"
 #include "cli/plan/program_path.h"
+#include "cli/plan/rank_plan.h"
 #include "cli/plan/remote_options.h"
 
 namespace trainrun::cli {
@@ -24,6 +26,7 @@ struct Options {
   bool oversubscribe = false;   // more ranks than slots: round-robin over the hosts
   int nproc_per_node = 0;       // torchrun: ranks on every host (0: -np / the slots)
   int nnodes = 0;               // torchrun: how many hosts (0: those given); checked against -H
+  int max_nnodes = 0;           // torchrun's --nnodes MIN:MAX: MAX (0: one number given)
   int slots_per_host = 0;       // horovodrun: slots of a host given without any (0: 1)
   int npernode = 0;             // mpirun: at most N ranks on each host (-npernode, -N, --map-by ppr:N:node)
   std::string npernode_option;  // how it was given, for messages: "-npernode 2", "--map-by ppr:2:node"
@@ -84,6 +87,10 @@ struct Options {
   bool check_build = false;
   std::vector<std::string> command;  // program and its arguments, untouched
   RemoteOptions remote;              // SSH and network (multi-host)
+  NodeOptions node;                  // per-node launch (cli/node)
+  // A per-node launch's node 0: the nodes that joined, in node order, each
+  // with the address it joined from; they replace -H (cli/node).
+  std::vector<HostSlots> joined_hosts;
   // torchrun (cli/plan/torchrun_options.cc): --nproc-per-node auto|cpu|gpu,
   // counted here (cli/main.cc); -m, --run-path and --no-python, and how the
   // command runs from them; --tee and --redirects as given ("" or "0": none).

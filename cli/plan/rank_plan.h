@@ -11,6 +11,10 @@ struct HostSlots {
   std::string host;  // name or address (IPv6 without brackets)
   int slots = 1;
   std::string user;  // from "user@host"; empty: the default
+  // A per-node launch (cli/node): the address this host's trainrun joined
+  // node 0 from. Such a host is reached there, never over SSH, and its name
+  // is looked up nowhere.
+  std::string joined_from;
 };
 
 struct RankSlot {

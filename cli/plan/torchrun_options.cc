@@ -1,6 +1,7 @@
 #include "cli/plan/torchrun_options.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <string>
 
 #include "cli/plan/compat_options.h"
@@ -66,12 +67,10 @@ void add_shape(CLI::App& app, Options& o) {
          },
          "torchrun: ranks on every host; with -H/--hostfile each host gets this many [-H host:N], -np is hosts x "
          "N. gpu: the CUDA GPUs here (after CUDA_VISIBLE_DEVICES), cpu: the CPUs trainrun may use, auto: gpu if "
-         "any, else cpu (one host only)")
+         "any, else cpu (counted on this machine: not with -H)")
       ->check(nproc_per_node_value())
+      ->envname("PET_NPROC_PER_NODE")
       ->type_name("N|auto|cpu|gpu")
-      ->group(kGroup);
-  app.add_option("--nnodes", o.nnodes, "torchrun: how many hosts; must match -H/--hostfile (one number, no MIN:MAX)")
-      ->check(CLI::Range(1, 1 << 20))
       ->group(kGroup);
   app.add_flag("--standalone", o.local, "torchrun: one host, rendezvous here [--local]")->group(kGroup);
 }
@@ -177,28 +176,95 @@ void add_supervision(CLI::App& app, Options& o) {
       ->group(kGroup);
 }
 
-// One torchrun per host meeting at a rendezvous: not trainrun's way (yet).
-void add_per_host_launch(CLI::App& app) {
-  const std::string not_yet =
-      "not supported yet (one launcher per host); trainrun starts every host's ranks from this one command";
-  const std::string hosts = ": leave it out and name the hosts with -H or --hostfile";
-  refuse(app, "--node-rank,--node_rank", "--node-rank", not_yet + hosts, "torchrun: refused, not yet (see -H)");
-  for (const auto& [names, name] :
-       {std::pair{"--master-addr,--master_addr", "--master-addr"}, {"--master-port,--master_port", "--master-port"}}) {
-    refuse(app, names, name, not_yet + " and chooses MASTER_ADDR and MASTER_PORT itself" + hosts,
-           "torchrun: refused, not yet (trainrun sets MASTER_ADDR and MASTER_PORT)");
-  }
-  for (const auto& [names, name] : {std::pair{"--rdzv-backend,--rdzv_backend", "--rdzv-backend"},
-                                    {"--rdzv-endpoint,--rdzv_endpoint", "--rdzv-endpoint"},
-                                    {"--rdzv-id,--rdzv_id", "--rdzv-id"},
-                                    {"--rdzv-conf,--rdzv_conf", "--rdzv-conf"}}) {
-    refuse(app, names, name, not_yet + " and runs its rendezvous itself" + hosts + " (elastic: --min-np, --max-np)",
-           "torchrun: refused, not yet (see -H, --min-np)");
-  }
-  refuse(app, "--local-addr,--local_addr", "--local-addr",
-         "trainrun finds each host's address on the route to the others; give --network CIDR or "
-         "--network-interface NAME",
-         "torchrun: refused (see --network, --network-interface)");
+// --nnodes: N, or MIN:MAX (elastic), each at least 1 and MIN <= MAX.
+CLI::Validator nnodes_value() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const std::size_t colon = text.find(':');
+        const std::string bad = trainrun::cli::quoted(text) + " is not a number of nodes N or MIN:MAX";
+        int min = 0, max = 0;
+        const auto number = [](const std::string& part, int& value) {
+          return !part.empty() && part.size() < 8 && part.find_first_not_of("0123456789") == std::string::npos &&
+                 (value = std::stoi(part)) >= 1;
+        };
+        if (!number(text.substr(0, colon), min)) return bad;
+        if (colon == std::string::npos) return "";
+        if (!number(text.substr(colon + 1), max)) return bad;
+        return min <= max ? "" : trainrun::cli::quoted(text) + ": MIN is larger than MAX";
+      },
+      "");
+}
+
+// One trainrun per node meeting at node 0 (cli/node), as torchrun's agents
+// meet; torchrun's PET_* variables give what the command line does not, as
+// torchrun reads them (Kubeflow's PyTorchJob sets them).
+void add_per_node_launch(CLI::App& app, Options& o) {
+  const char* group = "Per-node launch (one trainrun per node, as torchrun; man trainrun)";
+  NodeOptions& n = o.node;
+  app.add_option_function<std::string>(
+         "--nnodes",
+         [&o](const std::string& value) {
+           const std::size_t colon = value.find(':');
+           o.nnodes = std::stoi(value.substr(0, colon));
+           o.max_nnodes = colon == std::string::npos ? 0 : std::stoi(value.substr(colon + 1));
+         },
+         "Nodes in the job. With -H/--hostfile it must match the hosts (MIN:MAX there: --min-np/--max-np "
+         "of MIN and MAX hosts' ranks); without, one trainrun runs on each node (--node-rank, --master-addr), "
+         "and MIN:MAX lets nodes join and leave (elastic)")
+      ->check(nnodes_value())
+      ->envname("PET_NNODES")
+      ->type_name("N|MIN:MAX")
+      ->group(group);
+  app.add_option("--node-rank,--node_rank", n.node_rank,
+                 "This node's rank, 0 to N-1; node 0 serves the job (default: assigned as nodes join)")
+      ->check(CLI::Range(0, 1 << 20))
+      ->envname("PET_NODE_RANK")
+      ->group(group);
+  app.add_option("--master-addr,--master_addr", n.master_addr, "Node 0's name or address (default 127.0.0.1)")
+      ->envname("PET_MASTER_ADDR")
+      ->type_name("HOST")
+      ->group(group);
+  app.add_option("--master-port,--master_port", n.master_port,
+                 "Port node 0 serves the nodes on (default 29500); the ranks' own MASTER_PORT is another")
+      ->check(CLI::Range(1, 65535))
+      ->envname("PET_MASTER_PORT")
+      ->group(group);
+  app.add_option("--rdzv-backend,--rdzv_backend", n.rdzv_backend,
+                 "static (--master-addr, --node-rank) or c10d (--rdzv-endpoint; node ranks in order of joining); "
+                 "both are trainrun's own authenticated rendezvous")
+      ->check(CLI::IsMember({"static", "c10d"}))
+      ->envname("PET_RDZV_BACKEND")
+      ->group(group);
+  app.add_option("--rdzv-endpoint,--rdzv_endpoint", n.rdzv_endpoint,
+                 "Node 0's HOST[:PORT] (default port 29400); the node whose address it is serves the job")
+      ->envname("PET_RDZV_ENDPOINT")
+      ->type_name("HOST[:PORT]")
+      ->group(group);
+  app.add_option("--rdzv-id,--rdzv_id", n.rdzv_id, "The job's name: nodes started with another are refused")
+      ->envname("PET_RDZV_ID")
+      ->type_name("ID")
+      ->group(group);
+  app.add_option("--rdzv-conf,--rdzv_conf", n.rdzv_conf,
+                 "join_timeout=S: how long node 0 waits for the nodes (default 600); last_call_timeout=S: "
+                 "with MIN:MAX, how long it waits past MIN for more (default 30); other keys: a note")
+      ->envname("PET_RDZV_CONF")
+      ->type_name("KEY=VALUE,...")
+      ->group(group);
+  app.add_option("--rdzv-secret-file", n.secret_file,
+                 "A secret every node shares (also TRAINRUN_RDZV_SECRET): nodes and node 0 prove it to each "
+                 "other; without one any process that reaches node 0's port may join, as with torchrun")
+      ->type_name("FILE")
+      ->group(group);
+  app.add_option_function<std::string>(
+         "--local-addr,--local_addr",
+         [](const std::string&) {
+           throw CLI::ValidationError("--local-addr",
+                                      "trainrun finds each node's address on the route to node 0; give --network "
+                                      "CIDR or --network-interface NAME");
+         },
+         "torchrun: refused (see --network, --network-interface)")
+      ->type_name("VALUE")
+      ->group(kGroup);
 }
 
 }  // namespace
@@ -208,7 +274,23 @@ void add_torchrun(CLI::App& app, Options& o) {
   add_program(app, o);
   add_logs(app, o);
   add_supervision(app, o);
-  add_per_host_launch(app);
+  add_per_node_launch(app, o);
+}
+
+std::string finish_nnodes_range(Options& o) {
+  const bool hosts = !o.hosts.empty() || !o.hostfile.empty() || !o.discovery_script.empty();
+  if (o.max_nnodes == 0 || !hosts) return "";  // one number, or a per-node launch (cli/node)
+  const std::string range = "--nnodes " + std::to_string(o.nnodes) + ":" + std::to_string(o.max_nnodes);
+  if (o.min_np > 0 || o.max_np > 0) return range + " and --min-np/--max-np say the same: give one of them";
+  const int per_node = std::max(o.nproc_per_node, 1);
+  o.min_np = o.nnodes * per_node;
+  o.max_np = o.max_nnodes * per_node;
+  o.notes.push_back(range + ": an elastic job of " + std::to_string(o.min_np) + " to " + std::to_string(o.max_np) +
+                    " rank(s) (--min-np " + std::to_string(o.min_np) + " --max-np " + std::to_string(o.max_np) +
+                    ") on the hosts given");
+  o.nnodes = 0;  // the hosts' count is the elastic job's to decide
+  o.max_nnodes = 0;
+  return "";
 }
 
 std::string finish_torchrun(Options& o) {

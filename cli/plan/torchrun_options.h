@@ -24,4 +24,10 @@ void add_torchrun(CLI::App& app, Options& o);
 // text, or "".
 std::string finish_torchrun(Options& o);
 
+// Before the elastic checks: --nnodes MIN:MAX with hosts (-H, --hostfile, a
+// discovery script) is an elastic job of MIN to MAX hosts' ranks
+// (--min-np, --max-np: --nproc-per-node each, default 1), with a note. The
+// error's text, or "".
+std::string finish_nnodes_range(Options& o);
+
 }  // namespace trainrun::cli

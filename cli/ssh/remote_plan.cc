@@ -19,20 +19,25 @@ namespace trainrun::cli {
 
 RemotePlan::RemotePlan(const JobPlan& plan, const Options& options) : options_(options) {
   const RemoteOptions& r = options.remote;
+  // A per-node launch's hosts are where they joined from (no SSH, no lookup).
   std::vector<std::string> names;
-  for (const HostSlots& host : plan.hosts) names.push_back(host.host);
+  for (const HostSlots& host : plan.hosts) names.push_back(host.joined_from.empty() ? host.host : host.joined_from);
   const std::vector<bool> local = are_local_hosts(names);
   for (std::size_t i = 0; i < plan.hosts.size(); ++i) {
     const HostSlots& host = plan.hosts[i];
     remote_.push_back(!local[i]);
     if (!remote_.back()) continue;
     remote_hosts_.push_back(host);
-    const SshDestination destination = ssh_destination(host, r);
-    destinations_.push_back(display_name(host) + ": ssh " + destination.text);
+    std::string address = host.joined_from;
+    if (address.empty()) {
+      const SshDestination destination = ssh_destination(host, r);
+      destinations_.push_back(display_name(host) + ": ssh " + destination.text);
+      address = destination.address;
+    }
     if (bind_address_.empty() && r.network.empty() && r.network_interface.empty()) {
       try {
-        bind_address_ = net::local_address_toward(destination.address);
-        bind_reason_ = "the address that routes to " + display_name(host) + " (" + destination.address + ")";
+        bind_address_ = net::local_address_toward(address);
+        bind_reason_ = "the address that routes to " + display_name(host) + " (" + address + ")";
       } catch (const Error&) {
         // Unresolvable or unroutable: the pre-flight names it; try the next.
       }

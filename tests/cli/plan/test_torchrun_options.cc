@@ -178,16 +178,68 @@ TEST_CASE("torchrun's supervision options: --max_restarts mapped, the others a n
   CHECK(error_of({"--numa-binding", "exclusive", "p"}).find("--bind-to core") != std::string::npos);
 }
 
-TEST_CASE("one launcher per host is refused in one line naming the option and what to give instead") {
-  for (const char* option : {"--node-rank", "--node_rank", "--master-addr", "--master_addr", "--master-port",
-                             "--master_port", "--rdzv-backend", "--rdzv_endpoint", "--rdzv-id", "--rdzv_conf"}) {
-    CAPTURE(option);
-    const std::string line = error_of({option, "1", "-np", "2", "p"});
-    std::string dashed = option;
-    for (char& c : dashed) c = c == '_' ? '-' : c;
-    CHECK(line.rfind(dashed + ": not supported yet (one launcher per host)", 0) == 0);
-    CHECK(line.find("-H or --hostfile") != std::string::npos);
+TEST_CASE("one trainrun per node: torchrun's options in both spellings set the per-node launch's") {
+  const ParseResult r =
+      parse({"--nnodes", "3", "--node_rank", "2", "--master-addr", "h1", "--master_port", "1234", "--rdzv-backend",
+             "static", "--rdzv_id", "job7", "--rdzv-conf", "join_timeout=5", "--rdzv-secret-file", "/s", "p"});
+  REQUIRE(r.exit_code == -1);
+  CHECK(r.options.nnodes == 3);
+  CHECK(r.options.max_nnodes == 0);
+  CHECK(r.options.node.node_rank == 2);
+  CHECK(r.options.node.master_addr == "h1");
+  CHECK(r.options.node.master_port == 1234);
+  CHECK(r.options.node.rdzv_backend == "static");
+  CHECK(r.options.node.rdzv_id == "job7");
+  CHECK(r.options.node.rdzv_conf == "join_timeout=5");
+  CHECK(r.options.node.secret_file == "/s");
+  const ParseResult c10d = parse({"--nnodes", "2:4", "--rdzv_backend", "c10d", "--rdzv_endpoint", "h1:29400", "p"});
+  CHECK(c10d.options.nnodes == 2);
+  CHECK(c10d.options.max_nnodes == 4);
+  CHECK(c10d.options.node.rdzv_endpoint == "h1:29400");
+  for (const char* bad : {"0", "two", "3:2", "1:", ":2", "1:2:3"}) {
+    CAPTURE(bad);
+    CHECK(error_of({"--nnodes", bad, "p"}).rfind("--nnodes: ", 0) == 0);
   }
+  CHECK(error_of({"--nnodes", "3:2", "p"}).find("MIN is larger than MAX") != std::string::npos);
+  CHECK(error_of({"--rdzv-backend", "etcd", "p"}).rfind("--rdzv-backend: ", 0) == 0);
+  CHECK(error_of({"--node-rank", "-1", "p"}).rfind("--node-rank: ", 0) == 0);
   CHECK(error_of({"--local-addr", "10.0.0.1", "p"}).find("--network-interface NAME") != std::string::npos);
   CHECK(error_of({"--logs_specs", "mine", "p"}).find("--output-filename DIR") != std::string::npos);
+}
+
+TEST_CASE("torchrun's PET_* variables give what the command line does not, as torchrun reads them") {
+  ::setenv("PET_NNODES", "3", 1);
+  ::setenv("PET_NODE_RANK", "1", 1);
+  ::setenv("PET_NPROC_PER_NODE", "2", 1);
+  ::setenv("PET_MASTER_ADDR", "pytorchjob-master-0", 1);
+  ::setenv("PET_MASTER_PORT", "23456", 1);
+  const ParseResult r = parse({"p"});
+  const ParseResult given = parse({"--node-rank", "2", "--nnodes", "4", "p"});
+  ::setenv("PET_NNODES", "many", 1);
+  const ParseResult bad = parse({"p"});
+  for (const char* name : {"PET_NNODES", "PET_NODE_RANK", "PET_NPROC_PER_NODE", "PET_MASTER_ADDR", "PET_MASTER_PORT"}) {
+    ::unsetenv(name);
+  }
+  REQUIRE(r.exit_code == -1);
+  CHECK(r.options.nnodes == 3);
+  CHECK(r.options.node.node_rank == 1);
+  CHECK(r.options.nproc_per_node == 2);
+  CHECK(r.options.node.master_addr == "pytorchjob-master-0");
+  CHECK(r.options.node.master_port == 23456);
+  CHECK(given.options.node.node_rank == 2);  // the command line wins
+  CHECK(given.options.nnodes == 4);
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.error.find("--nnodes") != std::string::npos);
+}
+
+TEST_CASE("--nnodes MIN:MAX with hosts is an elastic job of MIN to MAX hosts' ranks") {
+  const ParseResult r = parse({"--nnodes", "1:2", "--nproc-per-node", "2", "-H", "a:2,b:2", "p"});
+  REQUIRE(r.exit_code == -1);
+  CHECK(r.options.min_np == 2);
+  CHECK(r.options.max_np == 4);
+  CHECK(r.options.nnodes == 0);
+  REQUIRE(r.options.notes.size() == 1);
+  CHECK(r.options.notes[0] ==
+        "--nnodes 1:2: an elastic job of 2 to 4 rank(s) (--min-np 2 --max-np 4) on the hosts given");
+  CHECK(error_of({"--nnodes", "1:2", "--min-np", "1", "-H", "a,b", "p"}).find("give one of them") != std::string::npos);
 }
