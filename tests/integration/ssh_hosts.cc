@@ -365,7 +365,7 @@ void SshHosts::start_sshd(int host) {
       home_directory(),
       name,
       config,
-      dir_ + "/etc-hosts"};
+      etc_hosts()};
   const int log = ::open((dir_ + "/sshd-" + name + ".log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   const pid_t pid = ::fork();
   if (pid == 0) {
@@ -420,6 +420,24 @@ std::vector<std::string> SshHosts::client_argv(const std::vector<std::string>& a
                                       "sh",
                                       dir_ + "/client-home",
                                       home_directory()};
+  wrapped.insert(wrapped.end(), argv.begin(), argv.end());
+  return wrapped;
+}
+
+std::vector<std::string> SshHosts::pod_argv(int host, const std::vector<std::string>& argv) const {
+  std::vector<std::string> wrapped = {tool("ip"),
+                                      "netns",
+                                      "exec",
+                                      netns_name(subnet_, host),
+                                      tool("unshare"),
+                                      "--mount",
+                                      "--uts",
+                                      "/bin/sh",
+                                      "-c",
+                                      "mount --bind \"$1\" /etc/hosts && hostname \"$2\" && shift 2 && exec \"$@\"",
+                                      "sh",
+                                      etc_hosts(),
+                                      "h" + std::to_string(host)};
   wrapped.insert(wrapped.end(), argv.begin(), argv.end());
   return wrapped;
 }

@@ -66,6 +66,12 @@ class SshHosts {
   // `argv` run as the launcher: in a private mount namespace whose home
   // is the test's client home. argv[0] must be an absolute path.
   std::vector<std::string> client_argv(const std::vector<std::string>& argv) const;
+  // `argv` run on host `host` as a scheduler's pod runs it (no SSH): in the
+  // host's network namespace, with its hostname (hN) and its /etc/hosts,
+  // in a mount and UTS namespace of its own. argv[0] must be an absolute path.
+  std::vector<std::string> pod_argv(int host, const std::vector<std::string>& argv) const;
+  // The /etc/hosts every host sees (h1..h4 and the launcher's address).
+  std::string etc_hosts() const { return dir_ + "/etc-hosts"; }
 
   // Faults: every sshd of a host (listener and sessions) killed, so its
   // connections close (FIN); or its link cut, so packets vanish (no FIN).

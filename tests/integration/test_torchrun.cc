@@ -3,8 +3,9 @@
 // worker variables (GROUP_RANK, ROLE_*, TORCHELASTIC_*) and OMP_NUM_THREADS=1
 // when they share a host, --nnodes/--nproc-per-node that disagree are one
 // line, --nproc-per-node cpu/auto/gpu count this machine's devices, -m runs
-// a Python module, --log-dir writes the ranks' files with one note, one
-// launcher per host is refused in one line, and --max-restarts N restarts
+// a Python module, --log-dir writes the ranks' files with one note, the
+// per-node options without --nnodes are one line (the per-node launch
+// itself: test_per_node.cc), and --max-restarts N restarts
 // the whole job after a failure, at most N times, one line each, leaving no
 // process behind.
 #include <doctest/doctest.h>
@@ -75,8 +76,9 @@ TEST_CASE("torchrun's --nnodes and --nproc-per-node that disagree: exit 2, one l
   } cases[] = {
       {{"--nnodes", "3", "-H", "localhost,127.0.0.1"},
        "--nnodes 3 does not match the 2 host(s) of -H (localhost:1,127.0.0.1:1)"},
-      {{"--nnodes", "2", "--nproc-per-node", "2"},
-       "--nnodes 2 needs the hosts, -H h1,h2 or --hostfile: trainrun starts every host's ranks itself"},
+      {{"--nnodes", "2", "--node-rank", "1", "-H", "localhost,127.0.0.1"},
+       "--node-rank, --master-addr and --rdzv-* start one trainrun per node; -H starts every host's ranks from this "
+       "one: give one of them"},
       {{"-np", "3", "--nproc_per_node", "2"},
        "-np 3 does not match --nproc-per-node 2 x 1 host(s) = 2 (give one of them)"},
       {{"-np", "3", "--nproc-per-node", "2", "-H", "localhost,127.0.0.1"},
@@ -192,15 +194,14 @@ TEST_CASE("--log_dir DIR --tee 3: the ranks' files under DIR, the console keeps 
   CHECK(nothing_left(tag));
 }
 
-TEST_CASE("one torchrun per host (--master-port, --node-rank, --rdzv-endpoint) is exit 2 in one line") {
+TEST_CASE("one trainrun per node (--master-port, --node-rank, --rdzv-endpoint) without --nnodes: exit 2, one line") {
   for (const char* option : {"--master_port", "--node-rank", "--rdzv-endpoint"}) {
     CAPTURE(option);
     std::string tag;
-    const ProcessResult r = run_trainrun({option, "29500", "--nproc-per-node", "2", "true"}, &tag);
+    const ProcessResult r = run_trainrun({option, "1", "--nproc-per-node", "2", "true"}, &tag);
     CHECK(r.exit_code == 2);
     CHECK(r.out.empty());
-    CHECK(count(r.err, "\n") == 1);
-    CHECK(contains(r.err, ": not supported yet (one launcher per host); trainrun starts every host's ranks"));
+    CHECK(r.err == "trainrun: error: a per-node launch needs --nnodes N (the number of nodes; torchrun's PET_NNODES)\n");
     CHECK(nothing_left(tag));
   }
 }
