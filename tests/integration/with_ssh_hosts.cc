@@ -5,7 +5,8 @@
 // use real SSH hosts too. PROGRAM sees SSH_HOSTS_LAUNCHER_ADDRESS (the
 // launcher's address on the hosts' bridge), SSH_HOSTS (h1,h2,h3,h4), and
 // SSH_HOSTS_NETNS / SSH_HOSTS_VETHS (each host's namespace and the bridge
-// end of its link, in that order).
+// end of its link, in that order), and SSH_HOSTS_ETC_HOSTS (the /etc/hosts
+// the hosts see, for programs that run on a host as a pod: SshHosts::pod_argv).
 // Exits with PROGRAM's status, 77 (skip) saying why when the hosts cannot
 // be made here; the hosts are removed either way.
 #include <sys/wait.h>
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
     veths += (h > 1 ? "," : "") + hosts->veth(h);
   }
   ::setenv("SSH_HOSTS_NETNS", netns.c_str(), 1);
+  ::setenv("SSH_HOSTS_ETC_HOSTS", hosts->etc_hosts().c_str(), 1);  // what each host's /etc/hosts holds
   ::setenv("SSH_HOSTS_VETHS", veths.c_str(), 1);
   return run_and_wait(hosts->client_argv(std::vector<std::string>(argv + 1, argv + argc)));
 }
