@@ -286,7 +286,7 @@ int run_job(const Options& options, const PlannedJob& planned, JobAgents& job_ag
     state.name_ranks_workers();
     driver = std::make_unique<elastic::ElasticDriver>(elastic->driver, elastic->hosts, plan.ranks, state, supervisor,
                                                       server.table(), elastic_starter(options, job, job_agents),
-                                                      elastic->discovery.get());
+                                                      elastic->source);
     supervisor.attach_control(*driver);
     if (elastic->discovery) elastic->discovery->start();
   }
@@ -364,7 +364,8 @@ int Launcher::launch(const Options& given, ReportRecorder& report, const AgentMo
   if (options.elastic()) {  // local and SSH agents only (elastic_start.h)
     std::string error_line;
     int exit_code = 0;
-    std::optional<elastic::ElasticStart> elastic = elastic::prepare_elastic(options, &error_line, &exit_code);
+    std::optional<elastic::ElasticStart> elastic =
+        elastic::prepare_elastic(options, &error_line, &exit_code, mode.host_source());
     if (!elastic) {
       report.failed(exit_code == kExitUsage ? "usage_error" : "preflight_failed", error_line);
       return exit_code;

@@ -29,7 +29,7 @@ std::string host_list(const std::vector<std::string>& hosts) {
 
 ElasticDriver::ElasticDriver(DriverOptions options, std::vector<HostSlots> hosts, const std::vector<RankSlot>& initial,
                              JobState& state, Supervisor& supervisor, rendezvous::KvTable& table, Starter starter,
-                             HostDiscovery* discovery)
+                             HostSource* discovery)
     : options_(options), state_(state), supervisor_(supervisor), table_(table), starter_(std::move(starter)),
       discovery_(discovery), blacklist_(options.cooldown), hangs_(options.hang_timeout), hosts_(std::move(hosts)) {
   hangs_.settled(Clock::now());
@@ -133,7 +133,7 @@ void ElasticDriver::fail_host(const std::string& host, bool blacklisted) {
   const bool active = remove_workers(host);
   supervisor_.stop_host(host);
   const std::string why = blacklisted ? "blacklisted " + blacklist_.describe(host, now) + ": its ranks stop"
-                                      : "host " + host + " is no longer listed by the discovery script";
+                                      : discovery_->gone(host);
   if (active) membership_changed(why, std::nullopt);
   else note_after_cause(why);
 }

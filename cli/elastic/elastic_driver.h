@@ -82,7 +82,7 @@ class ElasticDriver : public ElasticControl {
   // worker id = rank. Publishes generation 0.
   ElasticDriver(DriverOptions options, std::vector<HostSlots> hosts, const std::vector<RankSlot>& initial,
                 JobState& state, Supervisor& supervisor, rendezvous::KvTable& table, Starter starter,
-                HostDiscovery* discovery);
+                HostSource* discovery);
 
   bool absorb_exit(int rank, int raw_status) override;
   bool absorb_host_lost(const std::string& host, const std::string& reason) override;
@@ -128,7 +128,7 @@ class ElasticDriver : public ElasticControl {
   Supervisor& supervisor_;
   rendezvous::KvTable& table_;
   Starter starter_;
-  HostDiscovery* discovery_;
+  HostSource* discovery_;
   Blacklist blacklist_;
   HangDetector hangs_;
   std::uint64_t discovery_version_ = 0;

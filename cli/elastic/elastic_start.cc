@@ -103,12 +103,17 @@ std::optional<Failure> settle_sizes(Options& o, int slots) {
 
 }  // namespace
 
-std::optional<ElasticStart> prepare_elastic(Options& options, std::string* error_line, int* exit_code) {
+std::optional<ElasticStart> prepare_elastic(Options& options, std::string* error_line, int* exit_code,
+                                            HostSource* from_mode) {
   ElasticStart start;
   std::optional<Failure> failure = check_flags(options);
-  if (!failure && !options.discovery_script.empty()) {
+  if (!failure && from_mode) {
+    start.source = from_mode;
+    start.hosts = from_mode->hosts();
+  } else if (!failure && !options.discovery_script.empty()) {
     start.discovery = std::make_unique<HostDiscovery>(options.discovery_script, kDiscoveryInterval,
                                                       std::chrono::seconds(10), std::max(1, options.slots_per_host));
+    start.source = start.discovery.get();
     failure = discover(*start.discovery, options, start.hosts);
     if (!failure) options.hosts = host_option_text(start.hosts);
   } else if (!failure) {

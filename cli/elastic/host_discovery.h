@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli/mode/host_source.h"
 #include "cli/plan/rank_plan.h"
 #include "os/unique_fd.h"
 
@@ -50,11 +51,11 @@ DiscoveryRun run_discovery_script(const std::string& path, std::chrono::millisec
 
 // Polls the script every `interval` in a background thread (the first run
 // is synchronous, in first()). All members are thread-safe.
-class HostDiscovery {
+class HostDiscovery final : public HostSource {
  public:
   HostDiscovery(std::string path, std::chrono::milliseconds interval,
                 std::chrono::milliseconds timeout = std::chrono::seconds(10), int default_slots = 1);
-  ~HostDiscovery();  // stops the thread (a running script is killed) and joins it
+  ~HostDiscovery() override;  // stops the thread (a running script is killed) and joins it
   HostDiscovery(const HostDiscovery&) = delete;
   HostDiscovery& operator=(const HostDiscovery&) = delete;
 
@@ -62,11 +63,14 @@ class HostDiscovery {
   // is the caller's to report, so take_failure() does not repeat it.
   DiscoveryRun first();
   void start();                          // background polling from now on; once
-  std::vector<HostSlots> hosts() const;  // the newest good answer (failures keep the last good one)
-  std::uint64_t version() const;         // +1 each time a good answer differs from the previous one
+  std::vector<HostSlots> hosts() const override;  // the newest good answer (failures keep the last good one)
+  std::uint64_t version() const override;         // +1 each time a good answer differs from the previous one
   // The newest failed poll's error line, once per streak of failures (so
   // the launcher warns once, not every interval); nullopt when none is new.
-  std::optional<std::string> take_failure();
+  std::optional<std::string> take_failure() override;
+  std::string gone(const std::string& host) const override {
+    return "host " + host + " is no longer listed by the discovery script";
+  }
 
  private:
   void poll_loop();

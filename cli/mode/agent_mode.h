@@ -17,6 +17,7 @@
 
 #include "cli/agent/agent_link.h"
 #include "cli/job/supervisor.h"
+#include "cli/mode/host_source.h"
 #include "cli/mode/launch_mode.h"
 #include "cli/mode/planned_job.h"
 #include "cli/plan/rank_plan.h"
@@ -90,6 +91,10 @@ class AgentMode : public LaunchMode {
   // rendezvous' and every handshake's): fresh, unless the hosts work it out
   // themselves from one they share (a per-node launch, cli/node).
   virtual rendezvous::Secret job_secret(const std::string& job_id) const;
+  // An elastic job's hosts when the mode knows them itself (a per-node
+  // launch's nodes, which join and leave); nullptr: -H, --hostfile or the
+  // discovery script.
+  virtual HostSource* host_source() const { return nullptr; }
 };
 
 }  // namespace trainrun::cli

@@ -33,9 +33,12 @@ class NodeAgents final : public JobAgents {
     return links;
   }
 
+  // An elastic job's node that joined after the start.
   std::unique_ptr<AgentLink> link_later(const HostSlots& host, std::string* error) override {
-    *error = "no agent for " + display_name(host) + ": a node joins a per-node launch by starting its own trainrun";
-    return nullptr;
+    UniqueFd socket = server_.agent_for(host.host, kAgentsTimeout, error);
+    if (!socket) return nullptr;
+    const std::string node = "node " + display_name(host) + " (" + host.joined_from + ")";
+    return std::make_unique<NodeAgentLink>(display_name(host), node, std::move(socket), derives_secret_);
   }
 
   EventSource* events() override { return &server_; }
@@ -48,17 +51,6 @@ class NodeAgents final : public JobAgents {
 };
 
 }  // namespace
-
-std::vector<HostSlots> node_hosts(const std::vector<NodeInfo>& nodes) {
-  std::vector<HostSlots> hosts;
-  for (const NodeInfo& node : nodes) {
-    int same = 0;
-    for (const NodeInfo& other : nodes) same += other.host == node.host;
-    const std::string name = node.host.empty() ? "node" + std::to_string(node.rank) : node.host;
-    hosts.push_back({same > 1 ? name + "#" + std::to_string(node.rank) : name, node.nproc, "", node.address});
-  }
-  return hosts;
-}
 
 std::vector<std::string> Node0Mode::agent_choices(const PlannedJob& planned) const {
   std::vector<std::string> lines = planned.remote.choices();

@@ -17,7 +17,9 @@ namespace trainrun::cli::node {
 
 class Node0Mode final : public AgentMode {
  public:
-  Node0Mode(NodeServer& server, SharedSecret secret) : server_(server), secret_(std::move(secret)) {}
+  // `elastic`: --nnodes MIN:MAX, the nodes are the elastic job's hosts.
+  Node0Mode(NodeServer& server, SharedSecret secret, bool elastic)
+      : server_(server), secret_(std::move(secret)), elastic_(elastic) {}
 
   std::string name(const PlannedJob&) const override { return "per-node"; }
   AgentReach reach(const PlannedJob&, std::size_t host) const override {
@@ -28,16 +30,13 @@ class Node0Mode final : public AgentMode {
   std::optional<std::string> announcement() const override { return std::nullopt; }
   AgentStart start(const Options& options, const PlannedJob& planned, ReportRecorder& report) const override;
   rendezvous::Secret job_secret(const std::string& job_id) const override;
+  HostSource* host_source() const override { return elastic_ ? &server_ : nullptr; }
 
  private:
   NodeServer& server_;
   SharedSecret secret_;
+  bool elastic_;
   mutable int runs_ = 0;  // start() is called once per run of the job (--max-restarts)
 };
-
-// The nodes as the plan's hosts, in node order: each named by its host
-// name (with "#RANK" after it where two nodes share one), where it joined
-// from, its ranks as slots.
-std::vector<HostSlots> node_hosts(const std::vector<NodeInfo>& nodes);
 
 }  // namespace trainrun::cli::node

@@ -28,7 +28,7 @@ constexpr std::chrono::seconds kFirstWaitNote{10}, kWaitNoteEvery{60};
 net::Deadline soon() { return std::chrono::steady_clock::now() + std::chrono::seconds(2); }
 
 std::string who(const NodeInfo& node) {
-  return "node " + std::to_string(node.rank) + " (" + printable(node.host) + ", " + node.address + ")";
+  return "node " + std::to_string(node.rank) + " (" + printable(node.name) + ", " + node.address + ")";
 }
 
 void say(const NodeServer::Note& note, const std::string& line) {
@@ -40,7 +40,16 @@ void say(const NodeServer::Note& note, const std::string& line) {
 
 NodeServer::NodeServer(NodeSettings settings, SharedSecret secret, UniqueFd listener, NodeInfo self, bool verbose)
     : settings_(std::move(settings)), secret_(std::move(secret)), listener_(std::move(listener)),
-      self_(std::move(self)), verbose_(verbose) {}
+      self_(std::move(self)), verbose_(verbose) {
+  self_.name = self_.host;
+}
+
+std::string NodeServer::unique_name(const std::string& host, int rank) const {
+  const std::string name = host.empty() ? "node" + std::to_string(rank) : host;
+  bool taken = self_.name == name;
+  for (const auto& [other, control] : controls_) taken |= control.node.name == name;
+  return taken ? name + "#" + std::to_string(rank) : name;
+}
 
 void NodeServer::add_fds(std::vector<pollfd>& fds) {
   expire_pending();
@@ -176,7 +185,10 @@ void NodeServer::take_join(Pending& pending, const Join& join, const Note& note)
     return;
   }
   const int rank = join.node_rank > 0 ? join.node_rank : free_rank();
-  Control control{{rank, join.host, net::peer_address(fd), join.nproc}, {}, {}, rendezvous::random_hex(16)};
+  Control control{{rank, unique_name(printable(join.host), rank), join.host, net::peer_address(fd), join.nproc},
+                  {},
+                  {},
+                  rendezvous::random_hex(16)};
   const Welcome welcome{rank, settings_.nnodes, control.token};
   std::string why;
   if (!send_frame(fd, FrameType::NodeWelcome, encode_welcome(welcome, secret_, join.nonce), soon(), &why)) return;
@@ -186,6 +198,7 @@ void NodeServer::take_join(Pending& pending, const Join& join, const Note& note)
     say(note, "trainrun: " + who(control.node) + " joined with " + std::to_string(join.nproc) + " rank(s)");
   }
   controls_.emplace(rank, std::move(control));
+  ++version_;
 }
 
 void NodeServer::read_control(Control& control, const Note& note) {
@@ -216,6 +229,7 @@ void NodeServer::drop_control(int rank, const std::string& why, const Note& note
   if (verbose_ || !started_) say(note, "trainrun: " + who(controls_.at(rank).node) + " left: " + why);
   controls_.erase(rank);
   agents_.erase(rank);
+  ++version_;
 }
 
 bool NodeServer::pump(std::chrono::milliseconds wait, int signal_fd, const Note& note) {
@@ -285,6 +299,43 @@ std::vector<NodeInfo> NodeServer::nodes() const {
   std::vector<NodeInfo> all = {self_};
   for (const auto& [rank, control] : controls_) all.push_back(control.node);
   return all;
+}
+
+std::vector<HostSlots> NodeServer::hosts() const {
+  std::vector<HostSlots> hosts;
+  for (const NodeInfo& node : nodes()) hosts.push_back({node.name, node.nproc, "", node.address});
+  return hosts;
+}
+
+std::string NodeServer::gone(const std::string& host) const {
+  return "node " + host + " left the job (its trainrun's connection to node 0 closed)";
+}
+
+UniqueFd NodeServer::agent_for(const std::string& name, std::chrono::milliseconds timeout, std::string* error) {
+  for (auto& [rank, control] : controls_) {
+    if (control.node.name != name) continue;
+    const int node = rank;
+    agents_.erase(node);
+    std::string why;
+    if (!send_frame(control.fd.get(), FrameType::NodeAttempt, std::to_string(run_), soon(), &why)) {
+      *error = "cannot ask " + who(control.node) + " for its agent: " + why;
+      return UniqueFd();
+    }
+    const auto deadline = Clock::now() + timeout;
+    while (!agents_.count(node) && controls_.count(node) && Clock::now() < deadline) {
+      pump(std::chrono::milliseconds(50), -1, {});
+    }
+    auto found = agents_.find(node);
+    if (found == agents_.end()) {
+      *error = "node " + name + " did not start its agent";
+      return UniqueFd();
+    }
+    UniqueFd socket = std::move(found->second);
+    agents_.erase(found);
+    return socket;
+  }
+  *error = "no node " + name + " has joined";
+  return UniqueFd();
 }
 
 NodeServer::Agents NodeServer::agents(int run, std::chrono::milliseconds timeout) {

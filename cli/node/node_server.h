@@ -20,6 +20,7 @@
 
 #include "cli/agent/agent_protocol.h"
 #include "cli/job/supervisor.h"
+#include "cli/mode/host_source.h"
 #include "cli/node/node_protocol.h"
 #include "cli/node/node_settings.h"
 #include "os/unique_fd.h"
@@ -29,12 +30,14 @@ namespace trainrun::cli::node {
 // A node of the job, as node 0 knows it.
 struct NodeInfo {
   int rank = 0;
+  std::string name;     // in the plan and in messages: its host name, with "#RANK" after it where
+                        // another node of the job had that name first (never renamed)
   std::string host;     // the host name it gave
   std::string address;  // where it joined from (node 0: where the nodes reach it)
   int nproc = 1;        // its ranks
 };
 
-class NodeServer final : public EventSource {
+class NodeServer final : public EventSource, public HostSource {
  public:
   using Clock = std::chrono::steady_clock;
   using Note = std::function<void(const std::string&)>;
@@ -53,6 +56,13 @@ class NodeServer final : public EventSource {
   Joined join(int signal_fd);
   // Every node in the job, node 0 first, in node order.
   std::vector<NodeInfo> nodes() const;
+  // HostSource: the nodes as the plan's hosts, in node order, each with
+  // where it joined from and its ranks as slots; an elastic job's nodes
+  // come and go.
+  std::vector<HostSlots> hosts() const override;
+  std::uint64_t version() const override { return version_; }
+  std::optional<std::string> take_failure() override { return std::nullopt; }
+  std::string gone(const std::string& host) const override;
 
   struct Agents {
     std::vector<UniqueFd> sockets;  // one per node of nodes() but node 0, in that order
@@ -61,6 +71,10 @@ class NodeServer final : public EventSource {
   // Asks every node to start its agent for run `run` of the job and waits
   // (at most `timeout`) for their connections.
   Agents agents(int run, std::chrono::milliseconds timeout);
+  // An elastic job's new node: asks the node named `name` for its agent
+  // for this run and waits (at most `timeout`) for it; none, with
+  // `*error`, when the node does not come.
+  UniqueFd agent_for(const std::string& name, std::chrono::milliseconds timeout, std::string* error);
   // The job is over: NodeEnd to every node, then until they have closed
   // their connections (at most `linger`).
   void end(const JobEnd& end, std::chrono::milliseconds linger);
@@ -96,6 +110,7 @@ class NodeServer final : public EventSource {
   // true when `signal_fd` became readable.
   bool pump(std::chrono::milliseconds wait, int signal_fd, const Note& note);
   std::string missing() const;  // "node 2" / "1 node" names for the join error
+  std::string unique_name(const std::string& host, int rank) const;
 
   NodeSettings settings_;
   SharedSecret secret_;
@@ -107,6 +122,7 @@ class NodeServer final : public EventSource {
   std::map<int, UniqueFd> agents_;   // this run's agent connections, by node rank
   int run_ = -1;
   bool started_ = false;  // past join(): a late node is refused unless elastic
+  std::uint64_t version_ = 0;  // +1 at each join and leave
 };
 
 }  // namespace trainrun::cli::node

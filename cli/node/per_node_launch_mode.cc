@@ -112,12 +112,18 @@ std::optional<OwnJob> own_job(const Options& options, int nproc, const SharedSec
   return OwnJob{options.command, job_directory(options), planned.plan->forwarded, secret};
 }
 
-// Node 0 once the nodes have joined: the options of the job on them.
-Options on_nodes(const Options& options, const std::vector<NodeInfo>& nodes) {
+// Node 0 once the nodes have joined: the options of the job on them; with
+// --nnodes MIN:MAX an elastic job of MIN to MAX nodes' ranks (node 0's
+// count each).
+Options on_nodes(const Options& options, const NodeSettings& s, const NodeServer& server, int nproc) {
   Options o = options;
-  o.joined_hosts = node_hosts(nodes);
+  o.joined_hosts = server.hosts();
   o.np = 0;
-  for (const NodeInfo& node : nodes) o.np += node.nproc;
+  for (const HostSlots& node : o.joined_hosts) o.np += node.slots;
+  if (s.elastic) {
+    o.min_np = s.nnodes * nproc;
+    o.max_np = s.max_nnodes * nproc;
+  }
   o.nproc_per_node = o.nnodes = o.max_nnodes = o.npernode = 0;
   o.node = {};
   return o;
@@ -134,7 +140,7 @@ int serve(const NodeSettings& s, const Options& options, ReportRecorder& report,
     std::cerr << "trainrun: per-node launch (" << s.source << "): node 0 of " << s.nnodes << ", serving the nodes at "
               << listening.where << "\n";
   }
-  NodeServer server(s, secret, std::move(listening.fd), {0, this_host_name(), "", nproc}, options.verbose);
+  NodeServer server(s, secret, std::move(listening.fd), {0, this_host_name(), this_host_name(), "", nproc}, options.verbose);
   NodeServer::Joined joined;
   {
     const sigset_t set = stop_signals();
@@ -151,10 +157,10 @@ int serve(const NodeSettings& s, const Options& options, ReportRecorder& report,
     server.end({status, report.outcome(), line}, kEndLinger);
     return status;
   }
-  Node0Mode mode(server, secret);
+  Node0Mode mode(server, secret, s.elastic);
   int status = kExitLaunch;
   try {
-    status = launcher.launch(on_nodes(options, server.nodes()), report, mode);
+    status = launcher.launch(on_nodes(options, s, server, nproc), report, mode);
   } catch (const Error& e) {
     server.end({kExitLaunch, "launch_failed", std::string("trainrun: error: ") + e.what()}, kEndLinger);
     throw;

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <memory>
 
+#include "tests/integration/elastic_steps.h"
 #include "tests/integration/report_check.h"
 #include "tests/integration/ssh_hosts.h"
 #include "tests/integration/ssh_test_main.h"
@@ -304,6 +305,56 @@ TEST_CASE("a stranger at node 0's port (HTTP, random bytes, silence) never harms
   INFO(info(r));
   for (const ProcessResult& node : r) CHECK(node.exit_code == 0);
   CHECK(count(r[0].out, ": sum=15\n") == 6);
+  CHECK(nothing_left_anywhere(job.tag));
+}
+
+namespace {
+
+// An elastic job of 2 to 3 nodes: node `rank`'s trainrun, the workers
+// stepping for a while (tests/integration/elastic_program.cc).
+std::vector<std::string> elastic_node(int rank) {
+  std::vector<std::string> args =
+      per_node(rank, {program_path("ELASTIC_PROGRAM"), "--steps", "50", "--mb", "1", "--sleep-ms", "100"});
+  args[1] = "2:3";  // --nnodes MIN:MAX
+  args.insert(args.begin(), {"--rdzv-conf", "last_call_timeout=1"});
+  return args;
+}
+
+}  // namespace
+
+TEST_CASE("elastic --nnodes 2:3: a node that comes late joins, and the world grows from 4 to 6 ranks") {
+  Nodes job;
+  job.start(1, elastic_node(0));
+  job.start(2, elastic_node(1));
+  REQUIRE(job.nodes[0]->wait_for_output("] step 3 size 4", seconds(120)));
+  job.start(3, elastic_node(2));
+  const std::vector<ProcessResult> r = job.wait_all();
+  INFO(info(r));
+  for (const ProcessResult& node : r) CHECK(node.exit_code == 0);
+  CHECK(contains(r[0].err, "trainrun: elastic: starting 2 worker(s) on h3"));
+  const std::vector<ElasticStep> steps = elastic_steps(r[0].out);
+  REQUIRE(!steps.empty());
+  CHECK(steps.front().size == 4);
+  CHECK(steps.back().size == 6);
+  CHECK(count(r[0].out, "done at step 50 size 6") == 6);
+  CHECK_FALSE(contains(r[0].out, "wrong result"));
+  CHECK(nothing_left_anywhere(job.tag));
+}
+
+TEST_CASE("elastic --nnodes 2:3: a node's trainrun killed, the others go on without it") {
+  Nodes job;
+  for (int node = 0; node < kNodes; ++node) job.start(node + 1, elastic_node(node));
+  REQUIRE(job.nodes[0]->wait_for_output("] step 3 size 6", seconds(120)));
+  job.nodes[2]->signal(SIGKILL);
+  const std::vector<ProcessResult> r = job.wait_all();
+  INFO(info(r));
+  CHECK(r[0].exit_code == 0);
+  CHECK(r[1].exit_code == 0);
+  CHECK(contains(r[0].err, "h3"));
+  const std::vector<ElasticStep> steps = elastic_steps(r[0].out);
+  REQUIRE(!steps.empty());
+  CHECK(steps.back().size == 4);
+  CHECK(count(r[0].out, "done at step 50 size 4") == 4);
   CHECK(nothing_left_anywhere(job.tag));
 }
 
