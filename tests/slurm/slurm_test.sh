@@ -19,9 +19,9 @@
 #                       trainrun's summary, nothing is left
 #   two-nodes-trainrun  two nodes h1, h2 (network namespaces, a slurmd each):
 #                       salloc -N 2 trainrun runs ranks on both; conformance on tcp
-#   two-nodes-per-node  an sbatch script runs srun --ntasks-per-node=1 trainrun
-#                       --nnodes 2 --rdzv-endpoint ... on h1 and h2: one job, its
-#                       output and summary once; a failing rank's code is sbatch's
+#   two-nodes-per-node  examples/per_node/per_node.sbatch (srun --ntasks-per-node=1
+#                       trainrun --nnodes 2 --rdzv-endpoint ...) on h1 and h2: one
+#                       job, its output and summary once; a failing rank's code is sbatch's
 #   two-nodes-pmix      srun --mpi=pmix -N 2 across them: conformance on mpi
 #   no-pmi              plain srun -n 2 without PMI: one line per task, no Open MPI banner
 # Exits 77 (skip) with the reason when Slurm is not installed or not root.
@@ -204,21 +204,19 @@ case $case_name in
     [[ $status == 0 ]] || { echo "$out" | tail -20; fail "exit status $status"; }
     ;;
   two-nodes-per-node)
-    # One trainrun per node, as torchrun users' sbatch scripts start torchrun:
-    # srun --ntasks-per-node=1, node 0 the first node (its address: node
-    # names do not resolve here, a cluster's would).
-    printf '%s\n' '#!/bin/bash' \
-      'head=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)' \
-      'addr=$(scontrol show node "$head" | grep -o "NodeAddr=[^ ]*" | cut -d= -f2)' \
-      "exec srun --ntasks-per-node=1 $(printf %q "$trainrun") --nnodes \"\$SLURM_NNODES\" --nproc-per-node 2 \\" \
-      '  --rdzv-backend c10d --rdzv-endpoint "$addr:29400" --rdzv-id "$SLURM_JOB_ID" "$@"' > job.sh
-    run sbatch --time=4 --wait -N 2 --ntasks-per-node=1 -o job.out job.sh "$rank_program" init topology
+    # One trainrun per node from the sbatch script users copy
+    # (examples/per_node/per_node.sbatch: srun --ntasks-per-node=1 trainrun
+    # --nnodes ... --rdzv-endpoint NODE0:29400), trainrun on PATH.
+    script=$(dirname "$0")/../../examples/per_node/per_node.sbatch
+    export PATH=$(dirname "$trainrun"):$PATH NPROC_PER_NODE=2
+    run sbatch --wait -o job.out "$script" "$rank_program" init topology
     out=$(cat job.out)
     echo "$out"
     [[ $status == 0 ]] || fail "sbatch --wait: exit status $status"
     [[ $(grep -c "backend=tcp size=4" <<<"$out") == 4 ]] || fail "not 4 ranks of one job"
     grep -q "rank 3: .* cross=1/2" <<<"$out" || fail "rank 3 is not on the second node"
-    run sbatch --time=4 --wait -N 2 --ntasks-per-node=1 -o job.out job.sh "$rank_program" init exit:3:3 sleep:200
+    ! grep -q "no shared secret" <<<"$out" || fail "the script's secret was not used"
+    run sbatch --wait -o job.out "$script" "$rank_program" init exit:3:3 sleep:200
     [[ $status == 3 ]] || { cat job.out; fail "a rank's exit 3: sbatch --wait says $status"; }
     grep -q "trainrun: job failed: rank 3 (host h2, pid [0-9]*) exited with code 3" job.out ||
       { cat job.out; fail "no summary naming rank 3 on h2"; }
