@@ -27,6 +27,8 @@ constexpr const char* kDescription =
     "  trainrun -np 8 -H localhost:8 ./train\n"
     "  trainrun --launcher mpirun -np 4 ./train\n"
     "  salloc -N 2 -n 8 trainrun ./train        inside Slurm: srun starts the agents\n"
+    "  trainrun --nnodes 2 --node-rank 0 --master-addr h1 --nproc-per-node 4 ./train\n"
+    "                                           one trainrun per node, as torchrun\n"
     "  trainrun doctor -H h1,h2 [./train]      check hosts without starting ranks\n"
     "Options come before the program; everything from the program name on is\n"
     "passed to the program untouched. man trainrun has every option and exit code.\n";

@@ -138,7 +138,7 @@ def excerpt_problems(root, block):
         if not os.path.isfile(path):
             problems.append(f'{block.where()}: excerpt of {rel}, which does not exist')
             continue
-        comment = '#' if rel.endswith('.py') else '//'
+        comment = '#' if rel.endswith(('.py', '.sh', '.sbatch', '.yaml', '.yml')) else '//'
         with open(path) as f:
             source = code_lines(f.read(), comment)
         at = 0
