@@ -70,7 +70,8 @@ SrunDecision decide_srun_mode(const Options& o, const SlurmGetEnv& getenv, const
   if (!srun_path) return fail("srun not found in PATH, inside " + allocation.description() + local_hint);
   StepRequests steps = step_requests(allocation, getenv);
   if (!steps.error.empty()) return fail(steps.error + local_hint);
-  decision.mode = SrunMode{allocation, *srun_path, trainrun_path, !asked, std::move(steps.nodes)};
+  decision.mode =
+      SrunMode{allocation, *srun_path, trainrun_path, !asked, std::move(steps.nodes), std::move(steps.rank_env)};
   return decision;
 }
 

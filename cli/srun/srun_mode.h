@@ -22,10 +22,11 @@ namespace trainrun::cli {
 
 struct SrunMode {
   SlurmAllocation allocation;
-  std::string srun;                // srun's path
-  std::string trainrun;            // what each step runs as `trainrun agent`
-  bool automatic = false;          // chosen because we run inside an allocation
-  std::vector<StepRequest> steps;  // what each node's step asks for, parallel to allocation.nodes
+  std::string srun;                   // srun's path
+  std::string trainrun;               // what each step runs as `trainrun agent`
+  bool automatic = false;             // chosen because we run inside an allocation
+  std::vector<StepRequest> steps;     // what each node's step asks for, parallel to allocation.nodes
+  std::vector<std::string> rank_env;  // NAME=VALUE every rank gets (StepRequests::rank_env)
 
   // The step that runs the agent of `host` (one of allocation.nodes).
   std::vector<std::string> agent_command(const std::string& host) const;

@@ -1,5 +1,6 @@
 #include "cli/srun/step_request.h"
 
+#include <algorithm>
 #include <charconv>
 #include <string_view>
 
@@ -172,13 +173,12 @@ std::string gres_option(const NodeGres& gres) {
 StepRequests step_requests(const SlurmAllocation& allocation, const SlurmGetEnv& getenv) {
   StepRequests result;
   long long per_task = 1;
-  if (allocation.cpus.empty()) {
-    const char* v = getenv("SLURM_CPUS_PER_TASK");
-    if (v && (!count_of(v, per_task) || per_task < 1)) {
-      result.error = std::string("SLURM_CPUS_PER_TASK=") + quoted(v) + " is not a number of CPUs";
-      return result;
-    }
+  const char* per_task_text = getenv("SLURM_CPUS_PER_TASK");
+  if (per_task_text && (!count_of(per_task_text, per_task) || per_task < 1)) {
+    result.error = std::string("SLURM_CPUS_PER_TASK=") + quoted(per_task_text) + " is not a number of CPUs";
+    return result;
   }
+  result.rank_env.push_back("SLURM_CPUS_PER_TASK=" + std::to_string(per_task));
   const auto nodes = static_cast<long long>(allocation.nodes.size());
   for (std::size_t i = 0; i < allocation.nodes.size(); ++i) {
     const long long slots = allocation.nodes[i].slots;
@@ -193,8 +193,15 @@ StepRequests step_requests(const SlurmAllocation& allocation, const SlurmGetEnv&
     }
     const std::string option = gres_option(gres);
     if (!option.empty()) step.options.push_back(option);
+    if (getenv("SRUN_CPUS_PER_TASK")) step.unset.emplace_back("SRUN_CPUS_PER_TASK");
     for (const char* name : kGpuOptionVariables) {
       if (!option.empty() && getenv(name)) step.unset.emplace_back(name);
+    }
+    for (const std::string& name : step.unset) {
+      const std::string entry = name + "=" + getenv(name.c_str());
+      if (std::find(result.rank_env.begin(), result.rank_env.end(), entry) == result.rank_env.end()) {
+        result.rank_env.push_back(entry);
+      }
     }
     result.nodes.push_back(std::move(step));
   }

@@ -20,7 +20,9 @@
 //         need (-np never exceeds the slots), never more than the step may
 //         have. In 22.05 -c implies --exact, so the step holds exactly
 //         these; --overlap (srun_mode.cc) keeps it from waiting for, or
-//         holding back, any other step.
+//         holding back, any other step. SRUN_CPUS_PER_TASK is removed from
+//         srun's environment: -c replaces it, and with both srun warns that
+//         the step "may never run".
 //   GPUs  --gres=gpu[:TYPE]:N, N the node's GPUs of the job, from the
 //         first variable set of: SLURM_GPUS_PER_NODE; SLURM_GPUS_PER_TASK x
 //         the node's slots; SLURM_NTASKS_PER_GPU (the slots over it,
@@ -35,6 +37,10 @@
 //         environment, since this --gres replaces them: --ntasks-per-gpu
 //         from the environment makes Slurm refuse the step, --gpus makes it
 //         ask one node for the whole job's GPUs.
+//   Ranks see the job's values of what the step changes: srun gives its
+//   task SLURM_CPUS_PER_TASK=N (the node's CPUs) and the removed variables
+//   would be missing, so every rank gets the launcher's values instead
+//   (and SLURM_CPUS_PER_TASK=1, Slurm's default, when the job set none).
 #pragma once
 
 #include <string>
@@ -50,8 +56,9 @@ struct StepRequest {
 };
 
 struct StepRequests {
-  std::vector<StepRequest> nodes;  // parallel to allocation.nodes
-  std::string error;               // set: nodes is empty, nothing may start
+  std::vector<StepRequest> nodes;     // parallel to allocation.nodes
+  std::vector<std::string> rank_env;  // NAME=VALUE: the job's values, for every rank
+  std::string error;                  // set: nodes is empty, nothing may start
 };
 
 StepRequests step_requests(const SlurmAllocation& allocation, const SlurmGetEnv& getenv);

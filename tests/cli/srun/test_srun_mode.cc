@@ -70,6 +70,8 @@ TEST_CASE("the agent's step holds its node's GPUs; srun does not read the per-ta
         std::vector<std::string>{"--cpus-per-task=8", "--gres=gpu:2"});
   // A host that joins later (elastic) and is not in the allocation: no request.
   CHECK(d.mode->agent_command("m9")[0] == "/usr/bin/srun");
+  // The ranks still see the job's values.
+  CHECK(d.mode->rank_env == std::vector<std::string>{"SLURM_CPUS_PER_TASK=1", "SLURM_GPUS_PER_TASK=1"});
 }
 
 TEST_CASE("hosts, --local, another launcher or no allocation: the old way") {

@@ -36,19 +36,36 @@ TEST_CASE("CPUs: the node's CPUs of the job, else its slots x CPUs per task") {
   const struct {
     Vars vars;
     Strings n1, n2;
+    Strings unset;
+    Strings rank_env;
   } cases[] = {
       // Slurm's default: one CPU per task.
-      {{}, {"--cpus-per-task=4"}, {"--cpus-per-task=2"}},
-      {{{"SLURM_CPUS_PER_TASK", "8"}}, {"--cpus-per-task=32"}, {"--cpus-per-task=16"}},
+      {{}, {"--cpus-per-task=4"}, {"--cpus-per-task=2"}, {}, {"SLURM_CPUS_PER_TASK=1"}},
+      {{{"SLURM_CPUS_PER_TASK", "8"}}, {"--cpus-per-task=32"}, {"--cpus-per-task=16"}, {}, {"SLURM_CPUS_PER_TASK=8"}},
       // What the job holds wins: whole cores (CR_Core on two threads a
       // core), --overcommit (fewer CPUs than tasks), -c on top.
-      {{{"SLURM_JOB_CPUS_PER_NODE", "8,4"}}, {"--cpus-per-task=8"}, {"--cpus-per-task=4"}},
-      {{{"SLURM_JOB_CPUS_PER_NODE", "1(x2)"}}, {"--cpus-per-task=1"}, {"--cpus-per-task=1"}},
+      {{{"SLURM_JOB_CPUS_PER_NODE", "8,4"}},
+       {"--cpus-per-task=8"},
+       {"--cpus-per-task=4"},
+       {},
+       {"SLURM_CPUS_PER_TASK=1"}},
+      {{{"SLURM_JOB_CPUS_PER_NODE", "1(x2)"}},
+       {"--cpus-per-task=1"},
+       {"--cpus-per-task=1"},
+       {},
+       {"SLURM_CPUS_PER_TASK=1"}},
       {{{"SLURM_JOB_CPUS_PER_NODE", "32,16"}, {"SLURM_CPUS_PER_TASK", "8"}},
        {"--cpus-per-task=32"},
-       {"--cpus-per-task=16"}},
-      // srun's own variables change nothing: the option overrides them.
-      {{{"SRUN_CPUS_PER_TASK", "1"}, {"SLURM_EXACT", "1"}}, {"--cpus-per-task=4"}, {"--cpus-per-task=2"}},
+       {"--cpus-per-task=16"},
+       {},
+       {"SLURM_CPUS_PER_TASK=8"}},
+      // srun's own variables: -c overrides them; SRUN_CPUS_PER_TASK goes
+      // (with it srun warns), and the ranks still see it.
+      {{{"SRUN_CPUS_PER_TASK", "1"}, {"SLURM_EXACT", "1"}},
+       {"--cpus-per-task=4"},
+       {"--cpus-per-task=2"},
+       {"SRUN_CPUS_PER_TASK"},
+       {"SLURM_CPUS_PER_TASK=1", "SRUN_CPUS_PER_TASK=1"}},
   };
   for (const auto& c : cases) {
     CAPTURE(c.n1[0]);
@@ -57,7 +74,8 @@ TEST_CASE("CPUs: the node's CPUs of the job, else its slots x CPUs per task") {
     REQUIRE(r.nodes.size() == 2);
     CHECK(r.nodes[0].options == c.n1);
     CHECK(r.nodes[1].options == c.n2);
-    CHECK(r.nodes[0].unset.empty());
+    CHECK(r.nodes[0].unset == c.unset);
+    CHECK(r.rank_env == c.rank_env);
   }
 }
 
@@ -145,6 +163,10 @@ TEST_CASE("GPUs: the node's GPUs of the job, whichever way the allocation asked"
     CHECK(r.nodes[1].options == expect("--cpus-per-task=8", c.n2));
     CHECK(r.nodes[0].unset == c.unset);
     CHECK(r.nodes[1].unset == c.unset);
+    // The ranks see the job's values of what the step changed.
+    Strings rank_env{"SLURM_CPUS_PER_TASK=1"};
+    for (const std::string& name : c.unset) rank_env.push_back(name + "=" + vars.at(name));
+    CHECK(r.rank_env == rank_env);
   }
 }
 
