@@ -2,8 +2,9 @@
 
 namespace trainrun::cli {
 
-// Removes variables from srun's environment, shown on the step's line as
-// they are done. Every system that runs shell scripts has it there.
+// `env -u NAME ... srun`: the agent link gives srun our environment, and
+// this way the step's line shows what srun does not see. Shebang lines
+// rely on this path on every system that runs shell scripts.
 constexpr const char* kEnvProgram = "/usr/bin/env";
 
 std::vector<std::string> SrunMode::agent_command(const std::string& host) const {

@@ -142,7 +142,7 @@ NodeGres node_gres(const SlurmGetEnv& getenv, long long slots, long long nodes) 
       if (g.count % nodes != 0) {
         return bad("SLURM_GPUS", v,
                    "(--gpus) does not say how the job's GPUs are spread over its " + std::to_string(nodes) +
-                       " nodes: ask salloc/sbatch for --gpus-per-node or --gpus-per-task instead");
+                       " nodes: ask salloc/sbatch for --gpus-per-node or --gpus-per-task");
       }
     }
     gres.gpus = counts;

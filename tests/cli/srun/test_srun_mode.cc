@@ -123,7 +123,7 @@ TEST_CASE("clashes are usage errors that say what to do") {
         {"SLURM_TASKS_PER_NODE", "1(x2)"},
         {"SLURM_GPUS", "3"}},
        "SLURM_GPUS='3' (--gpus) does not say how the job's GPUs are spread over its 2 nodes: ask salloc/sbatch "
-       "for --gpus-per-node or --gpus-per-task instead (--launcher local runs every rank on this machine "
+       "for --gpus-per-node or --gpus-per-task (--launcher local runs every rank on this machine "
        "instead)"},
   };
   for (const auto& c : cases) {

@@ -183,7 +183,7 @@ TEST_CASE("a variable trainrun cannot read is one error naming it") {
       {{{"SLURM_GRES", "gpu:a100:x"}}, "SLURM_GRES='gpu:a100:x' is not a list like gpu:2 or gpu:a100:2,nvme:1"},
       {{{"SLURM_GPUS", "3"}},
        "SLURM_GPUS='3' (--gpus) does not say how the job's GPUs are spread over its 2 nodes: ask salloc/sbatch "
-       "for --gpus-per-node or --gpus-per-task instead"},
+       "for --gpus-per-node or --gpus-per-task"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.error);
