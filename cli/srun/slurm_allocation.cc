@@ -155,22 +155,30 @@ SlurmAllocationResult slurm_allocation_from_env(const SlurmGetEnv& getenv) {
     result.error = std::string(list_name) + "=" + quoted(list) + ": " + hosts.error;
     return result;
   }
-  std::vector<int> slots;
-  try {
-    slots = detail::slurm_tasks_per_node(counts, count_name);
-  } catch (const Error& e) {
-    result.error = e.what();
-    return result;
-  }
-  if (slots.size() != hosts.hosts.size()) {
-    result.error = std::string(count_name) + "=" + quoted(counts) + " counts " + std::to_string(slots.size()) +
-                   " node(s) but " + list_name + "=" + quoted(list) + " lists " + std::to_string(hosts.hosts.size());
-    return result;
-  }
+  // One count per node of the list, or the error naming the variable.
+  const std::string list_says = std::string(list_name) + "=" + quoted(list);
+  const auto per_node = [&](const char* name, const char* text, std::vector<int>& out) {
+    try {
+      out = detail::slurm_tasks_per_node(text, name);
+    } catch (const Error& e) {
+      result.error = e.what();
+      return false;
+    }
+    if (out.size() == hosts.hosts.size()) return true;
+    result.error = std::string(name) + "=" + quoted(text) + " counts " + std::to_string(out.size()) + " node(s) but " +
+                   list_says + " lists " + std::to_string(hosts.hosts.size());
+    return false;
+  };
+  std::vector<int> slots, cpus;
+  if (!per_node(count_name, counts, slots)) return result;
+  const char* cpus_text = getenv("SLURM_JOB_CPUS_PER_NODE");
+  if (cpus_text && !per_node("SLURM_JOB_CPUS_PER_NODE", cpus_text, cpus)) return result;
   SlurmAllocation allocation;
   allocation.job_id = job_id;
   for (std::size_t i = 0; i < slots.size(); ++i) {
-    if (slots[i] > 0) allocation.nodes.push_back({hosts.hosts[i], slots[i], ""});
+    if (slots[i] <= 0) continue;
+    allocation.nodes.push_back({hosts.hosts[i], slots[i], ""});
+    if (!cpus.empty()) allocation.cpus.push_back(cpus[i]);
   }
   if (allocation.nodes.empty()) {
     result.error = std::string(count_name) + "=" + quoted(counts) + " gives no node a task";

@@ -1,5 +1,7 @@
 #include "cli/srun/srun_launch_mode.h"
 
+#include <algorithm>
+
 #include "cli/process/self_executable.h"
 #include "cli/plan/host_list.h"
 #include "cli/plan/program_path.h"
@@ -39,6 +41,15 @@ class SrunAgents final : public JobAgents {
 int SrunLaunchMode::run(const Options& options, ReportRecorder& report, AgentLauncher& launcher) const {
   Options on_allocation = options;
   on_allocation.hosts = srun_.allocation.host_option();
+  // The job's values of what the agent's step changes, as if forwarded
+  // with -x; one the user forwards stays the user's.
+  for (const std::string& entry : srun_.rank_env) {
+    const std::string name = entry.substr(0, entry.find('='));
+    const auto same_name = [&name](const std::string& item) { return item.substr(0, item.find('=')) == name; };
+    if (std::none_of(options.env_forward.begin(), options.env_forward.end(), same_name)) {
+      on_allocation.env_forward.push_back(entry);
+    }
+  }
   return launcher.launch(on_allocation, report, *this);
 }
 

@@ -2,14 +2,30 @@
 
 namespace trainrun::cli {
 
+// `env -u NAME ... srun`: the agent link gives srun our environment, and
+// this way the step's line shows what srun does not see. Shebang lines
+// rely on this path on every system that runs shell scripts.
+constexpr const char* kEnvProgram = "/usr/bin/env";
+
 std::vector<std::string> SrunMode::agent_command(const std::string& host) const {
+  const StepRequest* request = nullptr;
+  for (std::size_t i = 0; i < allocation.nodes.size() && i < steps.size(); ++i) {
+    if (allocation.nodes[i].host == host) request = &steps[i];
+  }
+  std::vector<std::string> command;
+  if (request && !request->unset.empty()) {
+    command.push_back(kEnvProgram);
+    for (const std::string& name : request->unset) command.insert(command.end(), {"-u", name});
+  }
+  command.insert(command.end(), {srun, "--nodes=1", "--ntasks=1", "--nodelist=" + host});
+  if (request) command.insert(command.end(), request->options.begin(), request->options.end());
   // --overlap: the agents' steps (and the user's own) never wait for each
   // other's CPUs. --unbuffered: the step's stdout is a raw pseudo-terminal
   // instead of a line-buffered pipe, so frames pass at once and unchanged.
   // --mpi=none: the agent is no MPI task; its ranks get trainrun's world.
-  return {srun,           "--nodes=1",  "--ntasks=1",           "--nodelist=" + host,        "--overlap",
-          "--unbuffered", "--mpi=none", "--kill-on-bad-exit=0", "--job-name=trainrun-agent", "--quiet",
-          trainrun,       "agent"};
+  command.insert(command.end(), {"--overlap", "--unbuffered", "--mpi=none", "--kill-on-bad-exit=0",
+                                 "--job-name=trainrun-agent", "--quiet", trainrun, "agent"});
+  return command;
 }
 
 std::string SrunMode::announcement() const {
@@ -53,7 +69,10 @@ SrunDecision decide_srun_mode(const Options& o, const SlurmGetEnv& getenv, const
         "or 'trainrun --launcher mpirun'; trainrun's srun agents give tcp (or nccl)");
   }
   if (!srun_path) return fail("srun not found in PATH, inside " + allocation.description() + local_hint);
-  decision.mode = SrunMode{allocation, *srun_path, trainrun_path, !asked};
+  StepRequests steps = step_requests(allocation, getenv);
+  if (!steps.error.empty()) return fail(steps.error + local_hint);
+  decision.mode =
+      SrunMode{allocation, *srun_path, trainrun_path, !asked, std::move(steps.nodes), std::move(steps.rank_env)};
   return decision;
 }
 

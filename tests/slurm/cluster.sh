@@ -5,6 +5,8 @@
 # (SlurmdParameters=config_overrides). slurm_start exits 77 with the reason
 # when the packages are missing or we are not root; an EXIT trap always
 # stops the daemons (and every job's process) and removes the directory.
+# SLURM_TEST_CGROUP=1 confines every step to its cgroup, SLURM_TEST_GPUS=N
+# gives the node N stand-in GPUs (both below).
 # Commands reach this cluster through SLURM_CONF, which slurm_start exports.
 # Finished jobs are recorded in $SLURM_TEST_DIR/log/jobcomp.txt (jobcomp/
 # filetxt: what sacct would show needs slurmdbd and a database).
@@ -66,6 +68,13 @@ slurm_stop() {
       done
       sleep 0.1
     done
+    # The step cgroups slurmd made (SLURM_TEST_CGROUP): their processes are
+    # gone, so the empty directories go too; rmdir leaves any in use.
+    if [[ -n ${SLURM_TEST_CGROUP:-} ]]; then
+      for dir in /sys/fs/cgroup/*/"slurm_$(hostname -s)" /sys/fs/cgroup/*/slurm_h[0-9]*; do
+        [[ -d $dir ]] && find "$dir" -depth -type d -exec rmdir {} + 2>/dev/null
+      done
+    fi
     if [[ -n ${SLURM_TEST_NETNS:-} ]]; then
       for ns in $SLURM_TEST_NETNS; do ip netns del "$ns" 2>/dev/null; done
       ip link del "$slurm_bridge" 2>/dev/null
@@ -96,6 +105,8 @@ slurm_start() {
   munged --force --socket="$d/munge/sock" --key-file="$d/munge/munge.key" --pid-file="$d/munged.pid" \
     --log-file="$d/log/munged.log" --seed-file="$d/munge/seed" ||
     { cat "$d/log/munged.log"; echo "FAIL: munged did not start"; exit 1; }
+  local slurm_proctrack=proctrack/linuxproc slurm_task_plugin=task/none
+  if [[ -n ${SLURM_TEST_CGROUP:-} ]]; then slurm_cgroup_conf; fi
   local ctld_port d_port
   ctld_port=$(slurm_free_port)
   d_port=$(slurm_free_port "$ctld_port")
@@ -117,8 +128,8 @@ JobCompType=jobcomp/filetxt
 JobCompLoc=$d/log/jobcomp.txt
 SlurmctldLogFile=$d/log/ctld.log
 SlurmdLogFile=$d/log/d-%n.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+ProctrackType=${slurm_proctrack}
+TaskPlugin=${slurm_task_plugin}
 SchedulerType=sched/builtin
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
@@ -129,6 +140,12 @@ MinJobAge=600
 SlurmdParameters=config_overrides
 CONF
   local shape="CPUs=$cpus Boards=1 SocketsPerBoard=1 CoresPerSocket=$cpus ThreadsPerCore=1 RealMemory=2000 State=UNKNOWN"
+  if [[ -n ${SLURM_TEST_CGROUP:-} ]]; then
+    shape="$(/usr/sbin/slurmd -C | grep -oE '(CPUs|Boards|SocketsPerBoard|CoresPerSocket|ThreadsPerCore)=[0-9]+' |
+      tr '\n' ' ')RealMemory=2000 State=UNKNOWN"
+    cpus=$(grep -oE 'CPUs=[0-9]+' <<<"$shape" | cut -d= -f2)
+  fi
+  if [[ -n ${SLURM_TEST_GPUS:-} ]]; then slurm_fake_gpus "$SLURM_TEST_GPUS"; shape+=" Gres=gpu:$SLURM_TEST_GPUS"; fi
   if ((nodes == 1)); then
     echo "NodeName=$node $shape" >> "$d/slurm.conf"
   else
@@ -165,6 +182,31 @@ CONF
   done
   [[ $state == "idle " ]] || { echo "FAIL: the nodes are '$state', not idle, after 30 s"; exit 1; }
   echo "slurm: $nodes node(s) '$node' with $cpus CPUs each are idle ($d)"
+}
+
+# SLURM_TEST_CGROUP=1: every step confined as a production cluster does
+# (task/cgroup with ConstrainCores and ConstrainDevices, under cgroup v1), on
+# a node that declares the machine's real CPUs (cpusets need real ones).
+slurm_cgroup_conf() {
+  [[ -d /sys/fs/cgroup/cpuset && -d /sys/fs/cgroup/devices ]] || slurm_skip "no cgroup v1 cpuset and devices controllers"
+  cat > "$d/cgroup.conf" <<CONF
+CgroupPlugin=cgroup/v1
+CgroupMountpoint=/sys/fs/cgroup
+ConstrainCores=yes
+ConstrainDevices=yes
+CONF
+  slurm_proctrack=proctrack/cgroup
+  slurm_task_plugin=task/cgroup,task/affinity
+}
+
+# SLURM_TEST_GPUS=N: the node has N "GPUs" (GresTypes=gpu), character
+# devices with NVIDIA's major number that no driver serves, so that Slurm
+# allocates and confines them and sets CUDA_VISIBLE_DEVICES as on a GPU node.
+slurm_fake_gpus() {
+  mkdir -p "$d/dev"
+  for ((i = 0; i < $1; ++i)); do mknod "$d/dev/nvidia$i" c 195 "$i"; done
+  echo "GresTypes=gpu" >> "$d/slurm.conf"
+  echo "Name=gpu File=$d/dev/nvidia[0-$(($1 - 1))]" > "$d/gres.conf"
 }
 
 # SLURM_TEST_NODES=N (N > 1): hosts h1..hN, each a network namespace on a

@@ -24,13 +24,20 @@
 #                       job, its output and summary once; a failing rank's code is sbatch's
 #   two-nodes-pmix      srun --mpi=pmix -N 2 across them: conformance on mpi
 #   no-pmi              plain srun -n 2 without PMI: one line per task, no Open MPI banner
+#   confined            a node that confines every step to its cgroup (task/cgroup,
+#                       ConstrainCores, ConstrainDevices) with 2 stand-in GPUs:
+#                       tests/slurm/train.sbatch (the script docs/slurm-and-mpi.md
+#                       shows) as 2 tasks with a GPU each: both ranks may use both
+#                       CPUs and both GPUs, where a step asking for nothing gets one
 # Exits 77 (skip) with the reason when Slurm is not installed or not root.
 set -euo pipefail
 case_name=$1 np=${5:-2}
 # Absolute: the tests run in their own directory, and look for leftovers by path.
 trainrun=$(realpath "$2") conformance=$(realpath "$3") rank_program=$(realpath "$4")
 source "$(dirname "$0")/cluster.sh"
+train_sbatch=$(realpath "$(dirname "$0")/train.sbatch")
 [[ $case_name == two-nodes-* ]] && export SLURM_TEST_NODES=2 SLURM_TEST_CPUS=4
+[[ $case_name == confined ]] && export SLURM_TEST_CGROUP=1 SLURM_TEST_GPUS=2
 slurm_start
 work=$SLURM_TEST_DIR/work
 mkdir -p "$work"
@@ -100,7 +107,8 @@ case $case_name in
   launcher-srun)
     run salloc --quiet -n "$np" "$trainrun" --launcher srun --dry-run "$conformance"
     [[ $status == 0 ]] || { echo "$out"; fail "--dry-run: exit status $status"; }
-    grep -q -- "srun --nodes=1 --ntasks=1 --nodelist=$(hostname -s) --overlap .* agent\$" <<<"$out" ||
+    # The step holds the node's CPUs of the job: one per task here.
+    grep -q -- "srun --nodes=1 --ntasks=1 --nodelist=$(hostname -s) --cpus-per-task=$np --overlap .* agent\$" <<<"$out" ||
       { echo "$out"; fail "--dry-run does not show the srun command"; }
     run salloc --quiet -n "$np" "$trainrun" --launcher srun -np "$np" --backend tcp "$conformance"
     expect_passed "$out" "$np" tcp
@@ -236,6 +244,39 @@ case $case_name in
     lines=$(grep -vc "^srun: error: " <<<"$out" || true)
     [[ $lines == 2 ]] || fail "$lines lines from the tasks, not 2"
     ! grep -qi "ompi\|pmi support\|MPI_Init" <<<"$out" || fail "Open MPI printed something"
+    ;;
+  confined)
+    # The job's program says what each rank may use.
+    ln -s "$(dirname "$train_sbatch")/what_a_rank_may_use.sh" train
+    export STAND_IN_GPUS=$SLURM_TEST_DIR/dev
+    # What confinement does to the agent's step when it asks for nothing,
+    # in a job with a GPU per task and for a user who exported
+    # SRUN_CPUS_PER_TASK as srun(1) advises: one CPU and one GPU for the
+    # node's two tasks. Without that squeeze there is nothing to show.
+    run env SRUN_CPUS_PER_TASK=1 salloc --quiet -n 2 --gpus-per-task=1 srun --nodes=1 --ntasks=1 --overlap ./train
+    echo "a step asking for nothing: $out"
+    [[ $status == 0 ]] || fail "the plain step: exit status $status"
+    [[ $out == "a task: CPUs 1 of the job's 2, GPUs 1 (CUDA_VISIBLE_DEVICES=0), may open: nvidia0;"* ]] ||
+      slurm_skip "Slurm's cgroups do not confine a step here (it got: $out)"
+    # The agent's step asks for the node's CPUs and GPUs, on the line
+    # --dry-run shows.
+    run salloc --quiet -n 2 --gpus-per-task=1 "$trainrun" --dry-run ./train
+    grep -q -- "env -u SLURM_GPUS_PER_TASK .*srun --nodes=1 --ntasks=1 --nodelist=$(hostname -s) --cpus-per-task=2 --gres=gpu:2 --overlap .* agent\$" <<<"$out" ||
+      { echo "$out"; fail "--dry-run does not show the step's request"; }
+    # The documented script, as 2 tasks of 1 CPU and 1 GPU on this node.
+    mkdir -p bin && ln -sf "$trainrun" bin/trainrun
+    run env PATH="$work/bin:$PATH" SRUN_CPUS_PER_TASK=1 sbatch --wait --nodes=1 --ntasks-per-node=2 \
+      --cpus-per-task=1 --gpus-per-task=1 --time=4 -o job.out "$train_sbatch"
+    cat job.out
+    [[ $status == 0 ]] || fail "sbatch --wait: exit status $status"
+    # Every rank has both CPUs and both GPUs, and sees the job's CPUs per
+    # task, not its agent's step's; srun said nothing.
+    for rank in 0 1; do
+      grep -q "^\[$rank\] rank $rank: CPUs 2 of the job's 2, GPUs 2 (CUDA_VISIBLE_DEVICES=0,1), may open: nvidia0 nvidia1; SLURM_CPUS_PER_TASK=1\$" job.out ||
+        fail "rank $rank does not have both CPUs and both GPUs of the node"
+    done
+    ! grep -q "^srun: " job.out || fail "srun warned"
+    expect_nothing_left
     ;;
   *) echo "unknown case $case_name"; exit 2 ;;
 esac

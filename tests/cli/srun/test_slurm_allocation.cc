@@ -74,7 +74,7 @@ TEST_CASE("malformed host lists say what is wrong, quoting it") {
   }
 }
 
-TEST_CASE("an allocation: nodes with their task slots") {
+TEST_CASE("an allocation: nodes with their task slots and CPUs") {
   Env env{{{"SLURM_JOB_ID", "12"}, {"SLURM_JOB_NODELIST", "n[1-3],m7"}, {"SLURM_TASKS_PER_NODE", "2(x3),1"}}};
   const SlurmAllocationResult found = slurm_allocation_from_env(env.lookup());
   REQUIRE(found.allocation);
@@ -84,15 +84,21 @@ TEST_CASE("an allocation: nodes with their task slots") {
   CHECK(found.allocation->host_option() == "n1:2,n2:2,n3:2,m7:1");
   CHECK(found.allocation->description() == "Slurm job 12 (n1:2,n2:2,n3:2,m7:1)");
 
+  CHECK(found.allocation->cpus.empty());
+
   // Older names, and CPUs per node when tasks were not asked for.
   Env old{{{"SLURM_JOBID", "7"}, {"SLURM_NODELIST", "vm"}, {"SLURM_JOB_CPUS_PER_NODE", "8"}}};
   const SlurmAllocationResult cpus = slurm_allocation_from_env(old.lookup());
   REQUIRE(cpus.allocation);
   CHECK(cpus.allocation->host_option() == "vm:8");
+  CHECK(cpus.allocation->cpus == std::vector<int>{8});
 
-  // A node with no task gets no rank.
+  // A node with no task gets no rank, and its CPUs go with it.
   env.vars["SLURM_TASKS_PER_NODE"] = "0,3(x2),1";
-  CHECK(slurm_allocation_from_env(env.lookup()).allocation->host_option() == "n2:3,n3:3,m7:1");
+  env.vars["SLURM_JOB_CPUS_PER_NODE"] = "4,6(x2),2";
+  const SlurmAllocationResult sparse = slurm_allocation_from_env(env.lookup());
+  CHECK(sparse.allocation->host_option() == "n2:3,n3:3,m7:1");
+  CHECK(sparse.allocation->cpus == std::vector<int>{6, 6, 2});
 }
 
 TEST_CASE("outside an allocation there is none, and no error") {
@@ -118,6 +124,16 @@ TEST_CASE("a broken allocation is an error naming the variable") {
        "SLURM_TASKS_PER_NODE='2(x3)' counts 3 node(s) but SLURM_JOB_NODELIST='n[1-2]' lists 2"},
       {{{"SLURM_JOB_ID", "3"}, {"SLURM_JOB_NODELIST", "n1"}, {"SLURM_TASKS_PER_NODE", "0"}},
        "SLURM_TASKS_PER_NODE='0' gives no node a task"},
+      {{{"SLURM_JOB_ID", "3"},
+        {"SLURM_JOB_NODELIST", "n[1-2]"},
+        {"SLURM_TASKS_PER_NODE", "2(x2)"},
+        {"SLURM_JOB_CPUS_PER_NODE", "4"}},
+       "SLURM_JOB_CPUS_PER_NODE='4' counts 1 node(s) but SLURM_JOB_NODELIST='n[1-2]' lists 2"},
+      {{{"SLURM_JOB_ID", "3"},
+        {"SLURM_JOB_NODELIST", "n1"},
+        {"SLURM_TASKS_PER_NODE", "2"},
+        {"SLURM_JOB_CPUS_PER_NODE", "four"}},
+       "SLURM_JOB_CPUS_PER_NODE='four' is malformed"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.error);

@@ -44,13 +44,34 @@ TEST_CASE("inside an allocation without hosts, srun starts the agents (announced
         "(--launcher local runs every rank here instead)");
 }
 
-TEST_CASE("the agent's step: one task on one node, raw stdout, no MPI") {
+TEST_CASE("the agent's step: one task on one node with its CPUs, raw stdout, no MPI") {
   const SrunDecision d = decide({"--launcher", "srun"});
   REQUIRE(d.mode);
   CHECK(d.mode->agent_command("n2") ==
-        std::vector<std::string>{"/usr/bin/srun", "--nodes=1", "--ntasks=1", "--nodelist=n2", "--overlap",
+        std::vector<std::string>{"/usr/bin/srun", "--nodes=1", "--ntasks=1", "--nodelist=n2", "--cpus-per-task=2",
+                                 "--overlap", "--unbuffered", "--mpi=none", "--kill-on-bad-exit=0",
+                                 "--job-name=trainrun-agent", "--quiet", "/opt/trainrun", "agent"});
+}
+
+TEST_CASE("the agent's step holds its node's GPUs; srun does not read the per-task ones") {
+  std::map<std::string, std::string> vars = kAllocation;
+  vars["SLURM_JOB_CPUS_PER_NODE"] = "16,8";
+  vars["SLURM_TASKS_PER_NODE"] = "4,2";
+  vars["SLURM_GPUS_PER_TASK"] = "1";
+  const SrunDecision d = decide({}, vars);
+  REQUIRE(d.mode);
+  CHECK(d.mode->agent_command("n1") ==
+        std::vector<std::string>{"/usr/bin/env", "-u", "SLURM_GPUS_PER_TASK", "/usr/bin/srun", "--nodes=1",
+                                 "--ntasks=1", "--nodelist=n1", "--cpus-per-task=16", "--gres=gpu:4", "--overlap",
                                  "--unbuffered", "--mpi=none", "--kill-on-bad-exit=0", "--job-name=trainrun-agent",
                                  "--quiet", "/opt/trainrun", "agent"});
+  const std::vector<std::string> n2 = d.mode->agent_command("n2");
+  CHECK(std::vector<std::string>(n2.begin() + 7, n2.begin() + 9) ==
+        std::vector<std::string>{"--cpus-per-task=8", "--gres=gpu:2"});
+  // A host that joins later (elastic) and is not in the allocation: no request.
+  CHECK(d.mode->agent_command("m9")[0] == "/usr/bin/srun");
+  // The ranks still see the job's values.
+  CHECK(d.mode->rank_env == std::vector<std::string>{"SLURM_CPUS_PER_TASK=1", "SLURM_GPUS_PER_TASK=1"});
 }
 
 TEST_CASE("hosts, --local, another launcher or no allocation: the old way") {
@@ -96,6 +117,14 @@ TEST_CASE("clashes are usage errors that say what to do") {
        {{"SLURM_JOB_ID", "12"}, {"SLURM_JOB_NODELIST", "n[1-"}, {"SLURM_TASKS_PER_NODE", "1"}},
        "SLURM_JOB_NODELIST='n[1-': 'n[1-' has a '[' without ']' (--launcher local runs every rank on this "
        "machine instead)"},
+      {{},
+       {{"SLURM_JOB_ID", "12"},
+        {"SLURM_JOB_NODELIST", "n[1-2]"},
+        {"SLURM_TASKS_PER_NODE", "1(x2)"},
+        {"SLURM_GPUS", "3"}},
+       "SLURM_GPUS='3' (--gpus) does not say how the job's GPUs are spread over its 2 nodes: ask salloc/sbatch "
+       "for --gpus-per-node or --gpus-per-task (--launcher local runs every rank on this machine "
+       "instead)"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.error);
