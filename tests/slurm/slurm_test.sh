@@ -19,14 +19,14 @@
 #                       trainrun's summary, nothing is left
 #   two-nodes-trainrun  two nodes h1, h2 (network namespaces, a slurmd each):
 #                       salloc -N 2 trainrun runs ranks on both; conformance on tcp
-#   two-nodes-per-node  examples/per_node/per_node.sbatch (srun --ntasks-per-node=1
+#   two-nodes-per-node  examples/slurm/per_node.sbatch (srun --ntasks-per-node=1
 #                       trainrun --nnodes 2 --rdzv-endpoint ...) on h1 and h2: one
 #                       job, its output and summary once; a failing rank's code is sbatch's
 #   two-nodes-pmix      srun --mpi=pmix -N 2 across them: conformance on mpi
 #   no-pmi              plain srun -n 2 without PMI: one line per task, no Open MPI banner
 #   confined            a node that confines every step to its cgroup (task/cgroup,
 #                       ConstrainCores, ConstrainDevices) with 2 stand-in GPUs:
-#                       tests/slurm/train.sbatch (the script docs/slurm-and-mpi.md
+#                       examples/slurm/train.sbatch (the script docs/slurm-and-mpi.md
 #                       shows) as 2 tasks with a GPU each: both ranks may use both
 #                       CPUs and both GPUs, where a step asking for nothing gets one
 # Exits 77 (skip) with the reason when Slurm is not installed or not root.
@@ -35,7 +35,9 @@ case_name=$1 np=${5:-2}
 # Absolute: the tests run in their own directory, and look for leftovers by path.
 trainrun=$(realpath "$2") conformance=$(realpath "$3") rank_program=$(realpath "$4")
 source "$(dirname "$0")/cluster.sh"
-train_sbatch=$(realpath "$(dirname "$0")/train.sbatch")
+# This folder, and the batch scripts users copy (examples/slurm).
+here=$(realpath "$(dirname "$0")") examples=$(realpath "$(dirname "$0")/../../examples/slurm")
+train_sbatch=$examples/train.sbatch
 [[ $case_name == two-nodes-* ]] && export SLURM_TEST_NODES=2 SLURM_TEST_CPUS=4
 [[ $case_name == confined ]] && export SLURM_TEST_CGROUP=1 SLURM_TEST_GPUS=2
 slurm_start
@@ -213,9 +215,9 @@ case $case_name in
     ;;
   two-nodes-per-node)
     # One trainrun per node from the sbatch script users copy
-    # (examples/per_node/per_node.sbatch: srun --ntasks-per-node=1 trainrun
+    # (examples/slurm/per_node.sbatch: srun --ntasks-per-node=1 trainrun
     # --nnodes ... --rdzv-endpoint NODE0:29400), trainrun on PATH.
-    script=$(dirname "$0")/../../examples/per_node/per_node.sbatch
+    script=$examples/per_node.sbatch
     export PATH=$(dirname "$trainrun"):$PATH NPROC_PER_NODE=2
     run sbatch --wait -o job.out "$script" "$rank_program" init topology
     out=$(cat job.out)
@@ -247,7 +249,7 @@ case $case_name in
     ;;
   confined)
     # The job's program says what each rank may use.
-    ln -s "$(dirname "$train_sbatch")/what_a_rank_may_use.sh" train
+    ln -s "$here/what_a_rank_may_use.sh" train
     export STAND_IN_GPUS=$SLURM_TEST_DIR/dev
     # What confinement does to the agent's step when it asks for nothing,
     # in a job with a GPU per task and for a user who exported
