@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backends/device_fusion.h"
+#include "backends/host_memory.h"
 #include "contract/world.h"
 #include "trainrun/error.h"
 #include "trainrun/types.h"
@@ -74,6 +75,10 @@ class Backend {
   // The engine's fusion of CUDA buffers; null where this backend takes
   // host memory only (then the engine reduces CUDA tensors one by one).
   virtual DeviceFusion* device_fusion() { return nullptr; }
+  // Host memory this backend's collectives read and write in place
+  // (backends/host_memory.h: the shared-memory transport's heap); null
+  // where every buffer is copied alike.
+  virtual HostMemory* host_memory() { return nullptr; }
 
   // A backend over `ranks` of this one (positions in this backend's world,
   // ascending, this rank among them or not), for a process set. Collective

@@ -1,8 +1,14 @@
 #include "backends/reduction.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include <trainrun/half.h>
 
@@ -203,6 +209,50 @@ void fill_identity(void* buf, std::size_t n, DataType type, ReduceOp op) {
     case DataType::Float32: return fill_plain(buf, n, identity_of<float>(op));
     case DataType::Float64: return fill_plain(buf, n, identity_of<double>(op));
   }
+}
+
+#if defined(__SSE2__)
+namespace {
+
+// 64 bytes (a cache line) a step, four 16-byte moves; Store is
+// _mm_storeu_si128, or _mm_stream_si128 (`out` 16-byte aligned).
+template <void (*Store)(__m128i*, __m128i)>
+std::size_t copy_lines(char* out, const char* in, std::size_t bytes) {
+  std::size_t done = 0;
+  for (; done + 64 <= bytes; done += 64) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + done));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + done + 16));
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + done + 32));
+    const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + done + 48));
+    Store(reinterpret_cast<__m128i*>(out + done), a);
+    Store(reinterpret_cast<__m128i*>(out + done + 16), b);
+    Store(reinterpret_cast<__m128i*>(out + done + 32), c);
+    Store(reinterpret_cast<__m128i*>(out + done + 48), d);
+  }
+  return done;
+}
+
+}  // namespace
+#endif
+
+void copy_bytes(void* to, const void* from, std::size_t bytes, bool streaming) {
+  char* out = static_cast<char*>(to);
+  const char* in = static_cast<const char*>(from);
+#if defined(__SSE2__)
+  std::size_t done = 0;
+  if (streaming) {
+    done = std::min(bytes, (16 - reinterpret_cast<std::uintptr_t>(out) % 16) % 16);
+    std::memcpy(out, in, done);
+    done += copy_lines<_mm_stream_si128>(out + done, in + done, bytes - done);
+    _mm_sfence();  // the streaming stores are visible before whatever follows
+  } else {
+    done = copy_lines<_mm_storeu_si128>(out, in, bytes);
+  }
+  if (done < bytes) std::memcpy(out + done, in + done, bytes - done);  // under 64 bytes: no REP MOVSB either
+#else
+  (void)streaming;
+  std::memcpy(out, in, bytes);
+#endif
 }
 
 }  // namespace trainrun::detail

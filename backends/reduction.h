@@ -14,6 +14,16 @@ namespace trainrun::detail {
 using ReduceFn = void (*)(void* out, const void* a, const void* b, std::size_t n);
 ReduceFn reduce_function(DataType type, ReduceOp op);
 
+// memcpy's contract (no overlap) with vector moves only. glibc's memcpy
+// copies with REP MOVSB from 2 KiB up to its non-temporal threshold, which
+// ran 3-7x slower than vector moves on this project's AMD EPYC machines for
+// copies into and out of memory another rank's CPU just touched (the
+// shared-memory transport's slots): a 256 KiB allreduce of 2 ranks took
+// 235 us against 33 us (tests/bench/shm_model_bench.py). `streaming`:
+// non-temporal stores, for destinations larger than the caches (no read of
+// each line before it is written; the lines are not cached).
+void copy_bytes(void* to, const void* from, std::size_t bytes, bool streaming = false);
+
 // The divide step of Average: buf[i] /= divisor (integers truncate toward zero).
 void divide_in_place(void* buf, std::size_t n, DataType type, int divisor);
 

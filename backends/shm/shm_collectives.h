@@ -11,6 +11,12 @@
 // order (rank 0's value first), so each element is computed once, by one
 // rank, identically on every rank. Messages up to kSmallBytes take one
 // round: every rank reduces the whole vector itself, in the same order.
+// An allreduce of at least kInHeapMinBytes whose buffers every rank took
+// from its heap (backends/shm/shm_heap.h: the peers map each other's) runs
+// in place instead: each rank reduces its block straight out of every
+// rank's send buffer into its own recv, then copies the other blocks from
+// the ranks that reduced them; half the bytes move of the copy path's
+// (docs/design.md §5.3). The ranks agree in that call's first round.
 // Ranks here are indices in the group (0..ranks-1). The first round of
 // each collective carries the calling core call's descriptor: a rank in
 // another call, or with another dtype, count, reduce op or root, makes it
@@ -24,6 +30,7 @@
 
 #include "backends/blocks.h"
 #include "backends/reduction.h"
+#include "backends/shm/shm_heap.h"
 #include "backends/shm/shm_layout.h"
 #include "backends/shm/shm_rounds.h"
 #include "backends/shm/shm_segment.h"
@@ -34,11 +41,15 @@ namespace trainrun::detail {
 class ShmCollectives {
  public:
   static constexpr std::size_t kSmallBytes = 32 * 1024;
+  static constexpr std::size_t kInHeapMinBytes = 1024 * 1024;
 
   ShmCollectives(ShmSegment segment, int index, int ranks, ShmRounds::Options options);
 
   int index() const { return index_; }
   int ranks() const { return ranks_; }
+  // The host's heaps (share()d by every rank alike); none: every collective copies.
+  void set_heaps(std::unique_ptr<ShmHeaps> heaps) { heaps_ = std::move(heaps); }
+  ShmHeaps* heaps() const { return heaps_.get(); }
 
   // send may equal recv (in place).
   void allreduce(const void* send, void* recv, std::size_t count, std::size_t element, ReduceFn reduce);
@@ -71,6 +82,9 @@ class ShmCollectives {
   void round(std::uint64_t value = 0) { rounds_.sync(value, std::exchange(call_, CallDescriptor{})); }
   char* slot(int parity, int r) const { return segment_.base() + layout_.slot_offset(parity, r); }
   void allreduce_small(const void* send, void* recv, std::size_t bytes, std::size_t element, ReduceFn reduce);
+  // The in-place allreduce when every rank's buffers lie in its heap (the
+  // round that says so is the call's first); false: the copy path runs.
+  bool allreduce_in_heaps(const void* send, void* recv, std::size_t bytes, std::size_t element, ReduceFn reduce);
   // Bytes of one peer's sub-slot when a slot is split among the ranks.
   std::size_t piece_bytes() const;
   // Copies piece `round` of the block for every peer b (blocks at
@@ -83,7 +97,9 @@ class ShmCollectives {
   const int index_;
   const int ranks_;
   ShmRounds rounds_;
-  CallDescriptor call_;  // set as a collective starts, sent with its first round
+  CallDescriptor call_;              // set as a collective starts, sent with its first round
+  const std::size_t streaming_min_;  // outputs from this size bypass the caches
+  std::unique_ptr<ShmHeaps> heaps_;
 };
 
 }  // namespace trainrun::detail

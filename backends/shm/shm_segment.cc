@@ -22,10 +22,11 @@ namespace {
   throw Error(Error::Code::Io, "shared memory: " + what + ": " + net::errno_text(err));
 }
 
-// MAP_POPULATE: every page is faulted in now, at start-up, rather than
-// inside the first collectives.
-char* map_shared(int fd, std::size_t bytes) {
-  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+// MAP_POPULATE (Pages::kNow): every page is faulted in now, at start-up,
+// rather than inside the first collectives.
+char* map_shared(int fd, std::size_t bytes, ShmSegment::Pages pages) {
+  const int populate = pages == ShmSegment::Pages::kNow ? MAP_POPULATE : MAP_NORESERVE;
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | populate, fd, 0);
   if (p == MAP_FAILED) fail("cannot map " + std::to_string(bytes) + " bytes", errno);
   return static_cast<char*>(p);
 }
@@ -46,13 +47,13 @@ ShmSegment::~ShmSegment() {
   if (base_) ::munmap(base_, size_);
 }
 
-ShmSegment ShmSegment::create(std::size_t bytes) {
+ShmSegment ShmSegment::create(std::size_t bytes, Pages pages, const char* name) {
   ShmSegment s;
-  s.fd_.reset(::memfd_create("trainrun-shm", MFD_CLOEXEC));
+  s.fd_.reset(::memfd_create(name, MFD_CLOEXEC));
   if (!s.fd_) fail("memfd_create", errno);
   if (::ftruncate(s.fd_.get(), static_cast<off_t>(bytes)) != 0) fail("cannot size the segment", errno);
   s.size_ = bytes;
-  s.base_ = map_shared(s.fd_.get(), bytes);
+  s.base_ = map_shared(s.fd_.get(), bytes, pages);
   const std::string cookie = rendezvous::random_hex(kCookieBytes / 2);
   std::memcpy(s.base_, cookie.data(), kCookieBytes);
   return s;
@@ -63,7 +64,7 @@ std::string ShmSegment::published() const {
          std::string(base_, kCookieBytes);
 }
 
-ShmSegment ShmSegment::attach(const std::string& published) {
+ShmSegment ShmSegment::attach(const std::string& published, Pages pages) {
   std::istringstream in(published);
   long pid = 0, fd = -1;
   std::size_t bytes = 0;
@@ -80,7 +81,7 @@ ShmSegment ShmSegment::attach(const std::string& published) {
     throw Error(Error::Code::Io, "shared memory: the segment of pid " + std::to_string(pid) + " has the wrong size");
   }
   s.size_ = bytes;
-  s.base_ = map_shared(s.fd_.get(), bytes);
+  s.base_ = map_shared(s.fd_.get(), bytes, pages);
   if (!rendezvous::constant_time_equal(std::string(s.base_, kCookieBytes), cookie)) {
     throw Error(Error::Code::Io, "shared memory: the segment of pid " + std::to_string(pid) + " is not this job's");
   }

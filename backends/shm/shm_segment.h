@@ -27,12 +27,17 @@ class ShmSegment {
   ShmSegment& operator=(const ShmSegment&) = delete;
   ~ShmSegment();
 
+  // When the pages come: all at the start (a segment every collective
+  // uses), or on first touch (a heap reserved far larger than it is used).
+  enum class Pages { kNow, kOnTouch };
+
   // Creates and maps `bytes` of zeroed shared memory with a fresh cookie in
-  // its first kCookieBytes. Throws Error(Io) saying why.
-  static ShmSegment create(std::size_t bytes);
+  // its first kCookieBytes; `name` shows in /proc/PID/maps as
+  // "memfd:NAME". Throws Error(Io) saying why.
+  static ShmSegment create(std::size_t bytes, Pages pages = Pages::kNow, const char* name = "trainrun-shm");
   // Maps the segment `published` (what the creator's published() said).
   // Throws Error(Io) saying why (creator gone, not ours, wrong cookie).
-  static ShmSegment attach(const std::string& published);
+  static ShmSegment attach(const std::string& published, Pages pages = Pages::kNow);
 
   // "PID FD SIZE COOKIEHEX": what peers need to attach. Creator only.
   std::string published() const;

@@ -82,6 +82,27 @@ std::unique_ptr<ShmCollectives> shm_collectives(TcpTransports& t, ShmAttachment&
                                           static_cast<int>(attached.ranks.size()), std::move(options));
 }
 
+// The job's communicator on one host: every rank's heap (buffers the
+// allreduce reads in place), when every rank could make and map them all;
+// otherwise the collectives copy, as before, after one line that says why
+// (--verbose-worthy, but a missing heap costs speed, not correctness).
+void share_heaps(ShmCollectives& shm, TcpTransports& t, const BackendContext& context, const std::string& scope) {
+  const World& world = context.world;
+  std::string why;
+  std::unique_ptr<ShmHeaps> heaps =
+      ShmHeaps::share(*context.store, scope, shm.index(), shm.ranks(), world.start_timeout, why);
+  std::int32_t everywhere = heaps != nullptr;
+  std::vector<char> scratch;
+  direct_allreduce(*t.mesh, &everywhere, 1, sizeof everywhere, reduce_function(DataType::Int32, ReduceOp::Min),
+                   scratch);
+  if (!heaps || !everywhere) {
+    if (!why.empty()) std::fprintf(stderr, "trainrun: rank %d: no shared heap (%s)\n", world.rank, why.c_str());
+    return;
+  }
+  heaps->close_descriptor();  // every peer has mapped it by now
+  shm.set_heaps(std::move(heaps));
+}
+
 // On one host every collective uses shared memory; across hosts that all
 // run the same number of ranks, allreduces go two-level from the size the
 // cost model (or TRAINRUN_SWITCH_POINTS) says (two_level_allreduce.h),
@@ -112,6 +133,7 @@ void join_shared_memory(TcpTransports& t, const BackendContext& context, const s
   const int local = static_cast<int>(attached->ranks.size());
   if (local == world.size) {
     t.shm = shm_collectives(t, *attached, world);
+    if (context.set.empty()) share_heaps(*t.shm, t, context, scope);
     return;
   }
   std::string error;

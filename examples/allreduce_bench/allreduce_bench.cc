@@ -20,6 +20,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -92,6 +94,17 @@ int main(int argc, char** argv) {
       cuda_memory::copy(send, host_send.data(), host_send.size());
       cuda_memory::copy(recv, host_recv.data(), host_recv.size());
     }
+    // --device allocated: the library's host memory, which the host's ranks
+    // map (an allreduce from 1 MiB reads it in place).
+    const auto give_back = [&comm](void* p) { comm.free_memory(p); };
+    std::unique_ptr<void, std::function<void(void*)>> allocated_send(nullptr, give_back),
+        allocated_recv(nullptr, give_back);
+    if (config.device == "allocated") {
+      allocated_send.reset(send = comm.allocate_memory(host_send.size()));
+      allocated_recv.reset(recv = comm.allocate_memory(host_recv.size()));
+      std::memcpy(send, host_send.data(), host_send.size());
+      std::memcpy(recv, host_recv.data(), host_recv.size());
+    }
     bench::Hooks hooks;
     hooks.rank = comm.rank();
     hooks.size = comm.size();
@@ -132,6 +145,8 @@ int main(int argc, char** argv) {
     bench::run(config, hooks, title.c_str());
     device_send.reset();
     device_recv.reset();
+    allocated_send.reset();
+    allocated_recv.reset();
     if (set) {
       set.reset();
       world.barrier();

@@ -28,7 +28,7 @@ struct Config {
   bool csv = false;
   std::string type = "float32";
   std::string op = "sum";
-  std::string device = "host";           // where the buffers live: host | cuda
+  std::string device = "host";           // where the buffers live: host | allocated | cuda
   std::string collective = "allreduce";  // allreduce | allgather | broadcast | alltoall | reducescatter
   std::string process_set = "all";  // all | half: the first half of the ranks, as a process set (allreduce_bench only)
 };

@@ -65,8 +65,10 @@ std::optional<Config> parse_options(int argc, char** argv, int& exit_code) {
                  "reducescatter (the size is the whole input)")
       ->check(CLI::IsMember({"allreduce", "allgather", "broadcast", "alltoall", "reducescatter"}))
       ->capture_default_str();
-  app.add_option("--device", c.device, "Where the buffers live: host or cuda")
-      ->check(CLI::IsMember({"host", "cuda"}))
+  app.add_option("--device", c.device,
+                 "Where the buffers live: host, allocated (host memory from Communicator::allocate_memory, which "
+                 "shared memory reads in place) or cuda")
+      ->check(CLI::IsMember({"host", "allocated", "cuda"}))
       ->capture_default_str();
   app.add_option("--process-set", c.process_set,
                  "all: every rank; half: the first half of the ranks as a process set (Communicator::subset), "

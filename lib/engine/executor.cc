@@ -30,12 +30,20 @@ Executor::Executor(Backend& backend, int rank, int size, std::size_t fusion_thre
       backend_name_(upper_case(backend.name())) {}
 
 Executor::~Executor() {
-  if (buffer_) ::munmap(buffer_, capacity_);
+  if (buffer_ && from_heap_) backend_.host_memory()->free(buffer_);
+  else if (buffer_) ::munmap(buffer_, capacity_);
 }
 
 std::string Executor::label(OpType op) const { return backend_name_ + "_" + upper_case(to_string(op)); }
 
 char* Executor::scratch(std::size_t bytes) {
+  if (!buffer_ && fusion_threshold_ > 0 && bytes <= fusion_threshold_) {
+    // From the backend's heap where it has one: the host's ranks then
+    // reduce fused batches where they lie (backends/host_memory.h).
+    if (HostMemory* heap = backend_.host_memory()) buffer_ = heap->allocate(fusion_threshold_);
+    from_heap_ = buffer_ != nullptr;
+    capacity_ = from_heap_ ? fusion_threshold_ : 0;
+  }
   if (!buffer_ && fusion_threshold_ > 0 && bytes <= fusion_threshold_) {
     // Mapped once at the threshold: pages are only touched as batches use them.
     void* p =

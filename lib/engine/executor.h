@@ -6,8 +6,10 @@
 // stream order with the reduction: nothing waits for the device here, as
 // an unfused CUDA allreduce does not. A rank that has joined has no Work for an op and contributes
 // neutral input (the reduce op's identity, or no rows). The fusion buffer
-// is mapped once (MADV_HUGEPAGE: first touch of 4 KiB pages runs at ~1.3
-// GB/s here) and reused. Not thread-safe; owned by the Engine.
+// comes from the backend's host memory where it has some (the host's ranks
+// reduce it in place, backends/host_memory.h), else is mapped once
+// (MADV_HUGEPAGE: first touch of 4 KiB pages runs at ~1.3 GB/s here); it is
+// reused. Not thread-safe; owned by the Engine.
 #pragma once
 
 #include <cstddef>
@@ -56,7 +58,8 @@ class Executor {
   const std::size_t fusion_threshold_;
   Timeline& timeline_;
   const std::string backend_name_;
-  void* buffer_ = nullptr;  // the fusion buffer, mapped on first use
+  void* buffer_ = nullptr;  // the fusion buffer, mapped (or from the backend's heap) on first use
+  bool from_heap_ = false;
   std::size_t capacity_ = 0;
   std::vector<char> spare_;  // scratch larger than the fusion buffer
 };

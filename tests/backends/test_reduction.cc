@@ -109,3 +109,23 @@ TEST_CASE("integers scale as Horovod scales them: in double, truncated toward ze
   detail::scale_in_place(u.data(), u.size(), DataType::UInt8, 0.5);
   CHECK(u == std::vector<std::uint8_t>{100, 4});
 }
+
+TEST_CASE("copy_bytes copies every byte and no other, at any alignment, cached or streaming") {
+  for (bool streaming : {false, true}) {
+    for (std::size_t bytes : {std::size_t{0}, std::size_t{1}, std::size_t{15}, std::size_t{63}, std::size_t{64},
+                              std::size_t{65}, std::size_t{1000}, std::size_t{4096 + 17}, std::size_t{1} << 20}) {
+      for (std::size_t shift : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{16}, std::size_t{33}}) {
+        std::vector<unsigned char> from(bytes + 64), to(bytes + 128, 0xEE);
+        for (std::size_t i = 0; i < from.size(); ++i) from[i] = static_cast<unsigned char>(i * 131 + 7);
+        detail::copy_bytes(to.data() + shift, from.data() + (shift * 3) % 64, bytes, streaming);
+        bool same = true;
+        for (std::size_t i = 0; i < bytes; ++i) same &= to[shift + i] == from[(shift * 3) % 64 + i];
+        bool untouched = true;
+        for (std::size_t i = 0; i < shift; ++i) untouched &= to[i] == 0xEE;
+        for (std::size_t i = shift + bytes; i < to.size(); ++i) untouched &= to[i] == 0xEE;
+        CHECK_MESSAGE(same, bytes << " bytes, shift " << shift << (streaming ? ", streaming" : ""));
+        CHECK_MESSAGE(untouched, bytes << " bytes, shift " << shift << (streaming ? ", streaming" : ""));
+      }
+    }
+  }
+}

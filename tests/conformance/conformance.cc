@@ -23,6 +23,7 @@
 #include <iterator>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tests/conformance/every_rank_main.h"
@@ -150,6 +151,17 @@ TEST_CASE("the transport is the one the run expects") {
   CHECK_MESSAGE(mapped == (std::string(expected) == "shm"), "expected transport " << expected);
 }
 
+// On one host with shared memory every rank maps every local rank's heap
+// (Communicator::allocate_memory's memory, which the allreduce reads in place).
+TEST_CASE("every rank maps the heap of every rank on its host") {
+  const char* expected = std::getenv("CONFORMANCE_TRANSPORT");
+  if (!expected || std::string(expected) != "shm" || comm().local_size() != comm().size()) return;
+  std::ifstream maps("/proc/self/maps");
+  int heaps = 0;
+  for (std::string line; std::getline(maps, line);) heaps += line.find("memfd:trainrun-heap") != std::string::npos;
+  CHECK(heaps == comm().local_size());
+}
+
 TEST_CASE("allreduce: every dtype, op and count, in place and not") {
   const int r = comm().rank(), n = comm().size();
   for (DataType type : trainrun::kAllDataTypes) {
@@ -174,6 +186,43 @@ TEST_CASE("allreduce: every dtype, op and count, in place and not") {
               out.first_mismatch([&](std::size_t i) { return reduced(op, type, n, i); }, tolerance(type, op));
           CHECK_MESSAGE(!bad, describe("allreduce", type, op, count, in_place) << ": " << *bad);
         }
+      }
+    }
+  }
+}
+
+// Buffers from Communicator::allocate_memory: on one host with shared
+// memory the allreduce reads them in place from 1 MiB
+// (backends/shm/shm_collectives.h); elsewhere they are ordinary memory.
+class AllocatedMemory final : public trainrun::test::DeviceMemory {
+ public:
+  bool usable(std::string&) override { return true; }
+  void* allocate(std::size_t bytes) override { return comm().allocate_memory(bytes); }
+  void release(void* pointer) override { comm().free_memory(pointer); }
+  void copy(void* to, const void* from, std::size_t bytes) override { std::memcpy(to, from, bytes); }
+};
+
+TEST_CASE("allreduce of memory from allocate_memory: every dtype and op, about the in-place size") {
+  if (trainrun::test::device_memory()) return;  // a CUDA run: the buffers are device memory
+  const int r = comm().rank(), n = comm().size();
+  AllocatedMemory allocated;
+  for (DataType type : trainrun::kAllDataTypes) {
+    const std::size_t at = (1u << 20) / trainrun::size_of(type);
+    for (ReduceOp op : trainrun::kAllReduceOps) {
+      // In place and not; the last, with rank 0's buffers its own: the
+      // ranks agree to copy.
+      for (const auto& [count, in_place, mine] :
+           {std::tuple{at - 1, false, false}, std::tuple{at + 1, true, false}, std::tuple{3 * at + 7, false, false},
+            std::tuple{at + 1, true, true}}) {
+        trainrun::test::DeviceMemory* memory = mine && r == 0 ? nullptr : &allocated;
+        TypedBuffer send(type, count, memory), recv(type, count, memory);
+        for (std::size_t i = 0; i < count; ++i) send.set(i, contribution(op, type, r, i));
+        recv.fill(-1);
+        comm().allreduce(send.data(), in_place ? send.data() : recv.data(), count, type, op);
+        const TypedBuffer& out = in_place ? send : recv;
+        const auto bad =
+            out.first_mismatch([&](std::size_t i) { return reduced(op, type, n, i); }, tolerance(type, op));
+        CHECK_MESSAGE(!bad, describe("allreduce (allocate_memory)", type, op, count, in_place) << ": " << *bad);
       }
     }
   }
@@ -326,7 +375,8 @@ TEST_CASE("allgather, in place and not") {
 // Blocks larger than a connection's buffers hold, across hosts: a rank
 // must not wait in shared memory with part of its block unsent (that hung
 // for good). Only where CONFORMANCE_LARGE_BLOCKS is set (tests/integration/
-// test_ssh.cc): 16 MiB per rank.
+// test_ssh.cc, and the shared-memory runs, where these sizes write past the
+// caches): 16 MiB per rank.
 TEST_CASE("allgather, allreduce and reducescatter of blocks larger than the sockets hold") {
   if (!std::getenv("CONFORMANCE_LARGE_BLOCKS")) return;
   const int r = comm().rank(), n = comm().size();

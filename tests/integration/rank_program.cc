@@ -25,6 +25,8 @@
 //                     without close-on-exec (what a program it starts gets)
 //   allreduce-big:MB  one allreduce of MB MiB of floats; prints "ok", or the
 //                     error and exits 1 (a peer's death must end it, not hang)
+//   allreduce-heap:MB the same on memory from Communicator::allocate_memory
+//                     (which shared memory reduces in place)
 //   shm-mapped        "rank R: shm mapped: yes|no": whether this process maps
 //                     the shared-memory transport's segment (/proc/self/maps)
 //   hugecount         allreduce of 2^31 elements on a 1-element buffer; prints
@@ -251,12 +253,15 @@ int main(int argc, char** argv) {
       core_call(rank, verb, static_cast<std::size_t>(std::strtoull(arg.c_str(), nullptr, 10)));
     } else if (verb == "deadlock") {
       if (std::atoi(arg.c_str()) == rank) deadlock(rank);
-    } else if (verb == "allreduce-big") {
-      std::vector<float> data(static_cast<std::size_t>(std::atoi(arg.c_str())) << 18, 1.0f);
+    } else if (verb == "allreduce-big" || verb == "allreduce-heap") {
+      const std::size_t count = static_cast<std::size_t>(std::atoi(arg.c_str())) << 18;
+      std::vector<float> own(verb == "allreduce-big" ? count : 0, 1.0f);
+      auto& comm = trainrun::init();
+      float* data = own.empty() ? static_cast<float*>(comm.allocate_memory(count * sizeof(float))) : own.data();
+      std::fill(data, data + count, 1.0f);
       try {
-        trainrun::init().allreduce(data.data(), data.data(), data.size(), trainrun::DataType::Float32,
-                                   trainrun::ReduceOp::Sum);
-        std::printf("rank %d: allreduce-big ok\n", rank);
+        comm.allreduce(data, data, count, trainrun::DataType::Float32, trainrun::ReduceOp::Sum);
+        std::printf("rank %d: %s ok\n", rank, verb.c_str());
       } catch (const trainrun::Error& e) {
         std::printf("rank %d: allreduce error: %s\n", rank, e.what());
         std::fflush(stdout);

@@ -62,9 +62,9 @@ struct Nodes {
 
 // torchrun's static rendezvous for node `rank` of `nodes`, 2 ranks each.
 std::vector<std::string> per_node(int rank, std::vector<std::string> program, int nodes = kNodes) {
-  std::vector<std::string> args = {"--nnodes",      std::to_string(nodes), "--node-rank", std::to_string(rank),
-                                   "--master-addr", "h1",                  "--master-port", "29500",
-                                   "--nproc-per-node", "2"};
+  std::vector<std::string> args = {
+      "--nnodes", std::to_string(nodes), "--node-rank", std::to_string(rank), "--master-addr",
+      "h1",       "--master-port",       "29500",       "--nproc-per-node",   "2"};
   args.insert(args.end(), program.begin(), program.end());
   return args;
 }
@@ -253,8 +253,9 @@ TEST_CASE("a shared secret: nodes that hold it run; a node with another is refus
     const std::vector<ProcessResult> r = job.wait_all();
     INFO(info(r));
     CHECK(r[2].exit_code == 125);
-    CHECK(contains(r[2].err, "trainrun: error: node 0 at h1:29500 refused this node: node 0's shared secret differs "
-                             "from this node's"));
+    CHECK(contains(r[2].err,
+                   "trainrun: error: node 0 at h1:29500 refused this node: node 0's shared secret differs "
+                   "from this node's"));
     CHECK(r[0].exit_code == 125);
     CHECK(contains(r[0].err, "node 2 of 3 did not join"));
     CHECK(nothing_left_anywhere(job.tag));
@@ -268,7 +269,8 @@ TEST_CASE("--max-restarts 1: a rank's failure restarts every node's ranks togeth
   const std::string marker = std::string(dir) + "/failed-once";
   const std::string script = std::string(dir) + "/rank.sh";
   std::ofstream(script) << "#!/bin/sh\n"
-                           "if [ \"$TRAINRUN_RANK\" = 3 ] && [ ! -e " << marker << " ]; then touch " << marker
+                           "if [ \"$TRAINRUN_RANK\" = 3 ] && [ ! -e "
+                        << marker << " ]; then touch " << marker
                         << "; exit 4; fi\n"
                            "echo \"run $TORCHELASTIC_RESTART_COUNT rank $TRAINRUN_RANK\"\n";
   ::chmod(script.c_str(), 0755);
@@ -295,11 +297,11 @@ TEST_CASE("a stranger at node 0's port (HTTP, random bytes, silence) never harms
   REQUIRE(job.nodes[0]->wait_for_output("rank 5: ready", seconds(60)));
   // From h4, which is no node of the job: an HTTP request, random bytes,
   // and a connection that says nothing; each is closed, none joins.
-  const ProcessResult stranger = run_process(hosts().pod_argv(
-      4, {"/bin/bash", "-c",
-          "exec 3<>/dev/tcp/h1/29500 && printf 'GET / HTTP/1.1\\r\\n\\r\\n' >&3; sleep 0.5; "
-          "exec 4<>/dev/tcp/h1/29500 && head -c 100000 /dev/urandom >&4; sleep 0.5; "
-          "exec 5<>/dev/tcp/h1/29500; sleep 1; exit 0"}));
+  const ProcessResult stranger = run_process(
+      hosts().pod_argv(4, {"/bin/bash", "-c",
+                           "exec 3<>/dev/tcp/h1/29500 && printf 'GET / HTTP/1.1\\r\\n\\r\\n' >&3; sleep 0.5; "
+                           "exec 4<>/dev/tcp/h1/29500 && head -c 100000 /dev/urandom >&4; sleep 0.5; "
+                           "exec 5<>/dev/tcp/h1/29500; sleep 1; exit 0"}));
   CHECK(stranger.exit_code == 0);
   const std::vector<ProcessResult> r = job.wait_all();
   INFO(info(r));

@@ -87,28 +87,32 @@ TEST_CASE("--help documents --no-shm; --check-build and --dry-run say which tran
 }
 
 TEST_CASE("a rank killed mid-allreduce: its peers fail at once naming it, exit 137, nothing left") {
-  const auto before = trainrun_shm_entries();
-  std::string tag;
-  ProcessOptions options;
-  options.env = {"TRAINRUN_COLLECTIVE_TIMEOUT=300"};
-  // The survivors ignore trainrun's SIGTERM: only their own error may end
-  // them before the 30 s grace, so the job ends early only if they noticed.
-  const ProcessResult r = run_trainrun({"-np", "3", "--grace", "30", rank_program(), "ignore-term", "init",
-                                        "sleep:1:300", "raise:1:9", "allreduce-big:16"},
-                                       &tag, options);
-  CHECK(r.exit_code == 137);
-  CHECK(contains(r.err, "rank 1 (host "));
-  CHECK(contains(r.err, "was killed by SIGKILL"));
-  for (int rank : {0, 2}) {
-    const std::string prefix =
-        "rank " + std::to_string(rank) + ": allreduce error: rank " + std::to_string(rank) + " (";
-    CHECK_MESSAGE(contains(r.out, prefix), r.out);
+  // Ordinary memory (the copy path) and allocate_memory's (read in place).
+  for (const char* allreduce : {"allreduce-big:16", "allreduce-heap:16"}) {
+    CAPTURE(allreduce);
+    const auto before = trainrun_shm_entries();
+    std::string tag;
+    ProcessOptions options;
+    options.env = {"TRAINRUN_COLLECTIVE_TIMEOUT=300"};
+    // The survivors ignore trainrun's SIGTERM: only their own error may end
+    // them before the 30 s grace, so the job ends early only if they noticed.
+    const ProcessResult r = run_trainrun(
+        {"-np", "3", "--grace", "30", rank_program(), "ignore-term", "init", "sleep:1:300", "raise:1:9", allreduce},
+        &tag, options);
+    CHECK(r.exit_code == 137);
+    CHECK(contains(r.err, "rank 1 (host "));
+    CHECK(contains(r.err, "was killed by SIGKILL"));
+    for (int rank : {0, 2}) {
+      const std::string prefix =
+          "rank " + std::to_string(rank) + ": allreduce error: rank " + std::to_string(rank) + " (";
+      CHECK_MESSAGE(contains(r.out, prefix), r.out);
+    }
+    CHECK(count(r.out, "connection to rank 1 (") == 2);
+    CHECK(count(r.out, "closed (did that rank exit?)") == 2);
+    CHECK(r.seconds < 25);
+    CHECK(nothing_left(tag));
+    CHECK(trainrun_shm_entries() == before);
   }
-  CHECK(count(r.out, "connection to rank 1 (") == 2);
-  CHECK(count(r.out, "closed (did that rank exit?)") == 2);
-  CHECK(r.seconds < 25);
-  CHECK(nothing_left(tag));
-  CHECK(trainrun_shm_entries() == before);
 }
 
 TEST_CASE("kill -9 of trainrun during shared-memory allreduces: no process, nothing in /dev/shm") {

@@ -201,7 +201,8 @@ TEST_CASE("one trainrun per node (--master-port, --node-rank, --rdzv-endpoint) w
     const ProcessResult r = run_trainrun({option, "1", "--nproc-per-node", "2", "true"}, &tag);
     CHECK(r.exit_code == 2);
     CHECK(r.out.empty());
-    CHECK(r.err == "trainrun: error: a per-node launch needs --nnodes N (the number of nodes; torchrun's PET_NNODES)\n");
+    CHECK(r.err ==
+          "trainrun: error: a per-node launch needs --nnodes N (the number of nodes; torchrun's PET_NNODES)\n");
     CHECK(nothing_left(tag));
   }
 }

@@ -82,6 +82,17 @@ class Communicator {
   void send(const void* buf, std::size_t count, DataType type, int peer, int tag = 0);
   int recv(void* buf, std::size_t count, DataType type, int peer, int tag = 0);
 
+  // Host memory for buffers the collectives read and write in place (the
+  // role of MPI_Alloc_mem): on one host with shared memory, an allreduce of
+  // 1 MiB or more whose send and recv every rank took from here moves about
+  // half the bytes of one over ordinary memory (the host's other ranks map
+  // this memory; docs/backends.md). Elsewhere, or once it is used up, it is
+  // ordinary memory. 64-byte aligned, not zeroed; nullptr when no memory is
+  // left. Not collective; thread-safe. Give it back with free_memory before
+  // trainrun::shutdown() (it is unmapped then).
+  void* allocate_memory(std::size_t bytes);
+  void free_memory(void* p);
+
   // A process set: a communicator over `ranks` of this one (ranks of this
   // communicator, in any order; the set numbers them ascending). Collective
   // over every rank of this communicator, like any call here: all of them

@@ -54,7 +54,8 @@ TEST_CASE("a join's proof: another challenge, another secret, or one side withou
   CHECK(check_join(join, secret, "another").refusal ==
         "node 0's shared secret differs from this node's: give every node the same --rdzv-secret-file (or "
         "TRAINRUN_RDZV_SECRET)");  // a replay to a new challenge fails alike
-  CHECK(check_join(join, secret_of("another secret, 16+"), "challenge").refusal.rfind("node 0's shared secret differs", 0) == 0);
+  CHECK(check_join(join, secret_of("another secret, 16+"), "challenge")
+            .refusal.rfind("node 0's shared secret differs", 0) == 0);
   CHECK(check_join(join, std::nullopt, "challenge").refusal.rfind("node 0 has no shared secret and this node one", 0) ==
         0);
   CHECK(check_join(encode_join(a_join(), std::nullopt, "challenge"), secret, "challenge")

