@@ -132,8 +132,8 @@ void ElasticDriver::fail_host(const std::string& host, bool blacklisted) {
   }
   const bool active = remove_workers(host);
   supervisor_.stop_host(host);
-  const std::string why = blacklisted ? "blacklisted " + blacklist_.describe(host, now) + ": its ranks stop"
-                                      : discovery_->gone(host);
+  const std::string why =
+      blacklisted ? "blacklisted " + blacklist_.describe(host, now) + ": its ranks stop" : discovery_->gone(host);
   if (active) membership_changed(why, std::nullopt);
   else note_after_cause(why);
 }

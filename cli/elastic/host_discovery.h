@@ -62,7 +62,7 @@ class HostDiscovery final : public HostSource {
   // One synchronous run; when ok it becomes the current answer. Its failure
   // is the caller's to report, so take_failure() does not repeat it.
   DiscoveryRun first();
-  void start();                          // background polling from now on; once
+  void start();                                   // background polling from now on; once
   std::vector<HostSlots> hosts() const override;  // the newest good answer (failures keep the last good one)
   std::uint64_t version() const override;         // +1 each time a good answer differs from the previous one
   // The newest failed poll's error line, once per streak of failures (so

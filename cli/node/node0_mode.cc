@@ -27,8 +27,10 @@ class NodeAgents final : public JobAgents {
     links.push_back(std::make_unique<LocalAgentLink>(display_name(plan_.hosts[0])));
     for (std::size_t i = 0; i < sockets_.size(); ++i) {
       const HostSlots& host = plan_.hosts[i + 1];
-      const std::string node = "node " + std::to_string(i + 1) + " (" + display_name(host) + ", " + host.joined_from + ")";
-      links.push_back(std::make_unique<NodeAgentLink>(display_name(host), node, std::move(sockets_[i]), derives_secret_));
+      const std::string node =
+          "node " + std::to_string(i + 1) + " (" + display_name(host) + ", " + host.joined_from + ")";
+      links.push_back(
+          std::make_unique<NodeAgentLink>(display_name(host), node, std::move(sockets_[i]), derives_secret_));
     }
     return links;
   }

@@ -111,10 +111,10 @@ bool Client::join() {
   }
   if (!dialed.fd) {
     const bool timed_out = !dialed.refused;
-    const std::string line = "trainrun: error: " + dialed.error +
-                             (timed_out ? " (for " + std::to_string(o_.settings.join_timeout.count()) +
-                                              " s, --rdzv-conf join_timeout=S)"
-                                        : "");
+    const std::string line =
+        "trainrun: error: " + dialed.error +
+        (timed_out ? " (for " + std::to_string(o_.settings.join_timeout.count()) + " s, --rdzv-conf join_timeout=S)"
+                   : "");
     std::cerr << line << "\n";
     finish(kExitLaunch, "launch_failed", line);
     return false;
@@ -148,8 +148,8 @@ void Client::start_run(int run) {
   Dialed dialed = dial_node0(
       o_.settings, join, o_.own.secret, Clock::now() + kAgentConnect, [](const std::string&) {}, [] { return false; });
   if (!dialed.fd) {
-    std::cerr << "trainrun: error: node " << welcome_.node_rank << ": cannot start its agent for run " << run
-              << ": " << dialed.error << "\n";
+    std::cerr << "trainrun: error: node " << welcome_.node_rank << ": cannot start its agent for run " << run << ": "
+              << dialed.error << "\n";
     return;  // node 0 names this node when its agent does not come
   }
   try {
@@ -314,7 +314,8 @@ void Client::dispatch(const pollfd& p) {
 int Client::run() {
   const sigset_t set = job_signals();
   signal_fd_.reset(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
-  if (!signal_fd_) throw Error(Error::Code::Io, std::string("cannot watch the job's signals (signalfd): ") + std::strerror(errno));
+  if (!signal_fd_)
+    throw Error(Error::Code::Io, std::string("cannot watch the job's signals (signalfd): ") + std::strerror(errno));
   if (!join()) return *exit_;
   while (!exit_) {
     check_run();

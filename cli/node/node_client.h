@@ -20,7 +20,7 @@ namespace trainrun::cli::node {
 struct ClientOptions {
   NodeSettings settings;
   OwnJob own;
-  int nproc = 1;  // this node's ranks (--nproc-per-node)
+  int nproc = 1;     // this node's ranks (--nproc-per-node)
   std::string host;  // this machine's name
   bool verbose = false;
 };

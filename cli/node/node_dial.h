@@ -17,10 +17,10 @@
 namespace trainrun::cli::node {
 
 struct Dialed {
-  UniqueFd fd;       // connected and welcomed; none on failure
-  Welcome welcome;   // when fd
-  FrameReader reader;  // bytes node 0 sent after the welcome
-  std::string error;   // when !fd: one line ("node 0 at h1:29500 refused this node: ...")
+  UniqueFd fd;           // connected and welcomed; none on failure
+  Welcome welcome;       // when fd
+  FrameReader reader;    // bytes node 0 sent after the welcome
+  std::string error;     // when !fd: one line ("node 0 at h1:29500 refused this node: ...")
   bool refused = false;  // node 0 answered and said no (retrying will not help)
 };
 

@@ -144,8 +144,8 @@ std::string encode_welcome(const Welcome& welcome, const SharedSecret& secret, s
   return with_proof(encode_fields(fields), secret, "welcome", node_nonce);
 }
 
-std::optional<Welcome> check_welcome(std::string_view payload, const SharedSecret& secret,
-                                     std::string_view node_nonce, std::string* error) {
+std::optional<Welcome> check_welcome(std::string_view payload, const SharedSecret& secret, std::string_view node_nonce,
+                                     std::string* error) {
   const std::optional<Fields> fields = decode_fields(payload);
   Welcome welcome;
   if (!fields || !parse_int(field(*fields, "node"), welcome.node_rank) ||

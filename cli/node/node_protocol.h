@@ -70,8 +70,8 @@ struct Welcome {
 
 std::string encode_welcome(const Welcome& welcome, const SharedSecret& secret, std::string_view node_nonce);
 // nullopt with `*error` set when malformed or node 0's proof is missing or wrong.
-std::optional<Welcome> check_welcome(std::string_view payload, const SharedSecret& secret,
-                                     std::string_view node_nonce, std::string* error);
+std::optional<Welcome> check_welcome(std::string_view payload, const SharedSecret& secret, std::string_view node_nonce,
+                                     std::string* error);
 
 // NodeEnd: how the job ended, as node 0 decided it.
 struct JobEnd {

@@ -142,8 +142,9 @@ std::string NodeServer::refusal(const Join& join) const {
   if (join.kind == ConnectionKind::Agent) {
     for (const auto& [rank, control] : controls_) {
       if (control.token == join.token && !join.token.empty()) {
-        return join.attempt == run_ ? "" : "an agent for run " + std::to_string(join.attempt) + " of the job, which runs " +
-                                               std::to_string(run_) + " now";
+        return join.attempt == run_ ? ""
+                                    : "an agent for run " + std::to_string(join.attempt) + " of the job, which runs " +
+                                          std::to_string(run_) + " now";
       }
     }
     return "an agent connection of no node that joined";
@@ -270,10 +271,10 @@ NodeServer::Joined NodeServer::join(int signal_fd) {
     if (full || (min_reached && (!settings_.elastic || Clock::now() >= *min_reached + settings_.last_call))) break;
     const auto now = Clock::now();
     if (now >= deadline) {
-      const std::string which = settings_.node_rank < 0 && settings_.max_nnodes > 2
-                                    ? std::to_string(others - have) + " of " + std::to_string(settings_.nnodes) +
-                                          " nodes"
-                                    : missing() + " of " + std::to_string(settings_.nnodes);
+      const std::string which =
+          settings_.node_rank < 0 && settings_.max_nnodes > 2
+              ? std::to_string(others - have) + " of " + std::to_string(settings_.nnodes) + " nodes"
+              : missing() + " of " + std::to_string(settings_.nnodes);
       joined.error = which + " did not join node 0 at " + settings_.endpoint() + " within " +
                      std::to_string(settings_.join_timeout.count()) + " s (--rdzv-conf join_timeout=S)";
       return joined;
@@ -351,7 +352,8 @@ NodeServer::Agents NodeServer::agents(int run, std::chrono::milliseconds timeout
   const std::size_t expected = controls_.size();
   const auto deadline = Clock::now() + timeout;
   while (agents_.size() < controls_.size() && Clock::now() < deadline) pump(std::chrono::milliseconds(100), -1, {});
-  if (controls_.size() < expected || (!settings_.elastic && static_cast<int>(controls_.size()) + 1 < settings_.nnodes)) {
+  if (controls_.size() < expected ||
+      (!settings_.elastic && static_cast<int>(controls_.size()) + 1 < settings_.nnodes)) {
     result.error = "a node left before run " + std::to_string(run) + " of the job could start";
     return result;
   }
@@ -378,7 +380,8 @@ void NodeServer::end(const JobEnd& end, std::chrono::milliseconds linger) {
   started_ = true;  // what leaves now is no news
   verbose_ = false;
   const auto deadline = Clock::now() + linger;
-  while (!controls_.empty() && Clock::now() < deadline) pump(std::chrono::milliseconds(50), -1, [](const std::string&) {});
+  while (!controls_.empty() && Clock::now() < deadline)
+    pump(std::chrono::milliseconds(50), -1, [](const std::string&) {});
   controls_.clear();
 }
 

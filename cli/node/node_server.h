@@ -121,7 +121,7 @@ class NodeServer final : public EventSource, public HostSource {
   std::map<int, Control> controls_;  // by node rank
   std::map<int, UniqueFd> agents_;   // this run's agent connections, by node rank
   int run_ = -1;
-  bool started_ = false;  // past join(): a late node is refused unless elastic
+  bool started_ = false;       // past join(): a late node is refused unless elastic
   std::uint64_t version_ = 0;  // +1 at each join and leave
 };
 

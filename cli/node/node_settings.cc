@@ -90,8 +90,10 @@ bool from_scheduler_env(const GetEnv& getenv, NodeSettings& s, std::string& erro
   s.node_rank = static_cast<int>(rank);
   s.master_host = getenv(contract::kEnvTorchMasterAddr);
   s.master_port = static_cast<std::uint16_t>(port);
-  s.source = "MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE in the environment (a scheduler's, as PyTorchJob sets "
-             "them): node " + std::to_string(rank) + " of " + std::to_string(size);
+  s.source =
+      "MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE in the environment (a scheduler's, as PyTorchJob sets "
+      "them): node " +
+      std::to_string(rank) + " of " + std::to_string(size);
   return true;
 }
 
@@ -149,9 +151,8 @@ NodeDecision decide_node_mode(const Options& o, const GetEnv& getenv) {
   };
   if (asked) {
     if (!hosts.empty()) {
-      return fail(
-          "--node-rank, --master-addr and --rdzv-* start one trainrun per node; " + hosts +
-          " starts every host's ranks from this one: give one of them");
+      return fail("--node-rank, --master-addr and --rdzv-* start one trainrun per node; " + hosts +
+                  " starts every host's ranks from this one: give one of them");
     }
     if (o.nnodes < 1) {
       return fail("a per-node launch needs --nnodes N (the number of nodes; torchrun's PET_NNODES)");

@@ -84,7 +84,8 @@ Listening listen_as_node0(const NodeSettings& s) {
             (local ? "" : " (" + s.master_host + " is not this machine's: every address here)");
   if (l.fd || (s.node_rank < 0 && error == EADDRINUSE)) return l;
   l.error = "node 0 cannot serve the nodes at " + address + ":" + std::to_string(s.master_port) + ": " +
-            net::errno_text(error) + (error == EADDRINUSE ? " (another job's node 0? choose another --master-port)" : "");
+            net::errno_text(error) +
+            (error == EADDRINUSE ? " (another job's node 0? choose another --master-port)" : "");
   return l;
 }
 
@@ -140,7 +141,8 @@ int serve(const NodeSettings& s, const Options& options, ReportRecorder& report,
     std::cerr << "trainrun: per-node launch (" << s.source << "): node 0 of " << s.nnodes << ", serving the nodes at "
               << listening.where << "\n";
   }
-  NodeServer server(s, secret, std::move(listening.fd), {0, this_host_name(), this_host_name(), "", nproc}, options.verbose);
+  NodeServer server(s, secret, std::move(listening.fd), {0, this_host_name(), this_host_name(), "", nproc},
+                    options.verbose);
   NodeServer::Joined joined;
   {
     const sigset_t set = stop_signals();
@@ -184,10 +186,9 @@ int PerNodeLaunchMode::run(const Options& options, ReportRecorder& report, Agent
   if (std::string why = load_secret(s, secret); !why.empty()) return usage(why);
   const int nproc = options.nproc_per_node > 0 ? options.nproc_per_node : options.np > 0 ? options.np : 1;
   if (options.dry_run) {
-    std::cout << "trainrun: dry run: per-node launch (" << s.source << "), " << nproc
-              << " rank(s) on this node: node " << (s.node_rank >= 0 ? std::to_string(s.node_rank) : "?") << " of "
-              << s.nnodes << (s.node_rank == 0 ? " serves" : " joins") << " node 0 at " << s.endpoint()
-              << "; nothing is started\n";
+    std::cout << "trainrun: dry run: per-node launch (" << s.source << "), " << nproc << " rank(s) on this node: node "
+              << (s.node_rank >= 0 ? std::to_string(s.node_rank) : "?") << " of " << s.nnodes
+              << (s.node_rank == 0 ? " serves" : " joins") << " node 0 at " << s.endpoint() << "; nothing is started\n";
     return 0;
   }
   Listening listening = listen_as_node0(s);
@@ -200,7 +201,8 @@ int PerNodeLaunchMode::run(const Options& options, ReportRecorder& report, Agent
   std::string error;
   std::optional<OwnJob> own = own_job(options, nproc, secret, &error);
   if (!own) return usage(error);
-  if (options.verbose) std::cerr << "trainrun: per-node launch (" << s.source << "): joining node 0 at " << s.endpoint() << "\n";
+  if (options.verbose)
+    std::cerr << "trainrun: per-node launch (" << s.source << "): joining node 0 at " << s.endpoint() << "\n";
   return run_node_client({s, std::move(*own), nproc, this_host_name(), options.verbose}, report);
 }
 
