@@ -7,12 +7,18 @@ sockets each rank holds after the allreduce (/proc/PID/fd, counted by
 tests/integration/lazy_mesh_program.cc). Prints medians of the runs that
 succeeded, how many did, and the ratio after/before.
 
-  lazy_mesh_bench.py --before DIR --after DIR [--np 128,256,512,1024] [--runs 5]
+  lazy_mesh_bench.py --before DIR --after DIR [--np 128,256,512,1024] [--runs 5] [--lookup-np 512]
+
+With --lookup-np N it then times tests/bench/address_lookup_bench.cc of the
+--after build at N ranks, its two modes alternating: one multi-key GET of
+every address at start against one GET per recursive-doubling partner.
 
 DIR is a build directory (DIR/trainrun, DIR/tests/lazy_mesh_program) or
 holds both files. The jobs get the hard limits of open files and of
 processes as their soft limits (a rank of the eager mesh holds 2(N-1)+1
-sockets; 1024 ranks and their threads are several thousand tasks).
+sockets; 1024 ranks and their threads are several thousand tasks), and
+--start-timeout 300 (--start-timeout S): the launcher's 30 s is shorter
+than 1024 processes take to start on 2 busy CPUs, for either build.
 """
 import argparse
 import os
@@ -37,8 +43,9 @@ def raise_limits():
         resource.setrlimit(limit, (hard, hard))
 
 
-def run_job(launcher, program, np, timeout):
-    cmd = [launcher, "--local", "--no-shm", "-np", str(np), program, "allreduce", "sockets"]
+def run_job(launcher, program, np, timeout, start_timeout):
+    cmd = [launcher, "--local", "--no-shm", "--start-timeout", str(start_timeout), "-np", str(np), program,
+           "allreduce", "sockets"]
     start = time.perf_counter()
     try:
         r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
@@ -52,6 +59,26 @@ def run_job(launcher, program, np, timeout):
         lines = [line for line in err.splitlines() if line.strip()] or ["(nothing on stderr)"]
         return {"ok": False, "why": f"exit {r.returncode}: {lines[0][:160]}"}
     return {"ok": True, "seconds": elapsed, "sockets": (int(m[1]), int(m[2]))}
+
+
+def lookup_table(directory, np, runs, timeout):
+    launcher = os.path.join(directory, "trainrun")
+    program = os.path.join(directory, "tests", "bench", "address_lookup_bench")
+    times = {"all": [], "lazy": []}
+    for _ in range(runs):
+        for mode in times:
+            start = time.perf_counter()
+            r = subprocess.run([launcher, "--local", "-np", str(np), program, mode], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, timeout=timeout, preexec_fn=raise_limits)
+            if r.returncode == 0:
+                times[mode].append(time.perf_counter() - start)
+    print(f"# address lookup at {np} ranks (address_lookup_bench), {runs} runs each, alternating")
+    for mode, what in (("all", "one multi-key GET at start"), ("lazy", "one GET per partner at first use")):
+        ok = times[mode]
+        median = f"{statistics.median(ok):.2f} s" if ok else "-"
+        print(f"  {mode:<5} {what:<34} median {median} ({len(ok)}/{runs})")
+    if times["all"] and times["lazy"]:
+        print(f"# lazy / all: {statistics.median(times['lazy']) / statistics.median(times['all']):.3f}")
 
 
 def summary(results):
@@ -68,18 +95,22 @@ def main():
     ap.add_argument("--np", default="128,256,512,1024")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--timeout", type=int, default=300)
+    ap.add_argument("--lookup-np", type=int, default=0)
+    # The launcher's default (30 s) is shorter than starting 1024 processes on 2 busy CPUs.
+    ap.add_argument("--start-timeout", type=int, default=300)
     args = ap.parse_args()
     builds = {"before": programs(args.before), "after": programs(args.after)}
     sizes = [int(n) for n in args.np.split(",")]
     print(f"# {os.cpu_count()} CPUs, load average at start {os.getloadavg()[0]:.2f}; "
           f"nofile {resource.getrlimit(resource.RLIMIT_NOFILE)[1]}, nproc {resource.getrlimit(resource.RLIMIT_NPROC)[1]}")
-    print(f"# trainrun --local --no-shm -np N lazy_mesh_program allreduce sockets; {args.runs} runs each, alternating")
+    print(f"# trainrun --local --no-shm --start-timeout {args.start_timeout} -np N lazy_mesh_program allreduce sockets; "
+          f"{args.runs} runs each, alternating")
     rows, failures = [], []
     for np in sizes:
         results = {"before": [], "after": []}
         for _ in range(args.runs):
             for name, (launcher, program) in builds.items():
-                r = run_job(launcher, program, np, args.timeout)
+                r = run_job(launcher, program, np, args.timeout, args.start_timeout)
                 results[name].append(r)
                 if not r["ok"]:
                     failures.append(f"np {np} {name}: {r['why']}")
@@ -100,6 +131,8 @@ def main():
     print(f"# load average at end {os.getloadavg()[0]:.2f}")
     for line in failures:
         print(f"# failed: {line}")
+    if args.lookup_np:
+        lookup_table(args.after, args.lookup_np, args.runs, args.timeout)
 
 
 if __name__ == "__main__":
