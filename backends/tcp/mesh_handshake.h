@@ -1,12 +1,18 @@
-// The direct mesh's challenge-response, as pure functions (no sockets), so
-// that it can be unit-tested and fuzzed. The accepting (lower) rank sends a
-// random challenge; the connecting (higher) rank answers with its rank and
-// an HMAC under the job secret that binds the challenge and both ranks; the
-// acceptor confirms with one byte, so that a connector whose connection was
-// dropped before it was accepted knows to connect again. Thread-safe.
+// The challenge-response that proves a connection to a rank's link port
+// comes from a peer of the same job, as pure functions (no sockets), so
+// that it can be unit-tested and fuzzed. Either rank of a pair may dial
+// (links are made at first use, peer_links.h): the accepting rank sends a
+// random challenge; the dialling rank answers with its rank, the channel
+// the link is for (the collectives' mesh or point-to-point) and an HMAC
+// under the job secret that binds the challenge, both ranks and the
+// channel; the acceptor answers with one byte: kAccepted (this connection
+// is the link) or kOtherWay (a link of the pair is up or being made the
+// other way: keeps_dial). A dialler whose connection was dropped before
+// either byte knows to dial again. Thread-safe.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,17 +21,37 @@
 
 namespace trainrun::detail::mesh_handshake {
 
-inline constexpr std::size_t kChallengeBytes = 32;  // hex text of 16 random bytes
-inline constexpr std::size_t kReplyBytes = 4 + 64;  // rank (uint32) + HMAC-SHA256 hex
+// What a link carries: each pair of ranks has at most one link of each.
+enum class Channel : std::uint8_t { kMesh = 0, kP2P = 1 };
+inline constexpr int kChannels = 2;
+
+inline constexpr std::size_t kChallengeBytes = 32;      // hex text of 16 random bytes
+inline constexpr std::size_t kReplyBytes = 4 + 1 + 64;  // rank (uint32), channel, HMAC-SHA256 hex
 inline constexpr char kAccepted = 'A';
+inline constexpr char kOtherWay = 'R';
+
+struct Claim {
+  int rank;
+  Channel channel;
+  bool operator==(const Claim& other) const { return rank == other.rank && channel == other.channel; }
+};
 
 std::string make_challenge();
-// What rank `rank` answers to `peer`'s challenge.
-std::string make_reply(const rendezvous::Secret& secret, std::string_view challenge, int rank, int peer);
-// The rank that `reply` (kReplyBytes) proves to be, answering `challenge`
-// sent by `rank` in a world of `size`; nullopt when the rank is out of
-// range (a connector is always a higher rank) or the MAC does not match.
-std::optional<int> verify_reply(const rendezvous::Secret& secret, std::string_view challenge, std::string_view reply,
-                                int rank, int size);
+// What rank `rank` answers to `peer`'s challenge when it dials a link of `channel`.
+std::string make_reply(const rendezvous::Secret& secret, std::string_view challenge, int rank, int peer,
+                       Channel channel = Channel::kMesh);
+// Who `reply` (kReplyBytes) proves to be, answering `challenge` sent by
+// `rank` in a world of `size`; nullopt when the rank is out of range or
+// this rank's own, the channel unknown, or the MAC does not match.
+std::optional<Claim> verify_reply(const rendezvous::Secret& secret, std::string_view challenge, std::string_view reply,
+                                  int rank, int size);
+
+// The tie-break when both ranks of a pair dial each other at once (ring
+// neighbours do, in the same step): the dial of the higher rank is kept.
+// Whether `rank`, proven to be dialled by `from`, keeps that connection as
+// the link, given whether its own dial to `from` is still in flight (then
+// `from` refuses that one by the same rule). Once a link is up, every
+// later dial of the pair is answered kOtherWay.
+inline bool keeps_dial(int rank, int from, bool dialling) { return !dialling || from > rank; }
 
 }  // namespace trainrun::detail::mesh_handshake

@@ -1,16 +1,16 @@
 #include "backends/tcp/p2p_channel.h"
 
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 
-#include "backends/tcp/mesh_wiring.h"
 #include "os/net.h"
-#include "rendezvous/store.h"
 #include "trainrun/error.h"
 
 namespace trainrun::detail {
@@ -33,7 +33,7 @@ std::string describe(std::size_t bytes, DataType type) {
 }  // namespace
 
 struct P2PChannel::Peer {
-  UniqueFd fd;
+  int fd = -1;            // the link, once up (PeerLinks owns it)
   std::mutex send_mutex;  // one message at a time on the wire
   // Reader thread only:
   Header header{};
@@ -45,53 +45,64 @@ struct P2PChannel::Peer {
   bool closed = false;
 };
 
-P2PChannel::P2PChannel(const Options& options, const rendezvous::Secret& secret, rendezvous::Store& store)
+P2PChannel::P2PChannel(const Options& options, std::shared_ptr<PeerLinks> links)
     : rank_(options.rank), size_(options.size), names_(options.names), timeout_(options.timeout),
-      addresses_(static_cast<std::size_t>(size_)) {
+      links_(std::move(links)) {
   for (int r = 0; r < size_; ++r) peers_.push_back(std::make_unique<Peer>());
-  if (size_ == 1) return;
-  std::uint16_t port = 0;
-  UniqueFd listener = net::listen_tcp(options.address, &port, true);
-  if (!listener) {
-    throw Error(Error::Code::Io, "point-to-point: cannot listen on " + options.address + ": " + net::errno_text(errno));
-  }
-  store.set(options.scope, "p2p." + std::to_string(rank_), options.address + " " + std::to_string(port));
-  const auto published =
-      store.get_range(options.scope, "p2p.", 0, static_cast<std::uint64_t>(size_), options.start_timeout);
-  std::vector<MeshWiring::Peer> wiring;
-  for (int r = 0; r < size_; ++r) {
-    const std::size_t space = published[r].rfind(' ');
-    const std::string host = published[r].substr(0, space);
-    const std::string peer_port = space == std::string::npos ? "" : published[r].substr(space + 1);
-    addresses_[r] = host + ":" + peer_port;
-    wiring.push_back({host, peer_port, peer_name(r)});
-  }
-  auto fds = MeshWiring(rank_, secret, listener.get(), std::move(wiring))
-                 .run(Clock::now() + options.start_timeout, options.check);
-  for (int r = 0; r < size_; ++r) peers_[r]->fd = std::move(fds[r]);
-  reader_ = std::thread([this] { read_loop(); });
+  wake_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wake_) throw Error(Error::Code::Io, "point-to-point: eventfd: " + net::errno_text(errno));
+  links_->watch(PeerLinks::Channel::kP2P, [this](int peer, int fd) { linked(peer, fd); });
 }
 
 P2PChannel::~P2PChannel() {
+  links_->watch(PeerLinks::Channel::kP2P, nullptr);
   abort();
   if (reader_.joinable()) reader_.join();
 }
 
-std::string P2PChannel::name(int rank) const { return "rank " + std::to_string(names_.empty() ? rank : names_[rank]); }
+void P2PChannel::linked(int peer, int fd) {
+  std::lock_guard lock(mutex_);
+  Peer& p = *peers_[peer];
+  if (fd < 0) {
+    // Never made (refused: the rank is gone): as good as closed.
+    if (p.fd < 0 && !p.closed) {
+      p.closed = true;
+      if (first_closed_ < 0) first_closed_ = peer;
+    }
+    arrived_.notify_all();
+    return;
+  }
+  p.fd = fd;
+  if (!reader_.joinable() && !aborted_) reader_ = std::thread([this] { read_loop(); });
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const ssize_t n = ::write(wake_.get(), &one, sizeof one);
+}
 
-std::string P2PChannel::peer_name(int peer) const { return name(peer) + " (" + addresses_[peer] + ")"; }
+int P2PChannel::link_to(int peer) {
+  const int fd = links_->wait(PeerLinks::Channel::kP2P, peer, Clock::now() + timeout_);
+  if (fd < 0) {
+    throw Error(Error::Code::Timeout, "point-to-point: no connection with " + peer_name(peer) + " within " +
+                                          std::to_string(timeout_.count() / 1000) + " s (collective timeout)");
+  }
+  return fd;
+}
+
+std::string P2PChannel::name(int rank) const { return "rank " + std::to_string(names_.empty() ? rank : names_[rank]); }
 
 void P2PChannel::abort() noexcept {
   std::lock_guard lock(mutex_);
   aborted_ = true;
   for (auto& peer : peers_) {
-    if (peer->fd) ::shutdown(peer->fd.get(), SHUT_RDWR);  // wakes the reader and every send
+    if (peer->fd >= 0) ::shutdown(peer->fd, SHUT_RDWR);  // wakes every send
   }
   arrived_.notify_all();
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const ssize_t n = ::write(wake_.get(), &one, sizeof one);  // and the reader
 }
 
 void P2PChannel::send(const void* buf, std::size_t count, DataType type, int peer, int tag) {
   Peer& p = *peers_[peer];
+  const int fd = link_to(peer);
   const Header header{tag, static_cast<std::uint32_t>(type), count * size_of(type)};
   std::lock_guard lock(p.send_mutex);
   const struct {
@@ -102,7 +113,7 @@ void P2PChannel::send(const void* buf, std::size_t count, DataType type, int pee
     std::size_t sent = 0;
     auto last_progress = Clock::now();
     while (sent < part.size) {
-      const ssize_t n = ::send(p.fd.get(), part.data + sent, part.size - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+      const ssize_t n = ::send(fd, part.data + sent, part.size - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n > 0) {
         sent += static_cast<std::size_t>(n);
         last_progress = Clock::now();
@@ -120,14 +131,14 @@ void P2PChannel::send(const void* buf, std::size_t count, DataType type, int pee
         throw Error(Error::Code::Timeout, "point-to-point: " + peer_name(peer) + " took no bytes for " +
                                               std::to_string(timeout_.count() / 1000) + " s (collective timeout)");
       }
-      pollfd pfd{p.fd.get(), POLLOUT, 0};
+      pollfd pfd{fd, POLLOUT, 0};
       ::poll(&pfd, 1, std::min(net::milliseconds_until(deadline), 1000));
     }
   }
 }
 
 // Drains what `peer` sent without blocking into its inbox.
-bool P2PChannel::read_some(int peer) {
+bool P2PChannel::read_some(int peer, int fd) {
   Peer& p = *peers_[peer];
   while (true) {
     char* into;
@@ -139,7 +150,7 @@ bool P2PChannel::read_some(int peer) {
       into = p.incoming.bytes.data() + p.body_got;
       want = p.incoming.bytes.size() - p.body_got;
     }
-    ssize_t n = want == 0 ? 0 : ::recv(p.fd.get(), into, want, MSG_DONTWAIT);
+    ssize_t n = want == 0 ? 0 : ::recv(fd, into, want, MSG_DONTWAIT);
     if (want != 0) {
       if (n == 0) return false;
       if (n < 0) {
@@ -168,29 +179,35 @@ bool P2PChannel::read_some(int peer) {
 void P2PChannel::read_loop() {
   std::vector<pollfd> pfds;
   std::vector<int> polled;
-  std::vector<bool> open(static_cast<std::size_t>(size_), true);
-  open[rank_] = false;
   while (true) {
-    pfds.clear();
+    pfds.assign(1, {wake_.get(), POLLIN, 0});
     polled.clear();
-    for (int r = 0; r < size_; ++r) {
-      if (!open[r]) continue;
-      pfds.push_back({peers_[r]->fd.get(), POLLIN, 0});
-      polled.push_back(r);
-    }
-    if (pfds.empty()) return;
-    if (::poll(pfds.data(), pfds.size(), -1) < 0 && errno != EINTR) return;
-    for (std::size_t i = 0; i < pfds.size(); ++i) {
-      if (pfds[i].revents == 0) continue;
-      const int r = polled[i];
-      try {
-        open[r] = read_some(r);
-      } catch (const std::bad_alloc&) {
-        open[r] = false;  // a message larger than memory: the peer counts as lost
-      }
-      if (open[r]) continue;
+    {
       std::lock_guard lock(mutex_);
-      peers_[r]->closed = true;  // its descriptor stays open until the destructor
+      if (aborted_) return;
+      for (int r = 0; r < size_; ++r) {
+        if (peers_[r]->fd < 0 || peers_[r]->closed) continue;
+        pfds.push_back({peers_[r]->fd, POLLIN, 0});
+        polled.push_back(r);
+      }
+    }
+    if (::poll(pfds.data(), pfds.size(), -1) < 0 && errno != EINTR) return;
+    if (pfds[0].revents != 0) {
+      std::uint64_t count = 0;
+      [[maybe_unused]] const ssize_t n = ::read(wake_.get(), &count, sizeof count);
+    }
+    for (std::size_t i = 1; i < pfds.size(); ++i) {
+      if (pfds[i].revents == 0) continue;
+      const int r = polled[i - 1];
+      bool open = true;
+      try {
+        open = read_some(r, pfds[i].fd);
+      } catch (const std::bad_alloc&) {
+        open = false;  // a message larger than memory: the peer counts as lost
+      }
+      if (open) continue;
+      std::lock_guard lock(mutex_);
+      peers_[r]->closed = true;
       if (first_closed_ < 0) first_closed_ = r;
       arrived_.notify_all();
     }
@@ -200,6 +217,16 @@ void P2PChannel::read_loop() {
 int P2PChannel::recv(void* buf, std::size_t count, DataType type, int peer, int tag) {
   const std::size_t bytes = count * size_of(type);
   const auto deadline = Clock::now() + timeout_;
+  // The links from the sender (any source: from every rank) are asked for,
+  // so that one that cannot be made (the rank is gone) ends the wait.
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_ || (peer != kAnySource && r != peer)) continue;
+    try {
+      links_->find(PeerLinks::Channel::kP2P, r);
+    } catch (const Error&) {
+      // Aborted, or the link failed: the watcher marks it closed, the wait below says so.
+    }
+  }
   std::unique_lock lock(mutex_);
   while (true) {
     if (aborted_) throw Error(Error::Code::Io, "point-to-point: aborted");

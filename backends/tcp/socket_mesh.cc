@@ -1,10 +1,5 @@
 #include "backends/tcp/socket_mesh.h"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/socket.h>
@@ -13,9 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <system_error>
 
-#include "backends/tcp/mesh_wiring.h"
 #include "os/net.h"
 #include "trainrun/error.h"
 
@@ -33,30 +26,32 @@ using net::milliseconds_until;
 // between two shaped hosts: 34 us spinning against 29 us asleep).
 constexpr std::size_t kSpinMaxBytes = 2048;
 
-// "host port" as published; IPv6 hosts contain ':' so a space separates.
-std::pair<std::string, std::string> split_address(const std::string& published) {
-  const std::size_t space = published.rfind(' ');
-  if (space == std::string::npos) return {published, ""};
-  return {published.substr(0, space), published.substr(space + 1)};
+std::vector<int> every_rank(int size) {
+  std::vector<int> ranks(static_cast<std::size_t>(size));
+  for (int r = 0; r < size; ++r) ranks[r] = r;
+  return ranks;
 }
 
 }  // namespace
 
-SocketMesh::SocketMesh(int rank, int size, const rendezvous::Secret& secret, std::chrono::milliseconds timeout)
-    : rank_(rank), size_(size), secret_(secret), timeout_(timeout), fds_(static_cast<std::size_t>(size), -1),
-      addresses_(static_cast<std::size_t>(size)) {}
+SocketMesh::SocketMesh(std::shared_ptr<PeerLinks> links, std::chrono::milliseconds timeout)
+    : SocketMesh(links, {}, links->rank(), timeout) {}
+
+SocketMesh::SocketMesh(std::shared_ptr<PeerLinks> links, std::vector<int> ranks, int rank,
+                       std::chrono::milliseconds timeout)
+    : rank_(rank), size_(ranks.empty() ? links->size() : static_cast<int>(ranks.size())), links_(std::move(links)),
+      ranks_(ranks.empty() ? every_rank(size_) : std::move(ranks)), timeout_(timeout),
+      fds_(static_cast<std::size_t>(size_), -1) {}
 
 SocketMesh::~SocketMesh() = default;
 
 std::unique_ptr<SocketMesh> SocketMesh::subset(const std::vector<int>& ranks) const {
   const auto me = std::find(ranks.begin(), ranks.end(), rank_);
-  auto view = std::make_unique<SocketMesh>(static_cast<int>(me - ranks.begin()), static_cast<int>(ranks.size()),
-                                           secret_, timeout_);
-  for (std::size_t i = 0; i < ranks.size(); ++i) {
-    view->fds_[i] = fds_[ranks[i]];
-    view->addresses_[i] = addresses_[ranks[i]];
-    view->names_.push_back(names_.empty() ? ranks[i] : names_[ranks[i]]);
-  }
+  std::vector<int> linked;
+  for (int r : ranks) linked.push_back(ranks_[r]);
+  std::unique_ptr<SocketMesh> view(
+      new SocketMesh(links_, std::move(linked), static_cast<int>(me - ranks.begin()), timeout_));
+  for (std::size_t i = 0; i < ranks.size(); ++i) view->fds_[i] = fds_[ranks[i]];
   // Its waits warn as this mesh's do, naming the peer by this mesh's number.
   view->warn_interval_ = warn_interval_;
   view->spin_ = spin_;
@@ -66,44 +61,36 @@ std::unique_ptr<SocketMesh> SocketMesh::subset(const std::vector<int>& ranks) co
   return view;
 }
 
-std::string SocketMesh::listen(const std::string& address) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICHOST | AI_PASSIVE;
-  addrinfo* result = nullptr;
-  if (::getaddrinfo(address.c_str(), "0", &hints, &result) != 0 || !result) {
-    io_error("direct mesh: cannot use address '" + address + "'");
+void SocketMesh::connect_links(int to, int from) {
+  // Both are asked for first, so that their handshakes run at once.
+  for (int peer : {to, from}) {
+    if (peer >= 0 && fds_[peer] < 0) fds_[peer] = links_->find(PeerLinks::Channel::kMesh, ranks_[peer]);
   }
-  listener_.reset(::socket(result->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  const bool ok = listener_ && ::bind(listener_.get(), result->ai_addr, result->ai_addrlen) == 0 &&
-                  ::listen(listener_.get(), SOMAXCONN) == 0;
-  const int err = errno;
-  ::freeaddrinfo(result);
-  if (!ok) io_error("direct mesh: cannot listen on " + address + ": " + errno_text(err));
-  sockaddr_storage bound{};
-  socklen_t length = sizeof bound;
-  ::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&bound), &length);
-  const int port = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-                                               : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  return address + " " + std::to_string(port);
+  for (int peer : {to, from}) {
+    if (peer >= 0 && fds_[peer] < 0) fds_[peer] = await_link(peer);
+  }
 }
 
-std::string SocketMesh::peer_name(int peer) const {
-  return "rank " + std::to_string(names_.empty() ? peer : names_[peer]) + " (" + addresses_[peer] + ")";
-}
-
-void SocketMesh::connect(const std::vector<std::string>& published, std::chrono::milliseconds timeout,
-                         const std::function<void()>& check) {
-  std::vector<MeshWiring::Peer> peers;
-  for (int peer = 0; peer < size_; ++peer) {
-    auto [host, port] = split_address(published[peer]);
-    addresses_[peer] = host + ":" + port;
-    peers.push_back({std::move(host), std::move(port), peer_name(peer)});
+// Waits for the link as a transfer waits for bytes: warning each interval,
+// failing at the collective timeout, woken by abort().
+int SocketMesh::await_link(int peer) {
+  const auto start = Clock::now();
+  const auto deadline = start + timeout_;
+  const bool warns = warn_interval_.count() > 0 && warn_;
+  auto next_warning = warns ? start + warn_interval_ : deadline;
+  while (true) {
+    const int fd = links_->wait(PeerLinks::Channel::kMesh, ranks_[peer], std::min(deadline, next_warning));
+    if (fd >= 0) return fd;
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      throw Error(Error::Code::Timeout,
+                  "no progress with " + peer_name(peer) + " for " + std::to_string(timeout_.count() / 1000) + " s");
+    }
+    if (now >= next_warning) {
+      warn_(peer, std::chrono::round<std::chrono::seconds>(now - start));
+      next_warning += warn_interval_;
+    }
   }
-  if (!set_nonblocking(listener_.get())) io_error("direct mesh: fcntl: " + errno_text(errno));
-  owned_ = MeshWiring(rank_, secret_, listener_.get(), std::move(peers)).run(Clock::now() + timeout, check);
-  for (std::size_t peer = 0; peer < owned_.size(); ++peer) fds_[peer] = owned_[peer].get();
-  listener_.reset();
 }
 
 void SocketMesh::exchange(int to, const void* send, std::size_t send_bytes, int from, void* recv,
@@ -114,6 +101,8 @@ void SocketMesh::exchange(int to, const void* send, std::size_t send_bytes, int 
 
 void SocketMesh::transfer(int to, const void* send, std::size_t send_ready, std::size_t& sent, bool send_all, int from,
                           void* recv, std::size_t recv_bytes, std::size_t recv_needed, std::size_t& received) {
+  const bool sends = sent < send_ready, receives = received < recv_bytes;
+  if ((sends && fds_[to] < 0) || (receives && fds_[from] < 0)) connect_links(sends ? to : -1, receives ? from : -1);
   const int out_fd = fds_[to], in_fd = fds_[from];
   const char* out = static_cast<const char*>(send);
   char* in = static_cast<char*>(recv);
@@ -191,7 +180,9 @@ void SocketMesh::transfer(int to, const void* send, std::size_t send_ready, std:
   }
 }
 
-void SocketMesh::check_alive(int peer) const {
+void SocketMesh::check_alive(int peer) {
+  if (fds_[peer] < 0) fds_[peer] = links_->find(PeerLinks::Channel::kMesh, ranks_[peer]);
+  if (fds_[peer] < 0) return;  // being made: its refusal is the news, if any
   char byte;
   const ssize_t n = ::recv(fds_[peer], &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
@@ -201,9 +192,7 @@ void SocketMesh::check_alive(int peer) const {
 
 void SocketMesh::abort() noexcept {
   aborted_ = true;
-  for (int fd : fds_) {
-    if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
-  }
+  links_->abort();
 }
 
 }  // namespace trainrun::detail

@@ -1,11 +1,12 @@
-// SocketMesh: one plain TCP connection to every peer, driven entirely by
+// SocketMesh: the collectives' TCP links to the peers, driven entirely by
 // the calling thread. Gloo's TCP transport hands every message from its
 // device thread to the caller through a futex, which costs 0.2-3 ms per
 // small collective on a busy machine; here the kernel wakes the caller
-// directly when bytes arrive. Connections are authenticated with the job
-// secret (challenge-response), so a stray connection is never taken for a
-// peer. Not thread-safe: one caller at a time; abort() may come from any
-// thread and makes blocked calls fail.
+// directly when bytes arrive. A link is made the first time a transfer
+// needs that peer (peer_links.h: authenticated with the job secret, made
+// on the links' own thread), so a rank holds links only to the peers its
+// algorithms talk to. Not thread-safe: one caller at a time; abort() may
+// come from any thread and makes blocked calls fail.
 #pragma once
 
 #include <atomic>
@@ -17,31 +18,18 @@
 #include <utility>
 #include <vector>
 
-#include "rendezvous/auth.h"
-#include "os/unique_fd.h"
+#include "backends/tcp/peer_links.h"
 
 namespace trainrun::detail {
 
 class SocketMesh {
  public:
-  SocketMesh(int rank, int size, const rendezvous::Secret& secret, std::chrono::milliseconds timeout);
+  // The mesh of every rank over `links` (their kMesh channel); a wait
+  // without progress fails after `timeout`.
+  SocketMesh(std::shared_ptr<PeerLinks> links, std::chrono::milliseconds timeout);
   ~SocketMesh();
   SocketMesh(const SocketMesh&) = delete;
   SocketMesh& operator=(const SocketMesh&) = delete;
-
-  // Listens on `address` (the kernel picks the port); returns what this rank
-  // publishes for its peers.
-  std::string listen(const std::string& address);
-  // Connects to every peer, given every rank's published string by rank.
-  // Lower ranks accept, higher ranks connect and answer a challenge.
-  // `check` (may be empty) runs now and then while peers are awaited and may
-  // throw to give up (BackendContext::forming_check).
-  void connect(const std::vector<std::string>& published, std::chrono::milliseconds timeout,
-               const std::function<void()>& check = nullptr);
-
-  // Names rank r "rank names[r]" in messages (a process set's mesh names
-  // the job's ranks); empty: by its own number.
-  void name_ranks(std::vector<int> names) { names_ = std::move(names); }
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -74,15 +62,16 @@ class SocketMesh {
     transfer(to, send, send_ready, sent, true, from, recv, recv_bytes, recv_needed, received);
   }
   void abort() noexcept;
-  // A mesh of the given ranks (this rank among them) over this
-  // mesh's connections, numbered by position in `ranks`; it does not own
-  // them and must not outlive this mesh. Error messages name world ranks;
-  // its waits warn through this mesh's set_wait_warning (set it first),
-  // with the peer as this mesh numbers it.
+  // A mesh of the given ranks (this rank among them) over the same links,
+  // numbered by position in `ranks`. Error messages name job ranks; its
+  // waits warn through this mesh's set_wait_warning (set it first), with
+  // the peer as this mesh numbers it.
   std::unique_ptr<SocketMesh> subset(const std::vector<int>& ranks) const;
-  // Throws Error(Io) naming `peer` when its connection has closed (the
-  // process exited or aborted); for transports that wait elsewhere.
-  void check_alive(int peer) const;
+  // Throws Error(Io) naming `peer` when its link has closed (the process
+  // exited or aborted), or could not be made (refused: the process is
+  // gone); for transports that wait elsewhere. Without a link yet, it asks
+  // for one and returns: a later call knows.
+  void check_alive(int peer);
 
   // warn(peer, waited) from the calling thread each `interval` (0: never)
   // that an exchange waits for `peer` without a byte moving; the exchange
@@ -99,21 +88,22 @@ class SocketMesh {
 
  private:
   using Clock = std::chrono::steady_clock;
-  std::string peer_name(int peer) const;
+  SocketMesh(std::shared_ptr<PeerLinks> links, std::vector<int> ranks, int rank, std::chrono::milliseconds timeout);
+  std::string peer_name(int peer) const { return links_->peer_name(ranks_[peer]); }
   // exchange() and stream(): until recv_needed bytes arrived and, with
   // send_all, every ready byte went out.
   void transfer(int to, const void* send, std::size_t send_ready, std::size_t& sent, bool send_all, int from,
                 void* recv, std::size_t recv_bytes, std::size_t recv_needed, std::size_t& received);
+  // Makes the links to `to` and `from` that are not up (-1: not needed).
+  void connect_links(int to, int from);
+  int await_link(int peer);
 
   const int rank_;
   const int size_;
-  const rendezvous::Secret secret_;
+  const std::shared_ptr<PeerLinks> links_;
+  const std::vector<int> ranks_;  // the links' number of each rank of this mesh
   const std::chrono::milliseconds timeout_;
-  UniqueFd listener_;                   // until connect() is done
-  std::vector<UniqueFd> owned_;         // the connections by rank; empty for a subset()
-  std::vector<int> fds_;                // by rank; -1 for this rank (owned_'s, or the parent mesh's)
-  std::vector<std::string> addresses_;  // by rank, for error messages
-  std::vector<int> names_;              // world rank of each rank, for messages
+  std::vector<int> fds_;  // by rank, once its link is up; -1 before (and for this rank)
   std::atomic<bool> aborted_{false};
   std::chrono::milliseconds warn_interval_{0};
   WaitWarning warn_;

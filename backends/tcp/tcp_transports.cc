@@ -28,20 +28,22 @@ std::string job_network_address(const World& world) {
   return net::address_in_network(world.network);
 }
 
+// Each rank listens and publishes its address once; the links themselves
+// are made when first needed. Every address comes in one multi-key GET,
+// which also waits for every rank to be listening.
 void wire_mesh_and_p2p(TcpTransports& t, const BackendContext& context, const std::string& scope,
                        const rendezvous::Secret& secret) {
   const World& world = context.world;
-  const std::string address = job_network_address(world);
-  t.mesh = std::make_unique<SocketMesh>(world.rank, world.size, secret, world.collective_timeout);
-  t.mesh->name_ranks(world.members);
-  context.store->set(scope, "mesh." + std::to_string(world.rank), t.mesh->listen(address));
+  t.links = std::make_shared<PeerLinks>(
+      PeerLinks::Options{world.rank, world.size, secret, world.members, world.collective_timeout, nullptr},
+      job_network_address(world));
+  t.p2p = std::make_unique<P2PChannel>(
+      P2PChannel::Options{world.rank, world.size, world.members, world.collective_timeout}, t.links);
+  context.store->set(scope, "mesh." + std::to_string(world.rank), t.links->published());
   const auto addresses =
       context.store->get_range(scope, "mesh.", 0, static_cast<std::uint64_t>(world.size), world.start_timeout);
-  t.mesh->connect(addresses, world.start_timeout, context.forming_check);
-  t.p2p = std::make_unique<P2PChannel>(
-      P2PChannel::Options{world.rank, world.size, address, scope, world.members, world.collective_timeout,
-                          world.start_timeout, context.forming_check},
-      secret, *context.store);
+  t.links->set_addresses(addresses);
+  t.mesh = std::make_unique<SocketMesh>(t.links, world.collective_timeout);
   t.warning = std::make_unique<PeerWaitWarning>(world.rank, world.hostname, world.members, addresses, context.store);
   t.mesh->set_wait_warning(world.wait_warning,
                            [w = t.warning.get()](int peer, std::chrono::seconds waited) { (*w)(peer, waited); });

@@ -1,5 +1,6 @@
-// The transports of one tcp communicator, wired through the rendezvous:
-// the TCP mesh every rank joins, point-to-point connections of their own,
+// The transports of one tcp communicator, met through the rendezvous:
+// the links to its peers (made at first use, peer_links.h) that carry the
+// TCP mesh of every rank and point-to-point messages on links of their own,
 // and, where ranks share a host and could each map the segment, shared
 // memory: for every collective when the job is on one host, or host by
 // host under a mesh of each host's ranks at one position (two-level). The
@@ -14,6 +15,7 @@
 #include "backends/backend.h"
 #include "backends/shm/shm_collectives.h"
 #include "backends/tcp/p2p_channel.h"
+#include "backends/tcp/peer_links.h"
 #include "backends/tcp/peer_wait_warning.h"
 #include "backends/tcp/socket_mesh.h"
 #include "contract/switch_points.h"
@@ -21,8 +23,9 @@
 namespace trainrun::detail {
 
 struct TcpTransports {
+  std::shared_ptr<PeerLinks> links;          // first: outlives what uses its descriptors
   std::unique_ptr<SocketMesh> mesh;          // every collective over TCP
-  std::unique_ptr<P2PChannel> p2p;           // point-to-point, on connections of its own
+  std::unique_ptr<P2PChannel> p2p;           // point-to-point, on links of its own
   std::unique_ptr<PeerWaitWarning> warning;  // the line a core call prints while it waits
   std::unique_ptr<ShmCollectives> shm;       // every collective, when the job is on one host
   std::unique_ptr<ShmCollectives> host_shm;  // multi-host: this host's ranks (two-level)
