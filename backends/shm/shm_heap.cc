@@ -18,8 +18,8 @@ constexpr const char* kHeapPrefix = "heap.";
 // reserve costs address space only.
 std::size_t reserve_bytes() {
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  const std::size_t memory = pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page)
-                                                   : kMaxReserve;
+  const std::size_t memory =
+      pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) : kMaxReserve;
   return std::min(memory, kMaxReserve);
 }
 
@@ -33,7 +33,8 @@ std::unique_ptr<ShmHeaps> ShmHeaps::share(rendezvous::Store& store, const std::s
   std::vector<ShmSegment> heaps(static_cast<std::size_t>(ranks));
   std::string mine = "none";
   try {
-    heaps[static_cast<std::size_t>(index)] = ShmSegment::create(reserve_bytes(), ShmSegment::Pages::kOnTouch, "trainrun-heap");
+    heaps[static_cast<std::size_t>(index)] =
+        ShmSegment::create(reserve_bytes(), ShmSegment::Pages::kOnTouch, "trainrun-heap");
     mine = heaps[static_cast<std::size_t>(index)].published();
   } catch (const Error& e) {
     why = e.what();

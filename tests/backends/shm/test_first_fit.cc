@@ -20,7 +20,7 @@ TEST_CASE("ranges are aligned to 64 bytes, first fit, and never overlap") {
   CHECK(fit.holds(*b, 100));
   CHECK(fit.holds(*b + 64, 64));
   CHECK_FALSE(fit.holds(*b, 129));
-  CHECK_FALSE(fit.allocate(1024));     // more than is left
+  CHECK_FALSE(fit.allocate(1024));  // more than is left
 }
 
 TEST_CASE("freed ranges merge with their free neighbours and are used again") {
@@ -30,7 +30,7 @@ TEST_CASE("freed ranges merge with their free neighbours and are used again") {
   CHECK_FALSE(fit.allocate(64));  // full
   CHECK(fit.release(at[2]) == 64);
   CHECK(fit.release(at[4]) == 64);
-  CHECK_FALSE(fit.allocate(128));  // two holes of 64, not adjacent
+  CHECK_FALSE(fit.allocate(128));   // two holes of 64, not adjacent
   CHECK(fit.release(at[3]) == 64);  // now 2..4 are one range of 192
   const auto merged = fit.allocate(192);
   REQUIRE(merged);
