@@ -3,7 +3,7 @@
 #   asan  build-asan, gcc -Db_sanitize=address,undefined: the unit tests,
 #         the rendezvous server and its load test, conformance-tcp-np2, the
 #         engine tests and the launcher integration tests (launcher, output,
-#         strangers, bad_input, full-disk, cli_compat) and the elastic jobs (elastic)
+#         strangers, bad_input, full-disk, closed_streams) and the elastic jobs (elastic)
 #   tsan  build-tsan, gcc -Db_sanitize=thread: unit-engine, engine-tcp-np2, elastic
 # Builds only what those tests run. Results: <dir>/meson-logs/testlog.json.
 #   scripts/sanitize.sh [asan] [tsan]        (both when none is named)
@@ -27,12 +27,12 @@ declare -A targets=(
           tests/test-rendezvous-server tests/rendezvous-load-test tests/conformance tests/engine_multirank
           tests/engine_program tests/test-engine-jobs tests/rank_program tests/test-launcher tests/test-output
           tests/test-unit-mesh tests/test-strangers tests/test-bad_input tests/elastic_program tests/test-elastic
-          tests/test-full-disk tests/test-cli_compat tests/test-unit-process tests/test-closed_streams"
+          tests/test-full-disk tests/test-unit-process tests/test-closed_streams"
   [tsan]="trainrun tests/test-unit-engine tests/engine_multirank tests/elastic_program tests/test-elastic")
 declare -A tests=(
   [asan]="unit-rendezvous unit-contract unit-backends unit-lib unit-engine unit-cli rendezvous-server rendezvous-load-1024
           conformance-tcp-np2 engine-tcp-np2 engine-jobs launcher output unit-mesh strangers bad_input elastic
-          full-disk cli_compat unit-process closed_streams"
+          full-disk unit-process closed_streams"
   [tsan]="unit-engine engine-tcp-np2 elastic")
 
 status=0

@@ -5,7 +5,7 @@
 #   1. main      build/: `meson test` (every suite)
 #   2. asan      build-asan: ASan+UBSan set      (scripts/sanitize.sh asan)
 #   3. tsan      build-tsan: TSan engine set     (scripts/sanitize.sh tsan)
-#   4. fuzz      build-fuzz: each fuzz target FUZZ_SECONDS s (default 20; scripts/fuzz.sh)
+#   4. fuzz      build-fuzz: each fuzz target FUZZ_SECONDS s (default 15; scripts/fuzz.sh)
 #   5. package   build-package, build-pip: pip install, .deb build, install and purge,
 #                a C++ program against the installed tree (scripts/package.sh)
 # Ends with one plain line "N passed, N failed, N skipped" over all phases
@@ -30,7 +30,7 @@ for phase in "${phases[@]}"; do
   case $phase in
     main) bash scripts/build.sh && meson test -C build --print-errorlogs ;;
     asan|tsan) bash scripts/sanitize.sh "$phase" ;;
-    fuzz) bash scripts/fuzz.sh "${FUZZ_SECONDS:-20}" ;;
+    fuzz) bash scripts/fuzz.sh "${FUZZ_SECONDS:-15}" ;;
     package) bash scripts/package.sh ;;
     *) echo "test.sh: unknown phase $phase"; false ;;
   esac || status=1

@@ -5,7 +5,7 @@
 # their own place. Against it,
 #   - the conformance program compiled with nothing but the installed
 #     headers, libtrainrun.a and `pkg-config --static trainrun`, run by the
-#     installed trainrun with 1..4 local ranks;
+#     installed trainrun with 2 local ranks;
 #   - examples/hello built with pkg-config, Meson and CMake
 #     (tests/packaging/cxx.sh), 2 ranks each.
 # Usage: installed_library.sh BUILD_DIR SOURCE_DIR
@@ -40,7 +40,9 @@ flags=$(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --cflags --libs --static tra
 echo "g++ conformance.cc $flags"
 g++ -std=c++17 -O1 -I"$tmp/src" "$tmp/src/tests/conformance/conformance.cc" $flags -o "$tmp/conformance"
 
-for np in 1 2 3 4; do
+# Two ranks: the conformance suite runs it at 1-4 ranks from the build tree;
+# this run proves the installed headers and library alone make it.
+for np in 2; do
   out=$(TRAINRUN_COLLECTIVE_TIMEOUT=120 "$root/bin/trainrun" --local -np "$np" "$tmp/conformance" 2>&1) || {
     echo "$out" | tail -40
     echo "FAIL: conformance with np=$np"

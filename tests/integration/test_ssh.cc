@@ -234,13 +234,18 @@ TEST_CASE("conformance: 3 hosts x 2 ranks, allreduce and reducescatter") {
   CHECK(nothing_left_anywhere(tag));
 }
 
+// Four ranks a host: the collectives at the two-level switch points and
+// each other kind once; every dtype and op ran at 8 ranks above (the whole
+// program at 16 ranks on these 2 CPUs took 240-290 s).
 TEST_CASE("conformance: 16 ranks on 4 hosts") {
   std::string tag;
   ProcessOptions options;
   options.timeout = seconds(600);
-  const ProcessResult r = run_remote({"-x", "TRAINRUN_COLLECTIVE_TIMEOUT=300", "-H", "h1:4,h2:4,h3:4,h4:4", "--backend",
-                                      "gloo", program_path("CONFORMANCE")},
-                                     &tag, options);
+  const ProcessResult r = run_remote(
+      {"-x", "TRAINRUN_COLLECTIVE_TIMEOUT=300", "-H", "h1:4,h2:4,h3:4,h4:4", "--backend", "gloo",
+       program_path("CONFORMANCE"),
+       "--test-case=world*,allreduce just below*,broadcast*,allgather? in place*,alltoall*,barrier*,invalid*"},
+      &tag, options);
   INFO(r.out, r.err);
   CHECK(r.exit_code == 0);
   CHECK(count(r.out, "of 16 (tcp): passed") == 16);

@@ -20,7 +20,8 @@ if command -v ccache >/dev/null && [[ -z ${CCACHE_DIR:-} ]]; then
   export CCACHE_DIR=$(ccache -k cache_dir)
 fi
 cd "$area/src"
-nice dpkg-buildpackage -us -uc -b >"$area/dpkg-buildpackage.log" 2>&1 ||
+# -J: debhelper builds with one job unless DEB_BUILD_OPTIONS says parallel=N.
+nice dpkg-buildpackage -us -uc -b -J"$(nproc)" >"$area/dpkg-buildpackage.log" 2>&1 ||
   { tail -40 "$area/dpkg-buildpackage.log"; echo "deb: dpkg-buildpackage failed, log $area/dpkg-buildpackage.log"; exit 1; }
 cd "$area"
 for deb in *.deb; do
