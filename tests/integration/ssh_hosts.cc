@@ -69,6 +69,16 @@ std::string netns_name(int subnet, int host) {
   return kNetnsPrefix + std::to_string(subnet) + "-h" + std::to_string(host);
 }
 
+// SCRIPT run by sh with WORDS as $1..., inside network namespace NETNS with
+// mounts and a hostname of its own (as a host's or a pod's processes see it).
+std::vector<std::string> host_shell(const std::string& netns, const std::string& script,
+                                    const std::vector<std::string>& words) {
+  std::vector<std::string> argv = {tool("ip"), "netns", "exec", netns, tool("unshare"), "--mount", "--uts",
+                                   "/bin/sh",  "-c",    script, "sh"};
+  argv.insert(argv.end(), words.begin(), words.end());
+  return argv;
+}
+
 // The launcher-side end of a host's veth pair.
 std::string veth_name(int subnet, int host) {
   return kVethPrefix + std::to_string(subnet) + "-" + std::to_string(host);
@@ -348,24 +358,11 @@ void SshHosts::start_sshd(int host) {
                          "PrintMotd no\nMaxStartups 100\nMaxSessions 100\n");
   // Its own hostname and home: `hostname` says hN, and the machine's own
   // ~/.bashrc does not run on every login.
-  const std::vector<std::string> argv = {
-      tool("ip"),
-      "netns",
-      "exec",
-      netns_name(subnet_, host),
-      tool("unshare"),
-      "--mount",
-      "--uts",
-      "/bin/sh",
-      "-c",
-      "mount --bind \"$1\" \"$2\" && mount --bind \"$5\" /etc/hosts && hostname \"$3\" && "
-      "exec /usr/sbin/sshd -D -e -f \"$4\"",
-      "sh",
-      dir_ + "/hosts-home",
-      home_directory(),
-      name,
-      config,
-      etc_hosts()};
+  const std::vector<std::string> argv =
+      host_shell(netns_name(subnet_, host),
+                 "mount --bind \"$1\" \"$2\" && mount --bind \"$5\" /etc/hosts && hostname \"$3\" && "
+                 "exec /usr/sbin/sshd -D -e -f \"$4\"",
+                 {dir_ + "/hosts-home", home_directory(), name, config, etc_hosts()});
   const int log = ::open((dir_ + "/sshd-" + name + ".log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   const pid_t pid = ::fork();
   if (pid == 0) {
@@ -425,21 +422,10 @@ std::vector<std::string> SshHosts::client_argv(const std::vector<std::string>& a
 }
 
 std::vector<std::string> SshHosts::pod_argv(int host, const std::vector<std::string>& argv) const {
-  std::vector<std::string> wrapped = {tool("ip"),
-                                      "netns",
-                                      "exec",
-                                      netns_name(subnet_, host),
-                                      tool("unshare"),
-                                      "--mount",
-                                      "--uts",
-                                      "/bin/sh",
-                                      "-c",
-                                      "mount --bind \"$1\" /etc/hosts && hostname \"$2\" && shift 2 && exec \"$@\"",
-                                      "sh",
-                                      etc_hosts(),
-                                      "h" + std::to_string(host)};
-  wrapped.insert(wrapped.end(), argv.begin(), argv.end());
-  return wrapped;
+  std::vector<std::string> words = {etc_hosts(), "h" + std::to_string(host)};
+  words.insert(words.end(), argv.begin(), argv.end());
+  return host_shell(netns_name(subnet_, host),
+                    "mount --bind \"$1\" /etc/hosts && hostname \"$2\" && shift 2 && exec \"$@\"", words);
 }
 
 void SshHosts::kill_sshd(int host) {
