@@ -77,8 +77,9 @@ class Backend {
   virtual DeviceFusion* device_fusion() { return nullptr; }
   // Host memory this backend's collectives read and write in place
   // (backends/host_memory.h: the shared-memory transport's heap); null
-  // where every buffer is copied alike.
-  virtual HostMemory* host_memory() { return nullptr; }
+  // where every buffer is copied alike. Shared: whoever holds it keeps it
+  // mapped (torch tensors from it may outlive the backend).
+  virtual std::shared_ptr<HostMemory> host_memory() { return nullptr; }
 
   // A backend over `ranks` of this one (positions in this backend's world,
   // ascending, this rank among them or not), for a process set. Collective

@@ -55,7 +55,7 @@ class RoutedBackend final : public Backend, private DeviceFusion {
   // at the set's first CUDA buffer.
   std::unique_ptr<Backend> subset(const std::vector<int>& ranks, World* member, const std::string& set) override;
   DeviceFusion* device_fusion() override { return cuda_ ? this : nullptr; }
-  HostMemory* host_memory() override { return host_->host_memory(); }
+  std::shared_ptr<HostMemory> host_memory() override { return host_->host_memory(); }
 
  private:
   void* fusion_buffer(std::size_t bytes, const void* like) override;

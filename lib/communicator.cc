@@ -114,14 +114,14 @@ const std::string& Communicator::hostname() const { return impl_->world_->hostna
 std::string Communicator::backend_name() const { return impl_->backend_->name(); }
 
 void* Communicator::allocate_memory(std::size_t bytes) {
-  if (detail::HostMemory* heap = impl_->backend_->host_memory()) {
+  if (std::shared_ptr<detail::HostMemory> heap = impl_->backend_->host_memory()) {
     if (void* p = heap->allocate(bytes)) return p;
   }
   return std::aligned_alloc(64, (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64);
 }
 
 void Communicator::free_memory(void* p) {
-  detail::HostMemory* heap = impl_->backend_->host_memory();
+  std::shared_ptr<detail::HostMemory> heap = impl_->backend_->host_memory();
   if (!heap || !heap->free(p)) std::free(p);
 }
 int Communicator::job_rank(int r) const { return impl_->world_->job_rank(r); }

@@ -48,8 +48,8 @@ class ShmCollectives {
   int index() const { return index_; }
   int ranks() const { return ranks_; }
   // The host's heaps (share()d by every rank alike); none: every collective copies.
-  void set_heaps(std::unique_ptr<ShmHeaps> heaps) { heaps_ = std::move(heaps); }
-  ShmHeaps* heaps() const { return heaps_.get(); }
+  void set_heaps(std::shared_ptr<ShmHeaps> heaps) { heaps_ = std::move(heaps); }
+  const std::shared_ptr<ShmHeaps>& heaps() const { return heaps_; }
 
   // send may equal recv (in place).
   void allreduce(const void* send, void* recv, std::size_t count, std::size_t element, ReduceFn reduce);
@@ -99,7 +99,7 @@ class ShmCollectives {
   ShmRounds rounds_;
   CallDescriptor call_;              // set as a collective starts, sent with its first round
   const std::size_t streaming_min_;  // outputs from this size bypass the caches
-  std::unique_ptr<ShmHeaps> heaps_;
+  std::shared_ptr<ShmHeaps> heaps_;
 };
 
 }  // namespace trainrun::detail

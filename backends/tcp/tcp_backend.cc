@@ -131,7 +131,7 @@ class TcpBackend final : public Backend {
   }
 
   void abort() noexcept override { t_.abort(); }
-  HostMemory* host_memory() override { return t_.shm ? t_.shm->heaps() : nullptr; }
+  std::shared_ptr<HostMemory> host_memory() override { return t_.shm ? t_.shm->heaps() : nullptr; }
 
  private:
   static void copy(const void* from, void* to, std::size_t bytes) {

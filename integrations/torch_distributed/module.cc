@@ -18,10 +18,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
 #include "integrations/python/core/core_group.h"
+#include "integrations/torch_distributed/heap_allocator.h"
 #include "integrations/torch_distributed/process_group.h"
 #include "integrations/torch_distributed/torch_store.h"
 
@@ -117,6 +119,21 @@ c10::intrusive_ptr<ProcessGroupTrainrun> take_subset(const std::vector<int>& ran
   return c10::make_intrusive<ProcessGroupTrainrun>(group, std::move(set), timeout);
 }
 
+// `with HeapScope(group):` as trainrun.torch.distributed opens it around
+// DDP's bucket allocations; a group of another backend changes nothing.
+class PyHeapScope {
+ public:
+  explicit PyHeapScope(const py::object& group) {
+    if (py::isinstance<ProcessGroupTrainrun>(group)) heap_ = group.cast<ProcessGroupTrainrun*>()->host_memory();
+  }
+  void enter() { scope_.emplace(heap_); }
+  void exit() { scope_.reset(); }
+
+ private:
+  std::shared_ptr<detail::HostMemory> heap_;
+  std::optional<HeapScope> scope_;
+};
+
 }  // namespace
 }  // namespace trainrun::c10d
 
@@ -135,4 +152,11 @@ PYBIND11_MODULE(_c10d, m) {
   m.def("take_subset", &trainrun::c10d::take_subset, py::arg("ranks"), py::arg("rank"), py::arg("size"),
         py::arg("timeout"),
         "The process group over the set prepare_subset made for `ranks`, on its members, with world()'s `timeout`.");
+  py::class_<trainrun::c10d::PyHeapScope>(
+      m, "HeapScope",
+      "`with HeapScope(group):` CPU tensors of 1 MiB or more allocated in the block (on this thread) come from the "
+      "heap that `group`'s allreduce reads in place, where it has one (a trainrun group on one host).")
+      .def(py::init<py::object>(), py::arg("group").none(true))
+      .def("__enter__", &trainrun::c10d::PyHeapScope::enter)
+      .def("__exit__", [](trainrun::c10d::PyHeapScope& s, const py::args&) { s.exit(); });
 }

@@ -50,6 +50,8 @@ class ProcessGroupTrainrun : public BackendBase {
   // Runs `fn` on the worker, after every op queued before, and waits for it
   // (new_group: Communicator::subset is collective over this group).
   void run_ordered(const std::function<void(python::CoreGroup&)>& fn);
+  // The heap this group's allreduce reads in place (heap_allocator.h), or null.
+  std::shared_ptr<detail::HostMemory> host_memory() const { return group_.host_memory(); }
 
   using Tensors = std::vector<at::Tensor>;
   using WorkPtr = c10::intrusive_ptr<::c10d::Work>;

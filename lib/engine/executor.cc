@@ -40,7 +40,7 @@ char* Executor::scratch(std::size_t bytes) {
   if (!buffer_ && fusion_threshold_ > 0 && bytes <= fusion_threshold_) {
     // From the backend's heap where it has one: the host's ranks then
     // reduce fused batches where they lie (backends/host_memory.h).
-    if (HostMemory* heap = backend_.host_memory()) buffer_ = heap->allocate(fusion_threshold_);
+    if (std::shared_ptr<HostMemory> heap = backend_.host_memory()) buffer_ = heap->allocate(fusion_threshold_);
     from_heap_ = buffer_ != nullptr;
     capacity_ = from_heap_ ? fusion_threshold_ : 0;
   }

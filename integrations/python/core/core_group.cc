@@ -60,6 +60,9 @@ class CommunicatorGroup final : public CoreGroup {
     return comm_.recv(buf, count, type, peer, tag);
   }
   void abort() noexcept override { detail::CommunicatorAccess::backend(comm_).abort(); }
+  std::shared_ptr<detail::HostMemory> host_memory() override {
+    return detail::CommunicatorAccess::backend(comm_).host_memory();
+  }
   std::unique_ptr<CoreGroup> subset(const std::vector<int>& ranks) override {
     std::unique_ptr<Communicator> set = comm_.subset(ranks);
     if (!set) return nullptr;

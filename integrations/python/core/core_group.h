@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/host_memory.h"
 #include "trainrun/types.h"
 
 namespace trainrun::python {
@@ -58,6 +59,10 @@ class CoreGroup {
   // way back. The c10d backend's op timeout (the mpi backend: MPI_Abort,
   // which ends the job).
   virtual void abort() noexcept = 0;
+  // The heap the group's collectives read in place (Communicator::
+  // allocate_memory's; backends/host_memory.h), kept mapped while held;
+  // null where every buffer is copied alike. From any thread.
+  virtual std::shared_ptr<detail::HostMemory> host_memory() = 0;
 };
 
 // A key-value store the job's framework set up (torch.distributed's Store:
@@ -84,7 +89,7 @@ struct ForeignWorld {
 
 // What the capsule points at; static in trainrun._core.
 struct CoreApi {
-  static constexpr int kVersion = 5;  // 2: send, recv; 3: abort; 4: reduce; 5: world_from_store
+  static constexpr int kVersion = 6;  // 2: send, recv; 3: abort; 4: reduce; 5: world_from_store; 6: host_memory
   int version = kVersion;
   // The job's group over trainrun::init()'s communicator, started on the
   // first call (it blocks while the ranks meet). Throws as init() does.

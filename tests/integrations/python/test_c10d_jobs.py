@@ -230,3 +230,38 @@ def test_beside_horovod_api_in_one_process(tmp_path):
     assert done.returncode == 0, done.stdout
     for r in range(2):
         assert f'[{r}] sums [2.0, 2.0, 2.0] [2.0, 2.0, 2.0] [2.0, 2.0, 2.0]' in done.stdout, done.stdout
+
+
+OUTLIVES_THE_WORLD = textwrap.dedent('''
+    import torch, torch.distributed as dist, torch.nn as nn
+    import trainrun._core, trainrun.torch.distributed
+    from trainrun import _c10d
+    from torch.nn.parallel import DistributedDataParallel
+    dist.init_process_group('trainrun')
+    group = dist.distributed_c10d._get_default_group()
+    with _c10d.HeapScope(group):
+        kept = torch.ones(1 << 20)  # 4 MiB from the heap
+    ddp = DistributedDataParallel(nn.Linear(1024, 1024))
+    ddp(torch.ones(2, 1024)).sum().backward()
+    dist.all_reduce(kept)
+    grad = ddp.module.weight.grad.clone()
+    dist.destroy_process_group()
+    del ddp, group
+    trainrun._core.shutdown()  # the world and its heap's last user go
+    kept.add_(1)
+    print(f'kept {kept[0].item()} grad {grad.abs().sum().item() > 0}', flush=True)
+    del kept  # freed into the heap after the world
+    print('freed', flush=True)
+''')
+
+
+def test_heap_tensors_outlive_the_world(tmp_path):
+    """Tensors from trainrun's heap (DDP's buckets) may outlive the group and the core: the heap stays mapped until
+    the last is freed, and the process exits 0."""
+    script = tmp_path / 'outlives.py'
+    script.write_text(OUTLIVES_THE_WORLD)
+    done = run([find_trainrun(), '--local', '-np', '2', sys.executable, str(script)], env=environment(), cwd=tmp_path,
+               timeout=120)
+    assert done.returncode == 0, done.stdout
+    for r in range(2):
+        assert f'[{r}] kept 3.0 grad True' in done.stdout and f'[{r}] freed' in done.stdout, done.stdout

@@ -21,7 +21,10 @@ the cpu and cuda device types, and torch's ProcessGroup wraps it.
 new_group(): trainrun's process sets are made by every rank of the world
 (torch's own rule for new_group), so this module wraps
 torch.distributed.new_group to make the set on every rank before torch
-calls the backend on the members.
+calls the backend on the members. DDP's gradient buckets are allocated in
+trainrun's shared-memory heap when its group is trainrun's (torch.distributed
+.Reducer is wrapped for that), so that an allreduce on one host reads them in
+place.
 """
 import functools
 import inspect
@@ -93,6 +96,26 @@ def _wrap_new_group(new_group):
     return wrapped
 
 
+def _heap_reducer(reducer):
+    """torch's Reducer (DDP's gradient buckets) with its buckets, when its
+    group is trainrun's, in the heap that group's shared-memory allreduce
+    reads in place (no copy into the transport's segment and out)."""
+
+    class Reducer(reducer):
+        def __init__(self, *args, **kwargs):
+            group = kwargs.get("process_group", args[3] if len(args) > 3 else None)
+            self._trainrun_group = None if group is None else _trainrun_backend(group)
+            with _c10d.HeapScope(self._trainrun_group):
+                super().__init__(*args, **kwargs)
+
+        def _rebuild_buckets(self):
+            with _c10d.HeapScope(self._trainrun_group):
+                return super()._rebuild_buckets()
+
+    Reducer._trainrun_wrapped = True
+    return Reducer
+
+
 def _register():
     if BACKEND.upper() not in _dist.Backend._plugins:
         options = {"extended_api": True}
@@ -103,6 +126,8 @@ def _register():
         wrapped = _wrap_new_group(_c10d_module.new_group)
         _c10d_module.new_group = wrapped
         _dist.new_group = wrapped
+    if not getattr(_dist.Reducer, "_trainrun_wrapped", False):
+        _dist.Reducer = _heap_reducer(_dist.Reducer)
 
 
 _register()
