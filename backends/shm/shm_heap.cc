@@ -26,7 +26,8 @@ std::size_t reserve_bytes() {
 }  // namespace
 
 ShmHeaps::ShmHeaps(std::vector<ShmSegment> heaps, int index)
-    : heaps_(std::move(heaps)), index_(index), fit_(ShmSegment::kCookieBytes, heaps_[index].size()) {}
+    : heaps_(std::move(heaps)), index_(index), owner_(::getpid()),
+      fit_(ShmSegment::kCookieBytes, heaps_[index].size()) {}
 
 std::unique_ptr<ShmHeaps> ShmHeaps::share(rendezvous::Store& store, const std::string& scope, int index, int ranks,
                                           std::chrono::milliseconds timeout, std::string& why) {
@@ -59,6 +60,7 @@ std::unique_ptr<ShmHeaps> ShmHeaps::share(rendezvous::Store& store, const std::s
 }
 
 void* ShmHeaps::allocate(std::size_t bytes) {
+  if (::getpid() != owner_) return nullptr;
   std::lock_guard<std::mutex> lock(mutex_);
   const std::optional<std::size_t> offset = fit_.allocate(bytes);
   return offset ? base(index_) + *offset : nullptr;
@@ -68,6 +70,7 @@ bool ShmHeaps::free(void* p) {
   char* at = static_cast<char*>(p);
   char* const heap = base(index_);
   if (!p || at < heap || at >= heap + heaps_[static_cast<std::size_t>(index_)].size()) return false;
+  if (::getpid() != owner_) return true;  // the parent's block: its pages stay
   std::lock_guard<std::mutex> lock(mutex_);
   const std::size_t bytes = fit_.release(static_cast<std::size_t>(at - heap));
   // The memfd keeps a page until it is removed: a large range gives its

@@ -9,8 +9,12 @@
 // at the machine's memory (at most 64 GiB) whose pages come on first touch
 // and go back (MADV_REMOVE) when a range of 2 MiB or more is freed.
 // allocate() and free() are thread-safe; the rest belongs to the
-// collectives' thread.
+// collectives' thread. In a child fork()ed from the owner (a DataLoader's
+// worker) the heap is the parent's: allocate() gives nothing and free()
+// leaves the block and its pages to the parent.
 #pragma once
+
+#include <sys/types.h>
 
 #include <chrono>
 #include <cstddef>
@@ -51,6 +55,7 @@ class ShmHeaps final : public HostMemory {
 
   std::vector<ShmSegment> heaps_;  // by index; [index_] is this rank's
   const int index_;
+  const pid_t owner_;  // the process that made it
   mutable std::mutex mutex_;
   FirstFit fit_;  // offsets in heaps_[index_], under mutex_
 };
