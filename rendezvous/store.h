@@ -19,9 +19,16 @@ class Store {
   // Waits until the key exists; throws Error(Timeout) naming it after `timeout`.
   virtual std::string get(std::string_view scope, std::string_view key, std::chrono::milliseconds timeout) = 0;
   // Keys prefix{first} .. prefix{first+count-1}, fetched and waited for as one
-  // request, so an N-rank exchange costs N requests, not N^2.
+  // request, so an N-rank exchange costs N requests, not N^2 (HttpStore);
+  // a store without such a read gets them one by one.
   virtual std::vector<std::string> get_range(std::string_view scope, std::string_view prefix, std::uint64_t first,
-                                             std::uint64_t count, std::chrono::milliseconds timeout) = 0;
+                                             std::uint64_t count, std::chrono::milliseconds timeout) {
+    std::vector<std::string> values;
+    for (std::uint64_t i = first; i < first + count; ++i) {
+      values.push_back(get(scope, std::string(prefix) + std::to_string(i), timeout));
+    }
+    return values;
+  }
   virtual std::int64_t add(std::string_view scope, std::string_view key, std::int64_t delta) = 0;
 };
 

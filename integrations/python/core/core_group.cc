@@ -92,14 +92,6 @@ class ForeignRendezvousStore final : public rendezvous::Store {
     }
     return *std::move(value);
   }
-  std::vector<std::string> get_range(std::string_view scope, std::string_view prefix, std::uint64_t first,
-                                     std::uint64_t count, std::chrono::milliseconds timeout) override {
-    std::vector<std::string> values;
-    for (std::uint64_t i = first; i < first + count; ++i) {
-      values.push_back(get(scope, std::string(prefix) + std::to_string(i), timeout));
-    }
-    return values;
-  }
   std::int64_t add(std::string_view scope, std::string_view key, std::int64_t delta) override {
     std::int64_t value = 0;
     guarded([&] { value = store_->add(name(scope, key), delta); });

@@ -32,14 +32,6 @@ class MemoryStore : public rendezvous::Store {
     ++gets_;
     return values_.at(p);
   }
-  std::vector<std::string> get_range(std::string_view scope, std::string_view prefix, std::uint64_t first,
-                                     std::uint64_t count, std::chrono::milliseconds timeout) override {
-    std::vector<std::string> values;
-    for (std::uint64_t i = first; i < first + count; ++i) {
-      values.push_back(get(scope, std::string(prefix) + std::to_string(i), timeout));
-    }
-    return values;
-  }
   std::int64_t add(std::string_view, std::string_view, std::int64_t) override {
     throw Error(Error::Code::Unsupported, "add");
   }
