@@ -193,12 +193,17 @@ MISMATCHED = textwrap.dedent('''
 ''')
 
 
+def run_script(tmp_path, text, options=()):
+    """`text` as a script under trainrun --local -np 2 [options], in tmp_path."""
+    script = tmp_path / 'job.py'
+    script.write_text(text)
+    return run([find_trainrun(), '--local', '-np', '2', *options, sys.executable, str(script)], env=environment(),
+               cwd=tmp_path, timeout=120)
+
+
 @pytest.mark.parametrize('options', [[], ['--no-shm', '--check-calls']], ids=['shm', 'tcp-check-calls'])
 def test_mismatched_calls_fail_every_rank(tmp_path, options):
-    script = tmp_path / 'mismatched.py'
-    script.write_text(MISMATCHED)
-    done = run([find_trainrun(), '--local', '-np', '2'] + options + [sys.executable, str(script)],
-               env=environment(), cwd=tmp_path, timeout=120)
+    done = run_script(tmp_path, MISMATCHED, options)
     assert done.returncode == 3, done.stdout
     for r in range(2):
         assert f"[{r}] failed: rank {r} (" in done.stdout, done.stdout
@@ -223,10 +228,7 @@ BESIDE_HOROVOD = textwrap.dedent('''
 
 def test_beside_horovod_api_in_one_process(tmp_path):
     """One communicator serves both: the c10d group's core calls go through the running engine."""
-    script = tmp_path / 'beside.py'
-    script.write_text(BESIDE_HOROVOD)
-    done = run([find_trainrun(), '--local', '-np', '2', sys.executable, str(script)], env=environment(), cwd=tmp_path,
-               timeout=120)
+    done = run_script(tmp_path, BESIDE_HOROVOD)
     assert done.returncode == 0, done.stdout
     for r in range(2):
         assert f'[{r}] sums [2.0, 2.0, 2.0] [2.0, 2.0, 2.0] [2.0, 2.0, 2.0]' in done.stdout, done.stdout
@@ -258,10 +260,7 @@ OUTLIVES_THE_WORLD = textwrap.dedent('''
 def test_heap_tensors_outlive_the_world(tmp_path):
     """Tensors from trainrun's heap (DDP's buckets) may outlive the group and the core: the heap stays mapped until
     the last is freed, and the process exits 0."""
-    script = tmp_path / 'outlives.py'
-    script.write_text(OUTLIVES_THE_WORLD)
-    done = run([find_trainrun(), '--local', '-np', '2', sys.executable, str(script)], env=environment(), cwd=tmp_path,
-               timeout=120)
+    done = run_script(tmp_path, OUTLIVES_THE_WORLD)
     assert done.returncode == 0, done.stdout
     for r in range(2):
         assert f'[{r}] kept 3.0 grad True' in done.stdout and f'[{r}] freed' in done.stdout, done.stdout
