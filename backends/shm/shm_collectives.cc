@@ -49,6 +49,24 @@ void reduce_in_place_in_order(char* out, std::vector<const char*> operands, std:
   }
 }
 
+// The block at operands (one per rank) reduced in rank order, a 16 KiB
+// piece at a time in the cache, and each piece streamed into every one of
+// `results` (one per rank, none aliasing another rank's operand).
+void reduce_into_every_recv(std::vector<const char*> operands, const std::vector<char*>& results, std::size_t bytes,
+                            std::size_t element, ReduceFn reduce) {
+  const int n = static_cast<int>(operands.size());
+  constexpr std::size_t kPiece = 16 * 1024;  // a multiple of every element size
+  alignas(64) char staged[kPiece];
+  for (std::size_t done = 0; done < bytes; done += kPiece) {
+    const std::size_t piece = std::min(kPiece, bytes - done);
+    reduce_in_order(staged, operands.data(), n, piece, element, reduce);
+    for (int k = 0; k < n; ++k) {
+      operands[k] += piece;
+      copy_bytes(results[k] + done, staged, piece, true);
+    }
+  }
+}
+
 // Two copies, for two kinds of traffic between the ranks' CPUs. Into this
 // rank's slot (lines the peers read last round) glibc's memcpy serves best;
 // out of a slot peers wrote, its REP MOVSB (copies of 2 KiB up to 512 KiB)
@@ -162,19 +180,33 @@ bool ShmCollectives::allreduce_in_heaps(const void* send, void* recv, std::size_
   // Rank k's block of the message: [begin(k), begin(k + 1)), whole elements.
   const std::size_t elements = bytes / element;
   const auto begin = [&](int k) { return elements * static_cast<std::size_t>(k) / ranks_ * element; };
+  // This rank's block from every rank's send buffer, in rank order (each
+  // element computed once, alike everywhere); only this rank reads or
+  // writes that block anywhere, so send may be recv.
   std::vector<const char*> operands(static_cast<std::size_t>(ranks_));
   for (int k = 0; k < ranks_; ++k) operands[k] = heaps_->base(k) + send_offset(where[k]) + begin(index_);
-  // This rank's block from every rank's send buffer, in rank order (each
-  // element computed once, alike everywhere); only this rank writes it.
-  char* out = static_cast<char*>(recv) + begin(index_);
-  reduce_in_place_in_order(out, operands, begin(index_ + 1) - begin(index_), element, reduce);
-  round();  // every block is reduced
-  for (int k = 0; k < ranks_; ++k) {
-    if (k == index_) continue;
-    copy_from_peers(static_cast<char*>(recv) + begin(k), heaps_->base(k) + recv_offset(where[k]) + begin(k),
-                    begin(k + 1) - begin(k), bytes >= streaming_min_);
+  const std::size_t length = begin(index_ + 1) - begin(index_);
+  if (bytes >= streaming_min_) {
+    // Results past the shared cache: each piece of the block goes from the
+    // cache straight into every rank's recv, past the caches; a round less
+    // and no second read (at 2 ranks, 32-256 MiB: 1.08-1.29x the path below).
+    std::vector<char*> results(static_cast<std::size_t>(ranks_));
+    for (int k = 0; k < ranks_; ++k) {
+      results[k] = (k == index_ ? static_cast<char*>(recv) : heaps_->base(k) + recv_offset(where[k])) + begin(index_);
+    }
+    reduce_into_every_recv(operands, results, length, element, reduce);
+  } else {
+    // The results stay in the cache: each rank reduces into its own recv,
+    // then copies the other blocks from the ranks that reduced them.
+    reduce_in_place_in_order(static_cast<char*>(recv) + begin(index_), operands, length, element, reduce);
+    round();  // every block is reduced
+    for (int k = 0; k < ranks_; ++k) {
+      if (k == index_) continue;
+      copy_from_peers(static_cast<char*>(recv) + begin(k), heaps_->base(k) + recv_offset(where[k]) + begin(k),
+                      begin(k + 1) - begin(k));
+    }
   }
-  round();  // every rank has its copies: the buffers are the callers' again
+  round();  // every block is everywhere: the buffers are the callers' again
   return true;
 }
 

@@ -15,8 +15,9 @@
 // from its heap (backends/shm/shm_heap.h: the peers map each other's) runs
 // in place instead: each rank reduces its block straight out of every
 // rank's send buffer into its own recv, then copies the other blocks from
-// the ranks that reduced them; half the bytes move of the copy path's
-// (docs/design.md §5.3). The ranks agree in that call's first round.
+// the ranks that reduced them; past the shared cache it streams its block
+// into every rank's recv instead (docs/design.md §5.3). No byte passes
+// through the segment. The ranks agree in that call's first round.
 // Ranks here are indices in the group (0..ranks-1). The first round of
 // each collective carries the calling core call's descriptor: a rank in
 // another call, or with another dtype, count, reduce op or root, makes it

@@ -10,7 +10,8 @@ versions) for --rounds rounds (medians), and the memory rates once more at
 the end. Prints one table: busbw of each side, the zero-copy model
 and each side's fraction of it, so the figures mean the same on any machine:
 
-  shm_model_bench.py --build build [--baseline-build ../old/build] [--np 2 4] [--rounds 3]
+  shm_model_bench.py --build build [--baseline-build ../old/build [--baseline-device allocated]]
+                     [--np 2 4] [--rounds 3]
                      [--min-bytes 64K] [--max-bytes 256M]
 
 The zero-copy model: an allreduce of S bytes among n ranks must at least
@@ -52,6 +53,8 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--baseline-build", help="another build folder to alternate with (an A/B of two versions)")
     ap.add_argument("--np", type=int, nargs="+", default=[2, 4])
+    ap.add_argument("--baseline-device", default="host", choices=["host", "allocated"],
+                    help="where the baseline's buffers live (allocated: an A/B of the in-place path itself)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--min-bytes", default="64K")
     ap.add_argument("--max-bytes", default="256M")
@@ -62,7 +65,7 @@ def main():
     # which shared memory reduces in place.
     sides = {"this": (args.build, "host"), "allocated": (args.build, "allocated")}
     if args.baseline_build:
-        sides["baseline"] = (args.baseline_build, "host")
+        sides["baseline"] = (args.baseline_build, args.baseline_device)
     busbw = {}
     for n in args.np:
         for rnd in range(args.rounds):
