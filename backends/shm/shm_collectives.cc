@@ -189,7 +189,7 @@ bool ShmCollectives::allreduce_in_heaps(const void* send, void* recv, std::size_
   if (bytes >= streaming_min_) {
     // Results past the shared cache: each piece of the block goes from the
     // cache straight into every rank's recv, past the caches; a round less
-    // and no second read (at 2 ranks, 32-256 MiB: 1.08-1.29x the path below).
+    // and no second read (at 2 ranks, 64-256 MiB: 1.05-1.30x the path below).
     std::vector<char*> results(static_cast<std::size_t>(ranks_));
     for (int k = 0; k < ranks_; ++k) {
       results[k] = (k == index_ ? static_cast<char*>(recv) : heaps_->base(k) + recv_offset(where[k])) + begin(index_);
