@@ -131,6 +131,8 @@ int main(int argc, char** argv) {
       };
     } else {
       hooks.bus_factor = n > 1 ? 2.0 * (n - 1) / n : 1.0;
+      // --in-place: recv is both (zeros, which stay zero under every op's timing).
+      if (config.in_place) send = recv;
       hooks.run = [&](std::size_t count) { comm.allreduce(send, recv, count, type, op); };
     }
     hooks.barrier = [&] { comm.barrier(); };
@@ -140,7 +142,7 @@ int main(int argc, char** argv) {
       return out;
     };
     const std::string title = "trainrun " + config.collective + " (" + comm.backend_name() + ", " + config.device +
-                              " buffers" +
+                              " buffers" + (config.in_place ? ", in place" : "") +
                               (set ? ", a process set of " + std::to_string(world.size()) + " ranks" : "") + ")";
     bench::run(config, hooks, title.c_str());
     device_send.reset();

@@ -31,6 +31,7 @@ struct Config {
   std::string device = "host";           // where the buffers live: host | allocated | cuda
   std::string collective = "allreduce";  // allreduce | allgather | broadcast | alltoall | reducescatter
   std::string process_set = "all";  // all | half: the first half of the ranks, as a process set (allreduce_bench only)
+  bool in_place = false;            // allreduce with send == recv, as DDP's buckets are (allreduce_bench only)
 };
 
 // Parses --min-bytes/--max-bytes (with K/M/G suffixes), --factor, --iters,

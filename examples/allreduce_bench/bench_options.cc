@@ -75,8 +75,14 @@ std::optional<Config> parse_options(int argc, char** argv, int& exit_code) {
                  "the others wait")
       ->check(CLI::IsMember({"all", "half"}))
       ->capture_default_str();
+  app.add_flag("--in-place", c.in_place, "allreduce: send and recv are one buffer, as DDP's buckets are");
   app.add_flag("--csv", c.csv, "One CSV line per size");
   if (!examples::parse_cli(app, argc, argv, exit_code)) return std::nullopt;
+  if (c.in_place && c.collective != "allreduce") {
+    std::fprintf(stderr, "allreduce_bench: error: --in-place is for --collective allreduce\n");
+    exit_code = 2;
+    return std::nullopt;
+  }
   if (c.min_bytes > c.max_bytes) {
     std::fprintf(stderr, "allreduce_bench: error: --min-bytes exceeds --max-bytes\n");
     exit_code = 2;

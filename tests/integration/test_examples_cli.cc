@@ -52,7 +52,7 @@ TEST_CASE("allreduce_bench: --help, bad values, and the spellings in use") {
   CHECK(help.exit_code == 0);
   CHECK(contains(help.out, "Usage: allreduce_bench [OPTIONS]"));
   for (const char* option : {"--min-bytes", "--max-bytes", "--factor", "--iters", "--warmup", "--dtype", "--op",
-                             "--collective", "--device", "--csv"}) {
+                             "--collective", "--device", "--in-place", "--csv"}) {
     CHECK_MESSAGE(contains(help.out, option), option);
   }
   check_usage_error(
@@ -66,6 +66,11 @@ TEST_CASE("allreduce_bench: --help, bad values, and the spellings in use") {
                     "missing (see allreduce_bench --help)\n");
   check_usage_error({bench, "--min-bytes", "1K", "--max-bytes", "4"},
                     "allreduce_bench: error: --min-bytes exceeds --max-bytes\n");
+  check_usage_error({bench, "--in-place", "--collective", "allgather"},
+                    "allreduce_bench: error: --in-place is for --collective allreduce\n");
+  const ProcessResult in_place = run_process({bench, "--in-place", "--max-bytes", "64", "--iters", "2", "--csv"});
+  CHECK(in_place.exit_code == 0);
+  CHECK(contains(in_place.out, "\n64,16,float32,sum,2,"));
   // What scripts/, tests/bench and the README run (one rank, no launcher).
   const ProcessResult r = run_process(
       {bench, "--min-bytes", "4",     "--max-bytes", "16",  "--factor",     "4",         "--iters",  "2",    "--warmup",
