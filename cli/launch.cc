@@ -135,8 +135,9 @@ report::StackDumps::Options stack_dump_options(const Options& options) {
   return o;
 }
 
-// The launcher holds ~5 descriptors per remote host (its SSH session, the
-// pump's socketpair and wake pipe) and one rendezvous connection per rank;
+// The launcher holds 3 descriptors per remote host (its SSH session and
+// the pump's socketpair; the few pump threads' wake pipes are shared) and
+// one rendezvous connection per rank;
 // the local agent, which inherits the limit, 2 pipes per local rank
 // (measured: -np 8 starts with 24 and fails with 20, -np 32 with 72 and
 // 64). A limit below that would fail mid-start with "Too many open files":
@@ -149,7 +150,7 @@ std::optional<std::string> too_few_descriptors(const AgentMode& mode, const Plan
   for (std::size_t i = 0; i < plan.hosts.size(); ++i) remote_hosts += mode.reach(planned, i) == AgentReach::kSsh;
   for (const RankSlot& slot : plan.ranks) local_ranks += mode.reach(planned, slot.host_index) == AgentReach::kChild;
   const std::size_t ranks = plan.ranks.size();
-  const std::size_t needed = std::max(5 * remote_hosts + ranks, 2 * local_ranks) + 8;
+  const std::size_t needed = std::max(3 * remote_hosts + ranks, 2 * local_ranks) + 8;
   rlimit limit{};
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= needed) {
     return std::nullopt;

@@ -24,7 +24,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Everything one host's checks found; filled by that host's thread only.
+// Hosts checked and connected at once. A check mostly waits on the network
+// (TCP, key exchange, the agent's Hello), so 64 in flight start hundreds of
+// hosts quickly on a bounded number of threads.
+constexpr std::size_t kConnectWorkers = 64;
+
+// Everything one host's checks found; filled by the worker that took it.
 struct HostCheck {
   HostSlots host;
   std::string name;  // as in messages: display_name(host)
@@ -175,18 +180,22 @@ RemoteAgents start_remote_agents(const std::vector<HostSlots>& hosts, const Remo
   struct Shared {
     std::vector<HostCheck> checks;
     std::mutex known_hosts_lock;
-    std::atomic<std::size_t> finished{0};
+    std::atomic<std::size_t> next{0}, finished{0};
   };
   ssh_init();  // before the threads: libssh's one-time setup is not theirs to race
   auto shared = std::make_shared<Shared>();
   for (const HostSlots& host : hosts) {
     shared->checks.push_back(HostCheck{host, display_name(host), {}, {}, {}, false, 0});
   }
+  // A fixed pool connects: each worker takes the next host until none is
+  // left, so a job of hundreds of hosts starts 64 threads, not hundreds.
   std::vector<std::thread> threads;
-  for (std::size_t i = 0; i < hosts.size(); ++i) {
-    threads.emplace_back([shared, i, options, request] {
-      check_host(shared->checks[i], options, request, shared->known_hosts_lock);
-      ++shared->finished;
+  for (std::size_t w = 0; w < std::min(hosts.size(), kConnectWorkers); ++w) {
+    threads.emplace_back([shared, options, request] {
+      for (std::size_t i; (i = shared->next++) < shared->checks.size();) {
+        check_host(shared->checks[i], options, request, shared->known_hosts_lock);
+        ++shared->finished;
+      }
     });
   }
   RemoteAgents result;

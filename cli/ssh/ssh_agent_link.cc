@@ -27,23 +27,18 @@ constexpr std::chrono::seconds kExitStatusWait{2};
 
 }  // namespace
 
-// The pump thread's state. Only `stop_`, `done_` and `failure_` (under
-// `mutex_`) are touched by the supervisor's thread.
-class SshAgentLink::Pump {
+// One host's pump, stepped by its PumpThread. Only `stop_`, `done_` and
+// `failure_` (under `mutex_`) are touched by the supervisor's thread.
+class SshAgentLink::Pump final : public Pumped {
  public:
   Pump(std::string host, std::unique_ptr<SshSession> session, UniqueFd remote)
-      : host_(std::move(host)), session_(std::move(session)), remote_(std::move(remote)),
-        wake_(make_pipe(O_CLOEXEC | O_NONBLOCK)) {
-    if (!wake_.read) {
-      throw Error(Error::Code::Io, "cannot create a pipe for the agent on " + host_ + ": " + std::strerror(errno));
-    }
+      : host_(std::move(host)), session_(std::move(session)), remote_(std::move(remote)) {
+    ssh_set_blocking(session_->session(), 0);
   }
 
-  void run();
-  void stop() {
-    stop_ = true;
-    (void)!::write(wake_.write.get(), "x", 1);
-  }
+  Clock::time_point arm(std::vector<pollfd>& fds) override;
+  bool step(const pollfd* fds) override;
+  void stop() { stop_ = true; }
   bool done() const { return done_; }
   std::optional<std::string> failure() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -54,13 +49,14 @@ class SshAgentLink::Pump {
   bool move_bytes();
   void forward_stderr(const char* data, std::size_t size);
   void keep_alive();
-  void wait(bool backpressured);
-  void end(std::optional<std::string> failure);
+  // The agent's end: what its exit status says. Always false (done).
+  bool end_with_status();
+  // Always false (done), for step() to return.
+  bool end(std::optional<std::string> failure);
 
   const std::string host_;
   std::unique_ptr<SshSession> session_;
   UniqueFd remote_;
-  PipeFds wake_;  // written by stop(): wakes the pump's poll
   std::atomic<bool> stop_{false}, done_{false};
   std::mutex mutex_;
   std::optional<std::string> failure_;
@@ -68,11 +64,12 @@ class SshAgentLink::Pump {
   std::string to_agent_, from_agent_, stderr_line_;
   FrameReader outgoing_;  // the supervisor's frames, so Pings go in between
   bool local_eof_ = false, eof_sent_ = false, agent_eof_ = false;
+  bool backpressured_ = false;  // as armed: the supervisor is slow to read
   Clock::time_point last_heard_ = Clock::now(), next_ping_ = Clock::now();
   std::optional<Clock::time_point> agent_eof_at_;
 };
 
-void SshAgentLink::Pump::end(std::optional<std::string> failure) {
+bool SshAgentLink::Pump::end(std::optional<std::string> failure) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     failure_ = std::move(failure);
@@ -80,6 +77,7 @@ void SshAgentLink::Pump::end(std::optional<std::string> failure) {
   // The supervisor reads EOF only after failure() can say why.
   remote_.reset();
   done_ = true;
+  return false;
 }
 
 void SshAgentLink::Pump::forward_stderr(const char* data, std::size_t size) {
@@ -149,49 +147,51 @@ void SshAgentLink::Pump::keep_alive() {
   ssh_send_keepalive(session_->session());
 }
 
-void SshAgentLink::Pump::wait(bool backpressured) {
+Pumped::Clock::time_point SshAgentLink::Pump::arm(std::vector<pollfd>& fds) {
   ssh_session session = session_->session();
+  backpressured_ = from_agent_.size() >= kBufferLimit;
   const bool write_pending = ssh_get_poll_flags(session) & SSH_WRITE_PENDING;
-  pollfd fds[3] = {
-      {ssh_get_fd(session), static_cast<short>((backpressured ? 0 : POLLIN) | (write_pending ? POLLOUT : 0)), 0},
-      {remote_.get(),
-       static_cast<short>((!local_eof_ && to_agent_.size() < kBufferLimit ? POLLIN : 0) |
-                          (from_agent_.empty() ? 0 : POLLOUT)),
-       0},
-      {wake_.read.get(), POLLIN, 0},
-  };
-  ::poll(fds, 3, net::milliseconds_until(next_ping_));
-  if (fds[0].revents & POLLOUT) ssh_blocking_flush(session, 0);
-  // Any byte from the server proves the connection is alive; while the
-  // supervisor is slow to read, silence is ours, not the host's.
-  if ((fds[0].revents & POLLIN) || backpressured) last_heard_ = Clock::now();
+  fds.push_back(
+      {ssh_get_fd(session), static_cast<short>((backpressured_ ? 0 : POLLIN) | (write_pending ? POLLOUT : 0)), 0});
+  fds.push_back({remote_.get(),
+                 static_cast<short>((!local_eof_ && to_agent_.size() < kBufferLimit ? POLLIN : 0) |
+                                    (from_agent_.empty() ? 0 : POLLOUT)),
+                 0});
+  return next_ping_;
 }
 
-void SshAgentLink::Pump::run() {
-  ssh_channel channel = session_->channel();
-  ssh_set_blocking(session_->session(), 0);
-  while (!stop_) {
-    if (!move_bytes()) {
-      const std::string closed =
-          session_->closed_by_host("(its sshd or this session was killed, or the host is going down)");
-      return end("lost connection to " + host_ +
-                 (closed.empty() ? " (" + session_->last_error() + ")" : ": " + closed));
-    }
-    if (agent_eof_ && from_agent_.empty()) {
-      // The agent is done; its exit status follows the EOF. (Past the EOF
-      // reads no longer process packets; asking for the status does.)
-      if (!agent_eof_at_) agent_eof_at_ = Clock::now();
-      if (session_->exit_status() != -1 || ssh_channel_is_closed(channel) ||
-          Clock::now() - *agent_eof_at_ > kExitStatusWait) {
-        break;
-      }
-    }
-    keep_alive();
-    if (Clock::now() - last_heard_ > kSilenceLimit) {
-      return end("lost connection to " + host_ + " (no answer for " + std::to_string(kSilenceLimit.count()) + " s)");
-    }
-    wait(from_agent_.size() >= kBufferLimit);
+bool SshAgentLink::Pump::step(const pollfd* fds) {
+  if (fds) {
+    // Another link's event woke the thread: nothing to do here yet.
+    if (!fds[0].revents && !fds[1].revents && !stop_ && Clock::now() < next_ping_) return true;
+    if (fds[0].revents & POLLOUT) ssh_blocking_flush(session_->session(), 0);
+    // Any byte from the server proves the connection is alive; while the
+    // supervisor is slow to read, silence is ours, not the host's.
+    if ((fds[0].revents & POLLIN) || backpressured_) last_heard_ = Clock::now();
   }
+  if (stop_) return end_with_status();
+  if (!move_bytes()) {
+    const std::string closed =
+        session_->closed_by_host("(its sshd or this session was killed, or the host is going down)");
+    return end("lost connection to " + host_ + (closed.empty() ? " (" + session_->last_error() + ")" : ": " + closed));
+  }
+  if (agent_eof_ && from_agent_.empty()) {
+    // The agent is done; its exit status follows the EOF. (Past the EOF
+    // reads no longer process packets; asking for the status does.)
+    if (!agent_eof_at_) agent_eof_at_ = Clock::now();
+    if (session_->exit_status() != -1 || ssh_channel_is_closed(session_->channel()) ||
+        Clock::now() - *agent_eof_at_ > kExitStatusWait) {
+      return end_with_status();
+    }
+  }
+  keep_alive();
+  if (Clock::now() - last_heard_ > kSilenceLimit) {
+    return end("lost connection to " + host_ + " (no answer for " + std::to_string(kSilenceLimit.count()) + " s)");
+  }
+  return true;
+}
+
+bool SshAgentLink::Pump::end_with_status() {
   const int status = session_->exit_status();
   if (stop_ || status == 0) return end(std::nullopt);
   if (status > 0) return end("the agent on " + host_ + " exited with code " + std::to_string(status));
@@ -204,13 +204,19 @@ SshAgentLink::SshAgentLink(std::string host, std::unique_ptr<SshSession> session
     throw Error(Error::Code::Io, "cannot create a socketpair for the agent on " + host_ + ": " + std::strerror(errno));
   }
   local_.reset(pair[0]);
-  pump_ = std::make_unique<Pump>(host_, std::move(session), UniqueFd(pair[1]));
-  thread_ = std::thread([pump = pump_.get()] { pump->run(); });
+  pump_ = std::make_shared<Pump>(host_, std::move(session), UniqueFd(pair[1]));
+  thread_ = pump_thread_for_new_link();
+  thread_->add(pump_);
 }
 
-SshAgentLink::~SshAgentLink() {
+SshAgentLink::~SshAgentLink() { stop_pump(); }
+
+void SshAgentLink::stop_pump() {
+  if (!thread_) return;
   pump_->stop();
-  if (thread_.joinable()) thread_.join();
+  thread_->wake();
+  while (!pump_->done()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  thread_.reset();  // the last link on its thread ends the thread
 }
 
 void SshAgentLink::close_write() {
@@ -224,8 +230,7 @@ void SshAgentLink::finish(std::chrono::milliseconds timeout) {
   close_write();
   const auto deadline = Clock::now() + timeout;
   while (!pump_->done() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  pump_->stop();
-  if (thread_.joinable()) thread_.join();
+  stop_pump();
 }
 
 }  // namespace trainrun::cli

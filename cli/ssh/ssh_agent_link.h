@@ -1,7 +1,8 @@
 // SshAgentLink: a remote host agent, running at the end of an SSH exec
-// channel. The supervisor sees one end of a socketpair; a pump thread owns
-// the libssh session and moves bytes between the other end and the
-// channel. The pump also watches the connection: an SSH keepalive and a
+// channel. The supervisor sees one end of a socketpair; a pump owns the
+// libssh session and moves bytes between the other end and the channel, on
+// one of the few threads every host's pump shares (cli/ssh/pump_threads.h).
+// The pump also watches the connection: an SSH keepalive and a
 // Ping frame to the agent every kPingInterval (the agent answers Pong), and a
 // connection that stays silent for kSilenceLimit (an unplugged host sends no
 // FIN) is reported
@@ -10,15 +11,13 @@
 // supervisor's thread; the session belongs to the pump thread.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "cli/agent/agent_link.h"
+#include "cli/ssh/pump_threads.h"
 #include "cli/ssh/ssh_session.h"
 #include "os/unique_fd.h"
 
@@ -35,7 +34,7 @@ inline constexpr std::chrono::seconds kAgentPingWindow{20};
 class SshAgentLink final : public AgentLink {
  public:
   // Takes over a session whose channel runs `trainrun agent` and has said
-  // Hello; throws Error(Io) if the socketpair cannot be made.
+  // Hello; throws Error(Io) if the socketpair or a pump thread cannot be made.
   SshAgentLink(std::string host, std::unique_ptr<SshSession> session);
   ~SshAgentLink() override;
 
@@ -48,12 +47,14 @@ class SshAgentLink final : public AgentLink {
 
  private:
   class Pump;
+  // Asks the pump to stop and waits until its thread has let it go.
+  void stop_pump();
 
   std::string host_;
   UniqueFd local_;  // the supervisor's end
   bool write_open_ = true;
-  std::unique_ptr<Pump> pump_;
-  std::thread thread_;
+  std::shared_ptr<Pump> pump_;
+  std::shared_ptr<PumpThread> thread_;  // null once the pump stopped
 };
 
 }  // namespace trainrun::cli

@@ -113,6 +113,39 @@ std::string fingerprint(const std::string& public_key) {
   return hash;
 }
 
+// How many entries /proc/PID/SUB holds (threads for "task", descriptors
+// for "fd"); -1 if it cannot be read.
+int proc_entries(pid_t pid, const std::string& sub) {
+  DIR* dir = ::opendir(("/proc/" + std::to_string(pid) + "/" + sub).c_str());
+  if (!dir) return -1;
+  int n = 0;
+  while (dirent* entry = ::readdir(dir)) n += entry->d_name[0] != '.';
+  ::closedir(dir);
+  return n;
+}
+
+struct LauncherLoad {
+  int threads = -1, descriptors = -1;
+};
+
+// The launcher's threads and descriptors while a job of one sleeping rank
+// on each of `hosts_option` runs.
+LauncherLoad launcher_load(const std::string& hosts_option) {
+  ProcessOptions options;
+  options.env.push_back(unique_tag());
+  Child job(launcher({"-H", hosts_option, rank_program(), "init", "print:ready", "sleep:60000"}, options.env.back()),
+            options);
+  const int last_rank = static_cast<int>(std::count(hosts_option.begin(), hosts_option.end(), ','));
+  LauncherLoad load;
+  if (job.wait_for_output("rank " + std::to_string(last_rank) + ": ready", seconds(30))) {
+    load = {proc_entries(job.pid(), "task"), proc_entries(job.pid(), "fd")};
+  }
+  job.signal(SIGTERM);
+  CHECK(job.wait().exit_code == 143);
+  CHECK(nothing_left_anywhere(options.env.back()));
+  return load;
+}
+
 }  // namespace
 
 TEST_CASE("conformance: 8 ranks on 4 hosts") {
@@ -378,6 +411,21 @@ TEST_CASE("--ssh-accept-new adds an unknown host key, never a changed one") {
   INFO(changed.out, changed.err);
   CHECK(changed.exit_code == 125);
   CHECK(contains(changed.err, "host key mismatch"));
+}
+
+TEST_CASE("more hosts cost the launcher no thread and three descriptors each") {
+  // The launcher's hosts share a few pump threads (cli/ssh/pump_threads.h):
+  // 1 host and 4 hosts run on the same number of threads, and each host
+  // past the first adds its SSH session and its socketpair's two ends (and
+  // its rank's connection to the rendezvous server).
+  const LauncherLoad one = launcher_load("h1:1");
+  const LauncherLoad four = launcher_load("h1:1,h2:1,h3:1,h4:1");
+  INFO("1 host: ", one.threads, " threads, ", one.descriptors, " descriptors; 4 hosts: ", four.threads, " threads, ",
+       four.descriptors, " descriptors");
+  REQUIRE(one.threads > 0);
+  REQUIRE(four.threads > 0);
+  CHECK(four.threads == one.threads);
+  CHECK(four.descriptors - one.descriptors <= 3 * (3 + 1));
 }
 
 TEST_CASE("a remote rank exits 7: trainrun exits 7, names it, and nothing is left on any host") {
