@@ -124,9 +124,12 @@ bool pid_alive(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == E
 // Everything of one subnet's run: its processes, namespaces, bridge, files.
 void remove_subnet(const std::string& ip, int subnet) {
   std::set<std::string> ids;
-  for (int h = 1; h <= SshHosts::kHosts; ++h) {
+  std::vector<int> present;  // the hosts whose namespace exists
+  for (int h = 1; h <= SshHosts::kMaxHosts; ++h) {
     const std::string id = netns_id_of_name(netns_name(subnet, h));
-    if (!id.empty()) ids.insert(id);
+    if (id.empty()) continue;
+    ids.insert(id);
+    present.push_back(h);
   }
   for (int round = 0; round < 50 && !ids.empty(); ++round) {
     const std::vector<pid_t> pids = pids_in(ids);
@@ -137,7 +140,7 @@ void remove_subnet(const std::string& ip, int subnet) {
   // A veth goes with its namespace only when the kernel gets round to it, so
   // a run claiming this subnet right after us could find the name taken:
   // delete both ends now.
-  for (int h = 1; h <= SshHosts::kHosts; ++h) {
+  for (int h : present) {
     run_quiet({ip, "link", "del", veth_name(subnet, h)});
     run_quiet({ip, "netns", "del", netns_name(subnet, h)});
   }
@@ -203,7 +206,10 @@ std::string keygen(const std::string& path, const std::string& comment) {
 
 }  // namespace
 
-SshHosts::SshHosts() {
+SshHosts::SshHosts(int hosts) : count_(hosts) {
+  if (hosts < kHosts || hosts > kMaxHosts) {
+    throw std::invalid_argument("SshHosts: " + std::to_string(hosts) + " hosts; make 4 to 64");
+  }
   if (::geteuid() != 0) throw SshHostsUnavailable("creating network namespaces needs root");
   need_tool("ip", "iproute2");
   need_tool("unshare", "util-linux");
@@ -225,9 +231,9 @@ SshHosts::SshHosts() {
 
 SshHosts::~SshHosts() { remove_everything(); }
 
-std::unique_ptr<SshHosts> SshHosts::make_or_say_why() {
+std::unique_ptr<SshHosts> SshHosts::make_or_say_why(int hosts) {
   try {
-    return std::make_unique<SshHosts>();
+    return std::make_unique<SshHosts>(hosts);
   } catch (const SshHostsUnavailable& e) {
     std::cout << "SKIP: cannot make the test hosts: " << e.what() << "\n";
     return nullptr;
@@ -296,7 +302,7 @@ void SshHosts::make_keys_and_homes() {
   ::chmod((dir_ + "/hosts-home").c_str(), 0755);
   write_file(dir_ + "/authorized_keys", keygen(ssh_dir + "/id_ed25519", "trainrun-test") + "\n", 0600);
   std::string known;
-  for (int h = 1; h <= kHosts; ++h) {
+  for (int h = 1; h <= count_; ++h) {
     known += address(h) + " " + keygen(dir_ + "/hostkey-h" + std::to_string(h), "h" + std::to_string(h)) + "\n";
   }
   write_file(ssh_dir + "/known_hosts", known);
@@ -304,7 +310,9 @@ void SshHosts::make_keys_and_homes() {
   write_file(ssh_dir + "/known_hosts_wrong", address(3) + " " + keygen(dir_ + "/stranger", "stranger") + "\n");
   write_file(ssh_dir + "/known_hosts_empty", "");
   std::string config;
-  for (int h = 1; h <= kHosts; ++h) config += "Host h" + std::to_string(h) + "\n  HostName " + address(h) + "\n";
+  for (int h = 1; h <= count_; ++h) config += "Host h" + std::to_string(h) + "\n  HostName " + address(h) + "\n";
+  // An alias for this machine: the launcher asks the alias's HostName, not DNS.
+  config += "Host loopback\n  HostName 127.0.0.1\n";
   config += "Host refused\n  HostName " + address(1) +
             "\n  Port 2\n"
             "Host blackhole\n  HostName " +
@@ -323,7 +331,7 @@ void SshHosts::make_keys_and_homes() {
   write_file(ssh_dir + "/config", config, 0600);
   // The hosts know each other by name, as a cluster's do (torchrun's rendezvous resolves them).
   std::string names = read_file("/etc/hosts");
-  for (int h = 1; h <= kHosts; ++h) names += address(h) + " h" + std::to_string(h) + "\n";
+  for (int h = 1; h <= count_; ++h) names += address(h) + " h" + std::to_string(h) + "\n";
   write_file(dir_ + "/etc-hosts", names);
 }
 
@@ -331,7 +339,7 @@ void SshHosts::start_hosts() {
   const std::string ip = tool("ip");
   run_or_throw({ip, "addr", "add", launcher_address() + "/24", "dev", bridge_});
   run_or_throw({ip, "link", "set", bridge_, "up"});
-  for (int h = 1; h <= kHosts; ++h) {
+  for (int h = 1; h <= count_; ++h) {
     const std::string ns = netns_name(subnet_, h), veth = veth_name(subnet_, h);
     run_quiet({ip, "link", "del", veth});  // a leftover the kernel has not reaped yet
     const ProcessResult added = run_quiet({ip, "netns", "add", ns});
@@ -345,8 +353,8 @@ void SshHosts::start_hosts() {
   // Frames to this address go to a MAC nobody has: a host that never answers.
   run_or_throw(
       {ip, "neigh", "replace", address(kBlackhole), "lladdr", "02:77:00:00:00:99", "dev", bridge_, "nud", "permanent"});
-  for (int h = 1; h <= kHosts; ++h) start_sshd(h);
-  for (int h = 1; h <= kHosts; ++h) wait_for_sshd(h);
+  for (int h = 1; h <= count_; ++h) start_sshd(h);
+  for (int h = 1; h <= count_; ++h) wait_for_sshd(h);
 }
 
 void SshHosts::start_sshd(int host) {
@@ -377,7 +385,7 @@ void SshHosts::start_sshd(int host) {
     ::_exit(127);
   }
   ::close(log);
-  sshd_.resize(kHosts, -1);
+  sshd_.resize(count_, -1);
   sshd_[host - 1] = pid;
 }
 
@@ -449,7 +457,7 @@ void SshHosts::unplug(int host) { run_or_throw({tool("ip"), "link", "set", veth(
 
 std::vector<pid_t> SshHosts::processes_on_hosts(const std::string& comm_filter) const {
   std::set<std::string> ids;
-  for (int h = 1; h <= kHosts; ++h) ids.insert(netns_id_of_name(netns_name(subnet_, h)));
+  for (int h = 1; h <= count_; ++h) ids.insert(netns_id_of_name(netns_name(subnet_, h)));
   std::vector<pid_t> found;
   for (pid_t pid : pids_in(ids)) {
     if (std::find(sshd_.begin(), sshd_.end(), pid) != sshd_.end()) continue;

@@ -35,17 +35,20 @@ struct SshHostsUnavailable : std::runtime_error {
 
 class SshHosts {
  public:
-  static constexpr int kHosts = 4;
+  static constexpr int kHosts = 4;      // what the tests use
+  static constexpr int kMaxHosts = 64;  // a scale benchmark's most
 
-  SshHosts();
+  // `hosts` hosts, h1..h<hosts>, kHosts to kMaxHosts.
+  explicit SshHosts(int hosts = kHosts);
   ~SshHosts();
   // The hosts, or nullptr after printing "SKIP: ..." with the reason they
   // cannot be made here (the caller exits 77).
-  static std::unique_ptr<SshHosts> make_or_say_why();
+  static std::unique_ptr<SshHosts> make_or_say_why(int hosts = kHosts);
+  int count() const { return count_; }
   SshHosts(const SshHosts&) = delete;
   SshHosts& operator=(const SshHosts&) = delete;
 
-  // host is 1..kHosts.
+  // host is 1..count().
   std::string address(int host) const;
   std::string launcher_address() const;
   std::string subnet() const;  // "10.77.N.0/24"
@@ -101,6 +104,7 @@ class SshHosts {
   void wait_for_sshd(int host);
   void remove_everything();
 
+  int count_;
   int subnet_ = -1;
   std::string bridge_, dir_;
   std::vector<pid_t> sshd_;  // listener of host h at [h - 1]

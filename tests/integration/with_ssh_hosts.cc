@@ -7,6 +7,7 @@
 // SSH_HOSTS_NETNS / SSH_HOSTS_VETHS (each host's namespace and the bridge
 // end of its link, in that order), and SSH_HOSTS_ETC_HOSTS (the /etc/hosts
 // the hosts see, for programs that run on a host as a pod: SshHosts::pod_argv).
+// SSH_HOSTS_COUNT=N makes N hosts instead of four (up to 64; a benchmark's).
 // Exits with PROGRAM's status, 77 (skip) saying why when the hosts cannot
 // be made here; the hosts are removed either way.
 #include <sys/wait.h>
@@ -45,17 +46,20 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: with_ssh_hosts /ABSOLUTE/PROGRAM [ARGS...]\n");
     return 2;
   }
-  const auto hosts = trainrun::test::SshHosts::make_or_say_why();
+  const char* count = std::getenv("SSH_HOSTS_COUNT");
+  const auto hosts =
+      trainrun::test::SshHosts::make_or_say_why(count ? std::atoi(count) : trainrun::test::SshHosts::kHosts);
   if (!hosts) return 77;
   ::setenv("SSH_HOSTS_LAUNCHER_ADDRESS", hosts->launcher_address().c_str(), 1);
-  ::setenv("SSH_HOSTS", "h1,h2,h3,h4", 1);
-  // Host h's network namespace and the launcher-side end of its link, by
-  // host (for programs that shape the links, tests/bench/tcp_streams_bench.sh).
-  std::string netns, veths;
-  for (int h = 1; h <= trainrun::test::SshHosts::kHosts; ++h) {
+  // Host h's name, network namespace and the launcher-side end of its link,
+  // by host (for programs that shape the links, tests/bench/tcp_streams_bench.sh).
+  std::string names, netns, veths;
+  for (int h = 1; h <= hosts->count(); ++h) {
+    names += (h > 1 ? ",h" : "h") + std::to_string(h);
     netns += (h > 1 ? "," : "") + hosts->netns(h);
     veths += (h > 1 ? "," : "") + hosts->veth(h);
   }
+  ::setenv("SSH_HOSTS", names.c_str(), 1);
   ::setenv("SSH_HOSTS_NETNS", netns.c_str(), 1);
   ::setenv("SSH_HOSTS_ETC_HOSTS", hosts->etc_hosts().c_str(), 1);  // what each host's /etc/hosts holds
   ::setenv("SSH_HOSTS_VETHS", veths.c_str(), 1);

@@ -1,0 +1,180 @@
+// scale_bench: the launcher as hosts grow, trainrun beside Open MPI's
+// mpirun. For each host count it makes that many network-namespace hosts
+// (tests/integration/ssh_hosts.h: an sshd in each, on one bridge), one rank
+// a host, and prints
+//   - launch-to-exit of /bin/true, the two launchers alternating, medians;
+//   - each launcher's threads, open descriptors and resident memory while
+//     every host runs its rank (/bin/sleep), read from /proc.
+//   scale_bench TRAINRUN [--rounds R] [--hosts 8,16,32]
+// Root only (it makes network namespaces); exits 77 with the reason
+// otherwise. The machine's other load falls on both launchers alike.
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/integration/process_runner.h"
+#include "tests/integration/ssh_hosts.h"
+
+using namespace trainrun::test;
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+int proc_entries(pid_t pid, const std::string& sub) {
+  DIR* dir = ::opendir(("/proc/" + std::to_string(pid) + "/" + sub).c_str());
+  if (!dir) return -1;
+  int n = 0;
+  while (dirent* entry = ::readdir(dir)) n += entry->d_name[0] != '.';
+  ::closedir(dir);
+  return n;
+}
+
+long rss_kib(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string key;
+  long value = -1;
+  while (status >> key) {
+    if (key == "VmRSS:") {
+      status >> value;
+      return value;
+    }
+    status.ignore(1 << 20, '\n');
+  }
+  return -1;
+}
+
+struct Load {
+  int threads = -1, descriptors = -1;
+  long rss_kib = -1;
+};
+
+struct Launcher {
+  std::string name;
+  // The launcher's argv for one rank of `program` on each host.
+  std::vector<std::string> (*argv)(const SshHosts&, const std::string& trainrun, std::vector<std::string> program);
+  std::vector<double> seconds;
+  Load load;
+};
+
+std::vector<std::string> trainrun_argv(const SshHosts& hosts, const std::string& trainrun,
+                                       std::vector<std::string> program) {
+  std::string list;
+  for (int h = 1; h <= hosts.count(); ++h) list += (h > 1 ? ",h" : "h") + std::to_string(h) + ":1";
+  program.insert(program.begin(), {trainrun, "-H", list});
+  return program;
+}
+
+// mpirun as cross_host_bench runs it over the same hosts (its ssh, their subnet).
+std::vector<std::string> mpirun_argv(const SshHosts& hosts, const std::string&, std::vector<std::string> program) {
+  std::string list;
+  for (int h = 1; h <= hosts.count(); ++h) list += (h > 1 ? "," : "") + hosts.address(h) + ":1";
+  program.insert(program.begin(),
+                 {"/usr/bin/mpirun", "--allow-run-as-root", "-np", std::to_string(hosts.count()), "-H", list, "--mca",
+                  "plm_rsh_agent", "ssh", "--mca", "oob_tcp_if_include", hosts.subnet()});
+  return program;
+}
+
+// The launcher's load once every host runs its rank (a sleep).
+Load load_while_running(const SshHosts& hosts, const Launcher& launcher, const std::string& trainrun) {
+  Child job(hosts.client_argv(launcher.argv(hosts, trainrun, {"/bin/sleep", "60"})), ProcessOptions{});
+  Load load;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (static_cast<int>(hosts.processes_on_hosts("sleep").size()) >= hosts.count()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // settled
+      load = {proc_entries(job.pid(), "task"), proc_entries(job.pid(), "fd"), rss_kib(job.pid())};
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  job.signal(SIGTERM);
+  job.wait();
+  return load;
+}
+
+bool measure(int count, int rounds, const std::string& trainrun) {
+  const std::unique_ptr<SshHosts> hosts = SshHosts::make_or_say_why(count);
+  if (!hosts) return false;
+  std::vector<Launcher> launchers = {{"trainrun", trainrun_argv, {}, {}}, {"mpirun", mpirun_argv, {}, {}}};
+  for (int round = -1; round < rounds; ++round) {  // a warm-up round each (page cache, ARP)
+    for (Launcher& l : launchers) {
+      const ProcessResult r = run_process(hosts->client_argv(l.argv(*hosts, trainrun, {"/bin/true"})));
+      if (r.exit_code != 0) {
+        std::cerr << l.name << " at " << count << " hosts failed (exit " << r.exit_code << "): " << r.err << "\n";
+        std::exit(1);
+      }
+      if (round >= 0) l.seconds.push_back(r.seconds);
+    }
+  }
+  for (Launcher& l : launchers) l.load = load_while_running(*hosts, l, trainrun);
+  const double ours = median(launchers[0].seconds), theirs = median(launchers[1].seconds);
+  for (const Launcher& l : launchers) {
+    std::printf("%6d %-9s %10.3f %8d %12d %9.1f", count, l.name.c_str(), median(l.seconds), l.load.threads,
+                l.load.descriptors, l.load.rss_kib / 1024.0);
+    if (&l == &launchers[0]) std::printf("   %.2fx", ours / theirs);
+    std::printf("\n");
+  }
+  std::fflush(stdout);
+  return true;
+}
+
+std::vector<int> parse_counts(const std::string& text) {
+  std::vector<int> counts;
+  std::stringstream items(text);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    const int n = std::atoi(item.c_str());
+    if (n < SshHosts::kHosts || n > SshHosts::kMaxHosts) {
+      std::cerr << "scale_bench: error: --hosts: '" << item << "' is not a host count from " << SshHosts::kHosts
+                << " to " << SshHosts::kMaxHosts << "\n";
+      std::exit(2);
+    }
+    counts.push_back(n);
+  }
+  return counts;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << "usage: scale_bench TRAINRUN [--rounds R] [--hosts 8,16,32]\n";
+    return 2;
+  }
+  const std::string trainrun = argv[1];
+  int rounds = 5;
+  std::vector<int> counts = {8, 16, 32};
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string option = argv[i];
+    if (option == "--rounds") rounds = std::max(1, std::atoi(argv[i + 1]));
+    else if (option == "--hosts") counts = parse_counts(argv[i + 1]);
+    else {
+      std::cerr << "scale_bench: error: unknown option '" << option << "'\n";
+      return 2;
+    }
+  }
+  std::printf("Launch at scale: one rank on each network-namespace host, %d alternating rounds, %ld CPUs\n\n", rounds,
+              sysconf(_SC_NPROCESSORS_ONLN));
+  std::printf("%6s %-9s %10s %8s %12s %9s   %s\n", "hosts", "launcher", "true (s)", "threads", "descriptors",
+              "RSS (MB)", "trainrun/mpirun");
+  for (int count : counts) {
+    if (!measure(count, rounds, trainrun)) return 77;
+  }
+  return 0;
+}
