@@ -173,6 +173,14 @@ SshDestination ssh_destination(const HostSlots& host, const RemoteOptions& optio
   return {session.address(), session.destination()};
 }
 
+std::string ssh_host_name(const HostSlots& host, const RemoteOptions& options) {
+  try {
+    return SshSession(host, options).address();
+  } catch (const Error&) {
+    return host.host;  // a broken ~/.ssh/config is named if SSH is needed
+  }
+}
+
 RemoteAgents start_remote_agents(const std::vector<HostSlots>& hosts, const RemoteOptions& options,
                                  const ProbeRequest& request, bool verbose) {
   // Shared with the threads, which a stop signal leaves running while

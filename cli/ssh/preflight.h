@@ -27,6 +27,10 @@ struct SshDestination {
 };
 // Throws Error(Unsupported) when trainrun was built without libssh.
 SshDestination ssh_destination(const HostSlots& host, const RemoteOptions& options);
+// The name SSH would look up for `host`: its HostName in ~/.ssh/config, or
+// the name itself (always, without libssh). Whether a host is this machine
+// is asked of this name, so an alias costs no DNS query of its own.
+std::string ssh_host_name(const HostSlots& host, const RemoteOptions& options);
 
 struct RemoteAgents {
   bool ok = false;                                // every check of every host passed

@@ -19,9 +19,12 @@ namespace trainrun::cli {
 
 RemotePlan::RemotePlan(const JobPlan& plan, const Options& options) : options_(options) {
   const RemoteOptions& r = options.remote;
-  // A per-node launch's hosts are where they joined from (no SSH, no lookup).
+  // A per-node launch's hosts are where they joined from (no SSH, no
+  // lookup); the others are where SSH would go (an alias's HostName).
   std::vector<std::string> names;
-  for (const HostSlots& host : plan.hosts) names.push_back(host.joined_from.empty() ? host.host : host.joined_from);
+  for (const HostSlots& host : plan.hosts) {
+    names.push_back(host.joined_from.empty() ? ssh_host_name(host, r) : host.joined_from);
+  }
   const std::vector<bool> local = are_local_hosts(names);
   for (std::size_t i = 0; i < plan.hosts.size(); ++i) {
     const HostSlots& host = plan.hosts[i];

@@ -666,6 +666,25 @@ TEST_CASE("--dry-run and --verbose print every network choice; a dry run starts 
   CHECK(contains(verbose.err, "MASTER_ADDR " + hosts().address(1) + ":"));
 }
 
+TEST_CASE("an ssh_config alias of this machine runs here, without SSH, as localhost does") {
+  // ~/.ssh/config: Host loopback, HostName 127.0.0.1. The alias itself is
+  // never looked up (no DNS query per host).
+  const ProcessResult dry = run_remote({"--dry-run", "-H", "loopback:1,h1:1", "/bin/hostname"});
+  INFO(dry.out, dry.err);
+  CHECK(dry.exit_code == 0);
+  CHECK_FALSE(contains(dry.out, "loopback: ssh"));
+  CHECK(contains(dry.out, "trainrun: h1: ssh root@" + hosts().address(1) + ":22, runs "));
+  std::string tag;
+  const ProcessResult r = run_remote({"-H", "loopback:1,h1:1", "/bin/hostname"}, &tag);
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 0);
+  char here[256] = {};
+  ::gethostname(here, sizeof here - 1);
+  CHECK(contains(r.out, std::string(here) + "\n"));
+  CHECK(contains(r.out, "h1\n"));
+  CHECK(nothing_left_anywhere(tag));
+}
+
 TEST_CASE("--network and --network-interface choose the job's network, or say why not") {
   std::string tag;
   const ProcessResult r = run_remote(
