@@ -6,10 +6,11 @@
 // world (rendezvous, mesh, shared memory) and one step of the new world.
 // One job per kill, the victim rotating over the workers.
 //
-//   build/tests/elastic_recovery_bench build/trainrun build/tests/elastic_program [KILLS] [MB]
+//   build/tests/elastic_recovery_bench build/trainrun build/tests/elastic_program [KILLS] [MB] [HOSTS]
 //
 // Runs np=4 on this machine, then 2 hosts x 2 ranks over SSH (network
-// namespaces, root only; skipped with the reason otherwise).
+// namespaces, root only; skipped with the reason otherwise), then, with
+// HOSTS (4-64), HOSTS hosts x 1 rank.
 #include <signal.h>
 
 #include <algorithm>
@@ -33,22 +34,23 @@ struct Sample {
   long long step_ms = -1;  // median step before the kill
 };
 
-// One job: kill `victim` after step 3; the recovery it shows.
-Sample one_kill(const std::function<std::vector<std::string>(const std::string& tag)>& argv, int victim) {
+// One job of `ranks` ranks: kill `victim` after step 3; the recovery it shows.
+Sample one_kill(const std::function<std::vector<std::string>(const std::string& tag)>& argv, int victim,
+                int ranks = 4) {
   ProcessOptions options;
   options.env.push_back(unique_tag());
   options.timeout = std::chrono::minutes(3);
   const std::string tag = options.env.back();
   Child job(argv(tag), options);
-  if (!job.wait_for_output("] step 3 size 4", std::chrono::seconds(120))) return {};
+  if (!job.wait_for_output("] step 3 size " + std::to_string(ranks), std::chrono::seconds(120))) return {};
   const pid_t pid = worker_pid(tag, victim);
   if (pid > 0) ::kill(pid, SIGKILL);
   const ProcessResult r = job.wait();
   const std::vector<ElasticStep> steps = elastic_steps(r.out);
   Sample s;
-  s.recovery_ms = r.exit_code == 0 ? recovery_ms(steps, 4) : -1;
+  s.recovery_ms = r.exit_code == 0 ? recovery_ms(steps, ranks) : -1;
   std::vector<long long> gaps;
-  for (std::size_t i = 1; i < steps.size() && steps[i].size == 4; ++i)
+  for (std::size_t i = 1; i < steps.size() && steps[i].size == ranks; ++i)
     gaps.push_back(steps[i].t_ms - steps[i - 1].t_ms);
   if (!gaps.empty()) {
     std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
@@ -80,14 +82,15 @@ void row(const char* setup, const std::vector<Sample>& samples) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::cerr << "usage: elastic_recovery_bench TRAINRUN ELASTIC_PROGRAM [KILLS] [MB]\n";
+    std::cerr << "usage: elastic_recovery_bench TRAINRUN ELASTIC_PROGRAM [KILLS] [MB] [HOSTS]\n";
     return 2;
   }
   const std::string trainrun = argv[1], program = argv[2];
   const int kills = argc > 3 ? std::atoi(argv[3]) : 10;
   const std::string mb = argc > 4 ? argv[4] : "64";
   const std::vector<std::string> job{"--min-np", "2", program, "--steps", "8", "--mb", mb};
-  std::printf("recovery after kill -9 of one of 4 ranks (%s MiB allreduces), ms\n", mb.c_str());
+  const int many = argc > 5 ? std::atoi(argv[5]) : 0;
+  std::printf("recovery after kill -9 of one rank (%s MiB allreduces), ms\n", mb.c_str());
   std::printf("%-14s %9s %10s %8s %8s %8s %12s\n", "setup", "ok/kills", "median", "p90", "min", "max", "step (med)");
 
   std::vector<Sample> local;
@@ -102,7 +105,7 @@ int main(int argc, char** argv) {
   }
   row("local np=4", local);
 
-  const std::unique_ptr<SshHosts> hosts = SshHosts::make_or_say_why();
+  std::unique_ptr<SshHosts> hosts = SshHosts::make_or_say_why();
   if (!hosts) return 0;
   std::vector<Sample> remote;
   for (int i = 0; i < kills; ++i) {
@@ -115,5 +118,21 @@ int main(int argc, char** argv) {
         i % 4));
   }
   row("2 hosts x 2", remote);
+  if (many < SshHosts::kHosts || many > SshHosts::kMaxHosts) return 0;
+  remote.clear();
+  hosts.reset();
+  const std::unique_ptr<SshHosts> more = SshHosts::make_or_say_why(many);
+  std::string list;
+  for (int h = 1; h <= many; ++h) list += (h > 1 ? ",h" : "h") + std::to_string(h) + ":1";
+  for (int i = 0; i < kills; ++i) {
+    remote.push_back(one_kill(
+        [&](const std::string& tag) {
+          std::vector<std::string> a{trainrun, "-x", tag, "-H", list};
+          a.insert(a.end(), job.begin(), job.end());
+          return more->client_argv(a);
+        },
+        i % many, many));
+  }
+  row((std::to_string(many) + " hosts x 1").c_str(), remote);
   return 0;
 }
