@@ -10,9 +10,11 @@
 #include <boost/beast/http.hpp>
 #include <charconv>
 #include <limits>
+#include <memory>
 #include <deque>
 #include <optional>
 #include <thread>
+#include <unordered_map>
 
 #include "rendezvous/kv_request.h"
 #include "trainrun/error.h"
@@ -73,6 +75,17 @@ struct HttpServer::Impl {
   std::thread thread;
   std::uint16_t port = 0;
   asio::steady_timer retry_accept{io};
+
+  // The framed body of GetMany's values, encoded once for every connection
+  // answered with the same shared values (N ranks reading N addresses: one
+  // body, not N). By the values' address, checked against their owner
+  // (an address may be reused). I/O thread only.
+  struct Framed {
+    std::weak_ptr<const KvTable::Values> values;
+    std::weak_ptr<const std::string> body;
+  };
+  std::unordered_map<const KvTable::Values*, Framed> framed;
+  std::shared_ptr<const std::string> frames_of(const KvTable::SharedValues& values);
 
   void accept();
   bool evict_oldest_stranger();
@@ -221,12 +234,13 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void start_wait() {
     KvRequest& request = *parsed_.request;
-    auto callback = [weak = weak_from_this(), executor = stream_.get_executor()](KvTable::Values values) {
+    auto callback = [weak = weak_from_this(), executor = stream_.get_executor()](KvTable::SharedValues values) {
       asio::post(executor, [weak, values = std::move(values)]() mutable {
         if (auto self = weak.lock()) self->on_values(std::move(values));
       });
     };
-    auto now = server_.table.get_or_wait(request.keys, std::move(callback), &wait_id_);
+    keys_ = server_.table.intern(std::move(request.keys));  // one list for every rank that asks for it
+    auto now = server_.table.get_or_wait(keys_, std::move(callback), &wait_id_);
     if (now) return answer_values(std::move(*now));
     if (request.wait.count() == 0) {
       server_.table.cancel(wait_id_);
@@ -244,21 +258,21 @@ class Session : public std::enable_shared_from_this<Session> {
     });
   }
 
-  void on_values(KvTable::Values values) {
+  void on_values(KvTable::SharedValues values) {
     if (!waiting_) return;
     waiting_ = false;
     wait_timer_.cancel();
     answer_values(std::move(values));
   }
 
-  void answer_values(KvTable::Values values) {
-    if (parsed_.request->op == KvOp::Get) return respond(200, std::move(values.front()), false);
-    respond(200, encode_frames(values), false);
+  void answer_values(const KvTable::SharedValues& values) {
+    if (parsed_.request->op == KvOp::Get) return respond(200, values->front(), false);
+    respond(200, server_.frames_of(values), false);
   }
 
   void answer_missing() {
     std::string body;
-    for (const auto& key : server_.table.missing(parsed_.request->keys)) {
+    for (const auto& key : server_.table.missing(*keys_)) {
       body.append(key.substr(key.find('/') + 1)).push_back('\n');
     }
     respond(404, std::move(body), false);
@@ -270,14 +284,20 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void respond(int status, std::string body, bool close_after) {
+    respond(status, std::make_shared<const std::string>(std::move(body)), close_after);
+  }
+
+  // `body` may be shared with other connections' answers; it lives until ours is written.
+  void respond(int status, std::shared_ptr<const std::string> body, bool close_after) {
     close_after_ = close_after || !keep_alive_;
     response_ = {};
     response_.version(11);
     response_.result(static_cast<http::status>(status));
     response_.set(http::field::content_type,
-                  status == 200 && !body.empty() ? "application/octet-stream" : "text/plain");
+                  status == 200 && !body->empty() ? "application/octet-stream" : "text/plain");
     response_.keep_alive(!close_after_);
-    response_.body() = std::move(body);
+    response_.body() = {body->data(), body->size()};
+    response_body_ = std::move(body);
     response_.prepare_payload();
     arm(server_.options.body_timeout);  // a client that does not read is dropped
     http::async_write(stream_, response_,
@@ -306,9 +326,11 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::empty_body>> header_;
   std::optional<http::request_parser<http::string_body>> body_;
-  http::response<http::string_body> response_;
+  http::response<http::span_body<const char>> response_;
+  std::shared_ptr<const std::string> response_body_;  // what response_'s body points into
   KvParse parsed_;
   std::string declared_digest_;
+  KvTable::Keys keys_;  // a Get's or GetMany's, interned
   KvTable::WaitId wait_id_ = 0;
   bool waiting_ = false;
   bool timed_out_ = false;
@@ -319,6 +341,19 @@ class Session : public std::enable_shared_from_this<Session> {
 };
 
 }  // namespace
+
+std::shared_ptr<const std::string> HttpServer::Impl::frames_of(const KvTable::SharedValues& values) {
+  Framed& entry = framed[values.get()];
+  if (entry.values.lock() == values) {
+    if (auto body = entry.body.lock()) return body;
+  }
+  auto body = std::make_shared<const std::string>(encode_frames(*values));
+  entry = {values, body};
+  if (framed.size() > 1024) {  // bodies no answer holds any more
+    for (auto it = framed.begin(); it != framed.end();) it = it->second.body.expired() ? framed.erase(it) : ++it;
+  }
+  return body;
+}
 
 bool HttpServer::Impl::evict_oldest_stranger() {
   while (!arrivals.empty()) {

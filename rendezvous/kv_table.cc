@@ -10,7 +10,7 @@ void KvTable::set(const std::string& key, std::string value) {
   {
     std::lock_guard lock(mutex_);
     values_[key] = std::move(value);
-    wake(key, ready);
+    changed(key, ready);
   }
   for (auto& [callback, values] : ready) callback(std::move(values));
 }
@@ -36,18 +36,33 @@ std::optional<std::int64_t> KvTable::add(const std::string& key, std::int64_t de
     }
     if (__builtin_add_overflow(current, delta, &result)) return std::nullopt;
     values_[key] = std::to_string(result);
-    wake(key, ready);
+    changed(key, ready);
   }
   for (auto& [callback, values] : ready) callback(std::move(values));
   return result;
 }
 
-std::optional<KvTable::Values> KvTable::get_or_wait(std::vector<std::string> keys, Callback callback, WaitId* id) {
+KvTable::Keys KvTable::intern(std::vector<std::string> keys) {
+  std::lock_guard lock(mutex_);
+  if (interned_.size() > 2 * interned_pruned_at_ + 64) {  // lists no one holds any more
+    for (auto it = interned_.begin(); it != interned_.end();) {
+      it = it->second.expired() ? interned_.erase(it) : std::next(it);
+    }
+    interned_pruned_at_ = interned_.size();
+  }
+  std::weak_ptr<const std::vector<std::string>>& entry = interned_[keys];
+  if (Keys held = entry.lock()) return held;
+  auto made = std::make_shared<const std::vector<std::string>>(std::move(keys));
+  entry = made;
+  return made;
+}
+
+std::optional<KvTable::SharedValues> KvTable::get_or_wait(Keys keys, Callback callback, WaitId* id) {
   std::lock_guard lock(mutex_);
   Waiter waiter{std::move(keys), 0, std::move(callback)};
   if (advance(waiter)) return collect(waiter.keys);
   const WaitId wait_id = next_id_++;
-  parked_[waiter.keys[waiter.next_missing]].push_back(wait_id);
+  parked_[(*waiter.keys)[waiter.next_missing]].push_back(wait_id);
   waiters_.emplace(wait_id, std::move(waiter));
   if (id) *id = wait_id;
   return std::nullopt;
@@ -57,7 +72,7 @@ bool KvTable::cancel(WaitId id) {
   std::lock_guard lock(mutex_);
   auto it = waiters_.find(id);
   if (it == waiters_.end()) return false;
-  auto parked = parked_.find(it->second.keys[it->second.next_missing]);
+  auto parked = parked_.find((*it->second.keys)[it->second.next_missing]);
   if (parked != parked_.end()) {
     auto& ids = parked->second;
     for (auto& parked_id : ids) {
@@ -93,17 +108,26 @@ std::size_t KvTable::waiter_count() const {
 }
 
 bool KvTable::advance(Waiter& waiter) const {
-  while (waiter.next_missing < waiter.keys.size() && values_.count(waiter.keys[waiter.next_missing])) {
-    ++waiter.next_missing;
-  }
-  return waiter.next_missing == waiter.keys.size();
+  const std::vector<std::string>& keys = *waiter.keys;
+  while (waiter.next_missing < keys.size() && values_.count(keys[waiter.next_missing])) ++waiter.next_missing;
+  return waiter.next_missing == keys.size();
 }
 
-KvTable::Values KvTable::collect(const std::vector<std::string>& keys) const {
-  Values values;
-  values.reserve(keys.size());
-  for (const auto& key : keys) values.push_back(values_.at(key));
+KvTable::SharedValues KvTable::collect(const Keys& keys) {
+  Shared& slot = shared_[keys.get()];
+  if (slot.keys.lock() == keys) {
+    if (SharedValues values = slot.values.lock()) return values;
+  }
+  auto values = std::make_shared<Values>();
+  values->reserve(keys->size());
+  for (const auto& key : *keys) values->push_back(values_.at(key));
+  slot = {keys, values};
   return values;
+}
+
+void KvTable::changed(const std::string& key, Ready& ready) {
+  shared_.clear();  // values shared before may hold the old value
+  wake(key, ready);
 }
 
 void KvTable::wake(const std::string& key, Ready& ready) {
@@ -117,7 +141,7 @@ void KvTable::wake(const std::string& key, Ready& ready) {
       ready.emplace_back(std::move(waiter.callback), collect(waiter.keys));
       waiters_.erase(id);
     } else {
-      parked_[waiter.keys[waiter.next_missing]].push_back(id);
+      parked_[(*waiter.keys)[waiter.next_missing]].push_back(id);
     }
   }
 }

@@ -2,10 +2,15 @@
 // names, atomic counters, and waiters that fire once every key they name
 // exists. Pure logic, no sockets. Thread-safe: one mutex; callbacks run on
 // the thread whose set()/add() completed them, after the lock is released.
+// Waiters on the same keys share one copy of the key list (intern) and of
+// the values until a key changes: N ranks that each read all N addresses
+// cost O(N) bytes, not O(N²).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -17,7 +22,9 @@ namespace trainrun::rendezvous {
 class KvTable {
  public:
   using Values = std::vector<std::string>;
-  using Callback = std::function<void(Values values)>;
+  using SharedValues = std::shared_ptr<const Values>;
+  using Keys = std::shared_ptr<const std::vector<std::string>>;
+  using Callback = std::function<void(SharedValues values)>;
   using WaitId = std::uint64_t;
 
   void set(const std::string& key, std::string value);
@@ -30,7 +37,12 @@ class KvTable {
   // When every key exists, returns their values (in order) and registers
   // nothing. Otherwise registers `callback` to be called with the values once
   // they all exist and returns nullopt; `*id` identifies the registration.
-  std::optional<Values> get_or_wait(std::vector<std::string> keys, Callback callback, WaitId* id);
+  std::optional<SharedValues> get_or_wait(Keys keys, Callback callback, WaitId* id);
+  std::optional<SharedValues> get_or_wait(std::vector<std::string> keys, Callback callback, WaitId* id) {
+    return get_or_wait(intern(std::move(keys)), std::move(callback), id);
+  }
+  // The one list of these keys everyone holds while anyone does.
+  Keys intern(std::vector<std::string> keys);
   // Removes a registration; false if it already fired or never existed.
   bool cancel(WaitId id);
 
@@ -40,15 +52,19 @@ class KvTable {
 
  private:
   struct Waiter {
-    std::vector<std::string> keys;
+    Keys keys;
     std::size_t next_missing = 0;  // keys before this index are known present
     Callback callback;
   };
-  using Ready = std::vector<std::pair<Callback, Values>>;
+  using Ready = std::vector<std::pair<Callback, SharedValues>>;
 
   // Advances the waiter past present keys; true when all are present.
   bool advance(Waiter& waiter) const;
-  Values collect(const std::vector<std::string>& keys) const;
+  // The values of `keys` (all present), shared with earlier callers of the
+  // same keys since the last change.
+  SharedValues collect(const Keys& keys);
+  // Called with the lock held by every change of a value.
+  void changed(const std::string& key, Ready& ready);
   void wake(const std::string& key, Ready& ready);
 
   mutable std::mutex mutex_;
@@ -59,6 +75,15 @@ class KvTable {
   // of keys.
   std::unordered_map<std::string, std::vector<WaitId>> parked_;
   WaitId next_id_ = 1;
+  std::map<std::vector<std::string>, std::weak_ptr<const std::vector<std::string>>> interned_;
+  std::size_t interned_pruned_at_ = 0;  // interned_'s size after its last pruning
+  // The values shared for an interned list since the last change, by the
+  // list's address (checked against its owner: an address may be reused).
+  struct Shared {
+    std::weak_ptr<const std::vector<std::string>> keys;
+    std::weak_ptr<const Values> values;
+  };
+  std::unordered_map<const std::vector<std::string>*, Shared> shared_;
 };
 
 }  // namespace trainrun::rendezvous

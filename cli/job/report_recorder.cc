@@ -63,7 +63,7 @@ void ReportRecorder::watch(rendezvous::KvTable& table) {
   if (!enabled()) return;
   table_ = &table;
   const auto wait_for = [this, &table](std::vector<std::string> keys, std::atomic<std::int64_t>& into) {
-    auto stamp = [this, &into](rendezvous::KvTable::Values) {
+    auto stamp = [this, &into](const rendezvous::KvTable::SharedValues&) {
       into = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - started_).count();
     };
     rendezvous::KvTable::WaitId id = 0;

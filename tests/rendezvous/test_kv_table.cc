@@ -33,9 +33,9 @@ TEST_CASE("get_or_wait answers at once when every key exists") {
   table.set("s/b", "2");
   bool called = false;
   auto values = table.get_or_wait(
-      {"s/a", "s/b"}, [&](KvTable::Values) { called = true; }, nullptr);
+      {"s/a", "s/b"}, [&](const KvTable::SharedValues&) { called = true; }, nullptr);
   REQUIRE(values.has_value());
-  CHECK(*values == KvTable::Values{"1", "2"});
+  CHECK(**values == KvTable::Values{"1", "2"});
   CHECK_FALSE(called);
   CHECK(table.waiter_count() == 0);
 }
@@ -47,8 +47,8 @@ TEST_CASE("a waiter fires once, when its last key arrives, with values in reques
   KvTable::WaitId id = 0;
   auto now = table.get_or_wait(
       {"s/c", "s/a", "s/b"},
-      [&](KvTable::Values v) {
-        got = std::move(v);
+      [&](const KvTable::SharedValues& v) {
+        got = *v;
         ++calls;
       },
       &id);
@@ -70,8 +70,8 @@ TEST_CASE("add wakes waiters too") {
   int calls = 0;
   table.get_or_wait(
       {"s/n"},
-      [&](KvTable::Values v) {
-        CHECK(v.front() == "3");
+      [&](const KvTable::SharedValues& v) {
+        CHECK(v->front() == "3");
         ++calls;
       },
       nullptr);
@@ -84,7 +84,7 @@ TEST_CASE("cancel removes a waiter so it never fires") {
   int calls = 0;
   KvTable::WaitId id = 0;
   table.get_or_wait(
-      {"s/x"}, [&](KvTable::Values) { ++calls; }, &id);
+      {"s/x"}, [&](const KvTable::SharedValues&) { ++calls; }, &id);
   CHECK(table.waiter_count() == 1);
   CHECK(table.cancel(id));
   table.set("s/x", "1");
@@ -98,11 +98,14 @@ TEST_CASE("many waiters on many keys: all fire, index stays small") {
   std::vector<std::string> keys;
   for (int i = 0; i < kRanks; ++i) keys.push_back("mesh/addr." + std::to_string(i));
   int fired = 0;
+  std::vector<KvTable::SharedValues> got;
+  const KvTable::Keys held = table.intern(keys);  // as a waiting connection holds its list
   for (int i = 0; i < kRanks; ++i) {
     table.get_or_wait(
         keys,
-        [&](KvTable::Values v) {
-          CHECK(v.size() == kRanks);
+        [&](const KvTable::SharedValues& v) {
+          CHECK(v->size() == kRanks);
+          got.push_back(v);
           ++fired;
         },
         nullptr);
@@ -110,6 +113,30 @@ TEST_CASE("many waiters on many keys: all fire, index stays small") {
   for (int i = kRanks - 1; i >= 0; --i) table.set(keys[i], std::to_string(i));
   CHECK(fired == kRanks);
   CHECK(table.waiter_count() == 0);
+  // One copy of the 512 values for all 512 waiters, and for a late reader
+  // too while the list is held; one list for all of them.
+  for (const auto& v : got) CHECK((v == got.front()));
+  CHECK(got.front()->back() == "511");
+  const auto late = table.get_or_wait(
+      keys, [](const KvTable::SharedValues&) {}, nullptr);
+  REQUIRE(late.has_value());
+  CHECK((*late == got.front()));
+  CHECK((table.intern(keys) == held));
+}
+
+TEST_CASE("a changed value is never answered from a copy shared before the change") {
+  KvTable table;
+  table.set("s/a", "1");
+  table.set("s/b", "2");
+  const auto before = table.get_or_wait(
+      {"s/a", "s/b"}, [](const KvTable::SharedValues&) {}, nullptr);
+  REQUIRE(before.has_value());
+  table.set("s/b", "3");
+  const auto after = table.get_or_wait(
+      {"s/a", "s/b"}, [](const KvTable::SharedValues&) {}, nullptr);
+  REQUIRE(after.has_value());
+  CHECK(**before == KvTable::Values{"1", "2"});
+  CHECK(**after == KvTable::Values{"1", "3"});
 }
 
 TEST_CASE("missing lists absent keys in order") {
