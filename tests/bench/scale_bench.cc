@@ -2,7 +2,9 @@
 // mpirun. For each host count it makes that many network-namespace hosts
 // (tests/integration/ssh_hosts.h: an sshd in each, on one bridge), one rank
 // a host, and prints
-//   - launch-to-exit of /bin/true, the two launchers alternating, medians;
+//   - launch-to-exit of /bin/true, and of init + one barrier + exit
+//     (build/tests/bench/noop beside mpi_noop, when both are built next to
+//     TRAINRUN), the two launchers alternating, medians;
 //   - each launcher's threads, open descriptors and resident memory while
 //     every host runs its rank (/bin/sleep), read from /proc.
 //   scale_bench TRAINRUN [--rounds R] [--hosts 8,16,32]
@@ -68,7 +70,8 @@ struct Launcher {
   std::string name;
   // The launcher's argv for one rank of `program` on each host.
   std::vector<std::string> (*argv)(const SshHosts&, const std::string& trainrun, std::vector<std::string> program);
-  std::vector<double> seconds;
+  std::string noop;  // its init + barrier + exit program; empty: not measured
+  std::vector<double> seconds, noop_seconds;
   Load load;
 };
 
@@ -84,9 +87,28 @@ std::vector<std::string> trainrun_argv(const SshHosts& hosts, const std::string&
 std::vector<std::string> mpirun_argv(const SshHosts& hosts, const std::string&, std::vector<std::string> program) {
   std::string list;
   for (int h = 1; h <= hosts.count(); ++h) list += (h > 1 ? "," : "") + hosts.address(h) + ":1";
-  program.insert(program.begin(),
-                 {"/usr/bin/mpirun", "--allow-run-as-root", "-np", std::to_string(hosts.count()), "-H", list, "--mca",
-                  "plm_rsh_agent", "ssh", "--mca", "oob_tcp_if_include", hosts.subnet()});
+  program.insert(program.begin(), {"/usr/bin/mpirun",
+                                   "--allow-run-as-root",
+                                   "-np",
+                                   std::to_string(hosts.count()),
+                                   "-H",
+                                   list,
+                                   "--mca",
+                                   "plm_rsh_agent",
+                                   "ssh",
+                                   "--mca",
+                                   "oob_tcp_if_include",
+                                   hosts.subnet(),
+                                   "--mca",
+                                   "btl_tcp_if_include",
+                                   hosts.subnet(),
+                                   "--mca",
+                                   "btl",
+                                   "self,vader,tcp",
+                                   "-x",
+                                   "OMPI_ALLOW_RUN_AS_ROOT",
+                                   "-x",
+                                   "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"});
   return program;
 }
 
@@ -108,26 +130,40 @@ Load load_while_running(const SshHosts& hosts, const Launcher& launcher, const s
   return load;
 }
 
-bool measure(int count, int rounds, const std::string& trainrun) {
+double timed(const SshHosts& hosts, const Launcher& l, const std::string& trainrun, const std::string& program) {
+  const ProcessResult r = run_process(hosts.client_argv(l.argv(hosts, trainrun, {program})));
+  if (r.exit_code != 0) {
+    std::cerr << l.name << " " << program << " at " << hosts.count() << " hosts failed (exit " << r.exit_code
+              << "): " << r.err << "\n";
+    std::exit(1);
+  }
+  return r.seconds;
+}
+
+bool measure(int count, int rounds, const std::string& trainrun, const std::string& noop, const std::string& mpi_noop) {
   const std::unique_ptr<SshHosts> hosts = SshHosts::make_or_say_why(count);
   if (!hosts) return false;
-  std::vector<Launcher> launchers = {{"trainrun", trainrun_argv, {}, {}}, {"mpirun", mpirun_argv, {}, {}}};
+  std::vector<Launcher> launchers = {{"trainrun", trainrun_argv, noop, {}, {}, {}},
+                                     {"mpirun", mpirun_argv, mpi_noop, {}, {}, {}}};
+  const bool noops = !noop.empty() && !mpi_noop.empty();
   for (int round = -1; round < rounds; ++round) {  // a warm-up round each (page cache, ARP)
     for (Launcher& l : launchers) {
-      const ProcessResult r = run_process(hosts->client_argv(l.argv(*hosts, trainrun, {"/bin/true"})));
-      if (r.exit_code != 0) {
-        std::cerr << l.name << " at " << count << " hosts failed (exit " << r.exit_code << "): " << r.err << "\n";
-        std::exit(1);
-      }
-      if (round >= 0) l.seconds.push_back(r.seconds);
+      const double seconds = timed(*hosts, l, trainrun, "/bin/true");
+      const double noop_seconds = noops ? timed(*hosts, l, trainrun, l.noop) : 0;
+      if (round < 0) continue;
+      l.seconds.push_back(seconds);
+      l.noop_seconds.push_back(noop_seconds);
     }
   }
   for (Launcher& l : launchers) l.load = load_while_running(*hosts, l, trainrun);
-  const double ours = median(launchers[0].seconds), theirs = median(launchers[1].seconds);
+  const Launcher &ours = launchers[0], &theirs = launchers[1];
   for (const Launcher& l : launchers) {
-    std::printf("%6d %-9s %10.3f %8d %12d %9.1f", count, l.name.c_str(), median(l.seconds), l.load.threads,
-                l.load.descriptors, l.load.rss_kib / 1024.0);
-    if (&l == &launchers[0]) std::printf("   %.2fx", ours / theirs);
+    std::printf("%6d %-9s %10.3f %12.3f %8d %12d %9.1f", count, l.name.c_str(), median(l.seconds),
+                noops ? median(l.noop_seconds) : 0.0, l.load.threads, l.load.descriptors, l.load.rss_kib / 1024.0);
+    if (&l == &ours) {
+      std::printf("   %.2fx", median(ours.seconds) / median(theirs.seconds));
+      if (noops) std::printf(" %.2fx", median(ours.noop_seconds) / median(theirs.noop_seconds));
+    }
     std::printf("\n");
   }
   std::fflush(stdout);
@@ -171,10 +207,14 @@ int main(int argc, char** argv) {
   }
   std::printf("Launch at scale: one rank on each network-namespace host, %d alternating rounds, %ld CPUs\n\n", rounds,
               sysconf(_SC_NPROCESSORS_ONLN));
-  std::printf("%6s %-9s %10s %8s %12s %9s   %s\n", "hosts", "launcher", "true (s)", "threads", "descriptors",
-              "RSS (MB)", "trainrun/mpirun");
+  // init + barrier + exit: tests/bench's noop and mpi_noop, built beside trainrun.
+  const std::string bench = trainrun.substr(0, trainrun.find_last_of('/') + 1) + "tests/bench/";
+  const std::string noop = ::access((bench + "noop").c_str(), X_OK) == 0 ? bench + "noop" : "";
+  const std::string mpi_noop = ::access((bench + "mpi_noop").c_str(), X_OK) == 0 ? bench + "mpi_noop" : "";
+  std::printf("%6s %-9s %10s %12s %8s %12s %9s   %s\n", "hosts", "launcher", "true (s)", "init+bar (s)", "threads",
+              "descriptors", "RSS (MB)", "trainrun/mpirun (true, init)");
   for (int count : counts) {
-    if (!measure(count, rounds, trainrun)) return 77;
+    if (!measure(count, rounds, trainrun, noop, mpi_noop)) return 77;
   }
   return 0;
 }
