@@ -4,6 +4,18 @@
 #include <limits>
 
 namespace trainrun::rendezvous {
+namespace {
+
+// Drops the entries whose owner is gone, once the map has doubled since it
+// last did (amortized O(1) a call).
+template <typename Map, typename Gone>
+void prune(Map& map, std::size_t& pruned_at, Gone gone) {
+  if (map.size() <= 2 * pruned_at + 64) return;
+  for (auto it = map.begin(); it != map.end();) it = gone(it->second) ? map.erase(it) : std::next(it);
+  pruned_at = map.size();
+}
+
+}  // namespace
 
 void KvTable::set(const std::string& key, std::string value) {
   Ready ready;
@@ -44,12 +56,7 @@ std::optional<std::int64_t> KvTable::add(const std::string& key, std::int64_t de
 
 KvTable::Keys KvTable::intern(std::vector<std::string> keys) {
   std::lock_guard lock(mutex_);
-  if (interned_.size() > 2 * interned_pruned_at_ + 64) {  // lists no one holds any more
-    for (auto it = interned_.begin(); it != interned_.end();) {
-      it = it->second.expired() ? interned_.erase(it) : std::next(it);
-    }
-    interned_pruned_at_ = interned_.size();
-  }
+  prune(interned_, interned_pruned_at_, [](const auto& held) { return held.expired(); });
   std::weak_ptr<const std::vector<std::string>>& entry = interned_[keys];
   if (Keys held = entry.lock()) return held;
   auto made = std::make_shared<const std::vector<std::string>>(std::move(keys));
@@ -114,6 +121,7 @@ bool KvTable::advance(Waiter& waiter) const {
 }
 
 KvTable::SharedValues KvTable::collect(const Keys& keys) {
+  prune(shared_, shared_pruned_at_, [](const Shared& shared) { return shared.keys.expired(); });
   Shared& slot = shared_[keys.get()];
   if (slot.keys.lock() == keys) {
     if (SharedValues values = slot.values.lock()) return values;
@@ -127,6 +135,7 @@ KvTable::SharedValues KvTable::collect(const Keys& keys) {
 
 void KvTable::changed(const std::string& key, Ready& ready) {
   shared_.clear();  // values shared before may hold the old value
+  shared_pruned_at_ = 0;
   wake(key, ready);
 }
 

@@ -76,7 +76,7 @@ class KvTable {
   std::unordered_map<std::string, std::vector<WaitId>> parked_;
   WaitId next_id_ = 1;
   std::map<std::vector<std::string>, std::weak_ptr<const std::vector<std::string>>> interned_;
-  std::size_t interned_pruned_at_ = 0;  // interned_'s size after its last pruning
+  std::size_t interned_pruned_at_ = 0;  // the size after the last prune()
   // The values shared for an interned list since the last change, by the
   // list's address (checked against its owner: an address may be reused).
   struct Shared {
@@ -84,6 +84,7 @@ class KvTable {
     std::weak_ptr<const Values> values;
   };
   std::unordered_map<const std::vector<std::string>*, Shared> shared_;
+  std::size_t shared_pruned_at_ = 0;
 };
 
 }  // namespace trainrun::rendezvous
