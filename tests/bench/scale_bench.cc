@@ -10,7 +10,6 @@
 //   scale_bench TRAINRUN [--rounds R] [--hosts 8,16,32]
 // Root only (it makes network namespaces); exits 77 with the reason
 // otherwise. The machine's other load falls on both launchers alike.
-#include <dirent.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,7 +17,6 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -36,29 +34,6 @@ namespace {
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
-int proc_entries(pid_t pid, const std::string& sub) {
-  DIR* dir = ::opendir(("/proc/" + std::to_string(pid) + "/" + sub).c_str());
-  if (!dir) return -1;
-  int n = 0;
-  while (dirent* entry = ::readdir(dir)) n += entry->d_name[0] != '.';
-  ::closedir(dir);
-  return n;
-}
-
-long rss_kib(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string key;
-  long value = -1;
-  while (status >> key) {
-    if (key == "VmRSS:") {
-      status >> value;
-      return value;
-    }
-    status.ignore(1 << 20, '\n');
-  }
-  return -1;
 }
 
 struct Load {
@@ -120,7 +95,7 @@ Load load_while_running(const SshHosts& hosts, const Launcher& launcher, const s
   while (std::chrono::steady_clock::now() < deadline) {
     if (static_cast<int>(hosts.processes_on_hosts("sleep").size()) >= hosts.count()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));  // settled
-      load = {proc_entries(job.pid(), "task"), proc_entries(job.pid(), "fd"), rss_kib(job.pid())};
+      load = {proc_entries(job.pid(), "task"), proc_entries(job.pid(), "fd"), proc_status_kib(job.pid(), "VmRSS")};
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

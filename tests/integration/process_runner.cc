@@ -74,13 +74,24 @@ Child::~Child() {
 void Child::signal(int sig) const { ::kill(pid_, sig); }
 void Child::signal_group(int sig) const { ::kill(-pid_, sig); }
 
-long peak_rss_kib(pid_t pid) {
+long proc_status_kib(pid_t pid, const std::string& field) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
   std::string line;
   while (std::getline(status, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::strtol(line.c_str() + 6, nullptr, 10);
+    if (line.rfind(field + ":", 0) == 0) return std::strtol(line.c_str() + field.size() + 1, nullptr, 10);
   }
   return -1;
+}
+
+long peak_rss_kib(pid_t pid) { return proc_status_kib(pid, "VmHWM"); }
+
+int proc_entries(pid_t pid, const std::string& sub) {
+  DIR* dir = ::opendir(("/proc/" + std::to_string(pid) + "/" + sub).c_str());
+  if (!dir) return -1;
+  int n = 0;
+  while (dirent* entry = ::readdir(dir)) n += entry->d_name[0] != '.';
+  ::closedir(dir);
+  return n;
 }
 
 void Child::pump(int timeout_ms) {

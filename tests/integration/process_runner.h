@@ -70,6 +70,11 @@ std::string unique_tag();
 
 // A process's peak resident set (VmHWM) in KiB, or -1 if it is gone.
 long peak_rss_kib(pid_t pid);
+// A kB field of /proc/PID/status ("VmRSS", "VmHWM"), or -1.
+long proc_status_kib(pid_t pid, const std::string& field);
+// How many entries /proc/PID/SUB holds (threads for "task", descriptors
+// for "fd"); -1 if it cannot be read.
+int proc_entries(pid_t pid, const std::string& sub);
 
 // A path to a built program, from an environment variable meson sets.
 std::string program_path(const char* variable);

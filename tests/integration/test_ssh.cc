@@ -113,17 +113,6 @@ std::string fingerprint(const std::string& public_key) {
   return hash;
 }
 
-// How many entries /proc/PID/SUB holds (threads for "task", descriptors
-// for "fd"); -1 if it cannot be read.
-int proc_entries(pid_t pid, const std::string& sub) {
-  DIR* dir = ::opendir(("/proc/" + std::to_string(pid) + "/" + sub).c_str());
-  if (!dir) return -1;
-  int n = 0;
-  while (dirent* entry = ::readdir(dir)) n += entry->d_name[0] != '.';
-  ::closedir(dir);
-  return n;
-}
-
 struct LauncherLoad {
   int threads = -1, descriptors = -1;
 };
