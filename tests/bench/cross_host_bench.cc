@@ -180,30 +180,8 @@ class Bench {
         argv.push_back(build + "/examples/allreduce_bench");
       }
     } else {
-      argv = {"/usr/bin/mpirun",
-              "--allow-run-as-root",
-              "-np",
-              std::to_string(np),
-              "-H",
-              mpi_hosts,
-              "--bind-to",
-              "none",
-              "--mca",
-              "plm_rsh_agent",
-              "ssh",
-              "--mca",
-              "oob_tcp_if_include",
-              hosts_.subnet(),
-              "--mca",
-              "btl_tcp_if_include",
-              hosts_.subnet(),
-              "--mca",
-              "btl",
-              "self,vader,tcp",
-              "-x",
-              "OMPI_ALLOW_RUN_AS_ROOT",
-              "-x",
-              "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"};
+      argv = hosts_.mpirun_argv(np, mpi_hosts);
+      argv.insert(argv.end(), {"--bind-to", "none"});
       if (program != "mpi") argv.insert(argv.end(), {"--mca", "mpi_yield_when_idle", "1"});
       if (program == "mpi-han") argv.insert(argv.end(), {"--mca", "coll_han_priority", "100"});
       if (program == "mpi-links2") argv.insert(argv.end(), {"--mca", "btl_tcp_links", "2"});

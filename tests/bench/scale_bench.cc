@@ -58,33 +58,13 @@ std::vector<std::string> trainrun_argv(const SshHosts& hosts, const std::string&
   return program;
 }
 
-// mpirun as cross_host_bench runs it over the same hosts (its ssh, their subnet).
+// mpirun over the same hosts (SshHosts::mpirun_argv, as cross_host_bench).
 std::vector<std::string> mpirun_argv(const SshHosts& hosts, const std::string&, std::vector<std::string> program) {
   std::string list;
   for (int h = 1; h <= hosts.count(); ++h) list += (h > 1 ? "," : "") + hosts.address(h) + ":1";
-  program.insert(program.begin(), {"/usr/bin/mpirun",
-                                   "--allow-run-as-root",
-                                   "-np",
-                                   std::to_string(hosts.count()),
-                                   "-H",
-                                   list,
-                                   "--mca",
-                                   "plm_rsh_agent",
-                                   "ssh",
-                                   "--mca",
-                                   "oob_tcp_if_include",
-                                   hosts.subnet(),
-                                   "--mca",
-                                   "btl_tcp_if_include",
-                                   hosts.subnet(),
-                                   "--mca",
-                                   "btl",
-                                   "self,vader,tcp",
-                                   "-x",
-                                   "OMPI_ALLOW_RUN_AS_ROOT",
-                                   "-x",
-                                   "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"});
-  return program;
+  std::vector<std::string> argv = hosts.mpirun_argv(hosts.count(), list);
+  argv.insert(argv.end(), program.begin(), program.end());
+  return argv;
 }
 
 // The launcher's load once every host runs its rank (a sleep).

@@ -416,6 +416,31 @@ void SshHosts::restore(int host) {
   wait_for_sshd(host);
 }
 
+std::vector<std::string> SshHosts::mpirun_argv(int np, const std::string& host_list) const {
+  return {"/usr/bin/mpirun",
+          "--allow-run-as-root",
+          "-np",
+          std::to_string(np),
+          "-H",
+          host_list,
+          "--mca",
+          "plm_rsh_agent",
+          "ssh",
+          "--mca",
+          "oob_tcp_if_include",
+          subnet(),
+          "--mca",
+          "btl_tcp_if_include",
+          subnet(),
+          "--mca",
+          "btl",
+          "self,vader,tcp",
+          "-x",
+          "OMPI_ALLOW_RUN_AS_ROOT",
+          "-x",
+          "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"};
+}
+
 std::vector<std::string> SshHosts::client_argv(const std::vector<std::string>& argv) const {
   std::vector<std::string> wrapped = {tool("unshare"),
                                       "--mount",

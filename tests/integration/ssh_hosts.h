@@ -66,6 +66,10 @@ class SshHosts {
   // the host): a qdisc on it shapes what the host receives.
   std::string veth(int host) const;
 
+  // Open MPI's mpirun over these hosts for `np` ranks on `host_list`
+  // ("ADDRESS:SLOTS,..."): ssh to them, its daemons and its TCP transport on
+  // their subnet, as root. Options and the program follow.
+  std::vector<std::string> mpirun_argv(int np, const std::string& host_list) const;
   // `argv` run as the launcher: in a private mount namespace whose home
   // is the test's client home. argv[0] must be an absolute path.
   std::vector<std::string> client_argv(const std::vector<std::string>& argv) const;
