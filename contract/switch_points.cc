@@ -194,7 +194,7 @@ std::string describe(const SwitchPoints& points) {
     text += "two-level with local rank 0 carrying the host's sum across below " + byte_size_text(split_from) + ", ";
   }
   return text + "two-level with each local rank carrying 1/L across from " + byte_size_text(split_from) +
-         " (2 hosts: pipelined in " + byte_size_text(points.chunk_bytes) + " chunks)";
+         " (pipelined in " + byte_size_text(points.chunk_bytes) + " chunks)";
 }
 
 }  // namespace trainrun::detail

@@ -18,9 +18,10 @@
 //               hosts x 2 ranks;
 //   split       shared-memory reduce-scatter, each local rank allreduces
 //               its 1/L block across hosts, shared-memory allgather: two
-//               rounds in the host, S on each link; with 2 hosts, in
-//               chunks of chunk_bytes that overlap (the link never waits
-//               for shared memory).
+//               rounds in the host, S on each link, in chunks of
+//               chunk_bytes that overlap (the link never waits for shared
+//               memory; among 3 or more hosts from blocks of
+//               cross_ring_min, below it by recursive doubling, unchunked).
 // Reducescatter (backends/tcp/two_level_reducescatter.h) has a leader and
 // a split of its own, costed alike, each host's share crossing once.
 // Each crossing is costed as it runs: 2 hosts one exchange; more,
@@ -61,7 +62,7 @@ struct SwitchPoints {
   // Two-level reducescatter: from this total size each local rank carries
   // its blocks' share across, below it local rank 0 carries the host's.
   std::size_t reducescatter_split_min = 0;
-  std::size_t chunk_bytes = 256 * 1024;  // the split's pipeline chunk (2 hosts)
+  std::size_t chunk_bytes = 256 * 1024;  // the split's pipeline chunk
 };
 
 // From how many bytes an allreduce among the hosts (the cross mesh) runs a

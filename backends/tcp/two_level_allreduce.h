@@ -10,10 +10,13 @@
 //   split: shared-memory reduce-scatter, so local rank i holds block i of
 //     its host's sum; block i is allreduced across hosts by the ranks at
 //     position i (all L streams of a host at once, each 1/L of the data);
-//     a shared-memory allgather. With 2 hosts it runs in chunks of
-//     points.chunk_bytes as a pipeline: chunk k+1's reduce-scatter and
-//     chunk k-1's allgather happen while chunk k is on the wire
-//     (SocketMesh::stream), so the link does not wait for shared memory.
+//     a shared-memory allgather. It runs in chunks of points.chunk_bytes
+//     as a pipeline: chunk k+1's reduce-scatter and chunk k-1's allgather
+//     happen while chunk k is on the wire (SocketMesh::stream), so the
+//     link does not wait for shared memory. Between 2 hosts a chunk's
+//     piece goes to the counterpart whole; among more, round a ring of the
+//     counterparts whose steps for every chunk make one stream each way
+//     (blocks shorter than cross_ring_min: recursive doubling, unchunked).
 // Every element is summed in the same order wherever it ends up (local
 // rank order, then host order), so all ranks get the same bits.
 #pragma once

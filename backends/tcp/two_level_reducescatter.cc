@@ -78,6 +78,78 @@ void pipelined(ShmCollectives& host, SocketMesh& cross, std::size_t chunk_bytes,
   }
 }
 
+// Among 3 or more hosts (see the header): the ranks at this position
+// reduce-scatter round a ring, a chunk of every block at a time, and the
+// ring's H-1 steps for every chunk make one stream to the right and one
+// from the left (as two_level_allreduce's ring). Step s sends this host's
+// running sum of host me-1-s's slice: what arrived in step s-1 plus this
+// host's own, reduced as it arrives; the last step's is this rank's result.
+// This host's sums of chunk k+1 are made in shared memory while chunk k is
+// on the wire.
+void pipelined_ring(ShmCollectives& host, SocketMesh& cross, std::size_t chunk_bytes, const HostBlocks& blocks,
+                    char* recv, ReduceFn reduce, std::vector<char>& sum, std::vector<char>& streams) {
+  const int me = cross.rank(), hosts = cross.size(), local = host.ranks(), index = host.index(), steps = hosts - 1;
+  const std::size_t element = blocks.element;
+  std::vector<std::size_t> across(static_cast<std::size_t>(hosts));
+  for (int h = 0; h < hosts; ++h) across[h] = blocks.counts[h * local + index];
+  const std::vector<std::size_t> at = block_offsets(across, element);  // this host's sums, by host
+  const std::size_t largest = *std::max_element(blocks.counts.begin(), blocks.counts.end());
+  const std::size_t per_chunk = std::max<std::size_t>(1, chunk_bytes / element);
+  const std::size_t chunks = std::max<std::size_t>(1, (largest + per_chunk - 1) / per_chunk);
+  const auto wrap = [&](int h) { return (h % hosts + hosts) % hosts; };
+  // Host h's slice in chunk k: bytes [first, second) of its block at this position.
+  const auto slice = [&](std::size_t k, int h) {
+    return std::pair{std::min(k * per_chunk, across[h]) * element, chunk_end(k, per_chunk, across[h], element)};
+  };
+  const auto slice_bytes = [&](std::size_t k, int h) { return slice(k, h).second - slice(k, h).first; };
+  // Step s of chunk k starts at out_at[k * steps + s] going right, in_at coming from the left.
+  std::vector<std::size_t> out_at(chunks * steps + 1), in_at(chunks * steps + 1);
+  for (std::size_t i = 0; i < chunks * steps; ++i) {
+    const std::size_t k = i / steps;
+    const int s = static_cast<int>(i % steps);
+    out_at[i + 1] = out_at[i] + slice_bytes(k, wrap(me - 1 - s));
+    in_at[i + 1] = in_at[i] + slice_bytes(k, wrap(me - 2 - s));
+  }
+  sum.resize(at.back());
+  streams.resize(out_at.back() + in_at.back());
+  char* const outs = streams.data();
+  char* const ins = outs + out_at.back();
+  const int right = wrap(me + 1), left = wrap(me - 1);
+  std::size_t sent = 0, received = 0, ready = 0;
+  const auto send_ready = [&](std::size_t needed) {
+    cross.stream(right, outs, ready, sent, left, ins, in_at.back(), needed, received);
+  };
+  const auto reduce_scatter = [&](std::size_t k) {
+    for (int h = 0; h < hosts; ++h) {
+      blocks.reduce_scatter(host, h, k * per_chunk, per_chunk, sum.data() + at[h] + slice(k, h).first, reduce);
+    }
+    const int first = wrap(me - 1);  // step 0 sends this host's own sum
+    std::memcpy(outs + out_at[k * steps], sum.data() + at[first] + slice(k, first).first, slice_bytes(k, first));
+    if (k == 0) ready = out_at[1];
+    send_ready(received);
+  };
+  reduce_scatter(0);
+  for (std::size_t k = 0; k < chunks; ++k) {
+    if (k + 1 < chunks) reduce_scatter(k + 1);
+    for (int s = 0; s < steps; ++s) {
+      const std::size_t i = k * steps + s;
+      send_ready(in_at[i + 1]);        // step s's slice has arrived
+      const int h = wrap(me - 2 - s);  // this host at the last step
+      const std::size_t first = slice(k, h).first;
+      char* const to = s + 1 < steps ? outs + out_at[i + 1] : recv + first;
+      reduce(to, sum.data() + at[h] + first, ins + in_at[i], slice_bytes(k, h) / element);  // this host's first
+      if (s + 1 < steps) ready = std::max(ready, out_at[i + 2]);
+    }
+    // As the allreduce's ring: this chunk all sent before the next
+    // shared-memory round, the next chunk's first step going out during it.
+    cross.stream_flushed(right, outs, out_at[(k + 1) * steps], sent, left, ins, in_at.back(), received, received);
+    if (k + 1 < chunks) {
+      ready = std::max(ready, out_at[(k + 1) * steps + 1]);
+      send_ready(received);
+    }
+  }
+}
+
 // Short messages: the host's sum in shared memory, local rank 0 alone
 // reduce-scatters it across hosts by host (one flow; this host's blocks
 // come back) and shares them in shared memory.
@@ -105,7 +177,7 @@ void leader(ShmCollectives& host, SocketMesh& cross, const void* send, void* rec
 void two_level_reducescatter(ShmCollectives& host, SocketMesh& cross, const SwitchPoints& points, const void* send,
                              void* recv, const std::vector<std::size_t>& counts, std::size_t element, ReduceFn reduce,
                              std::vector<char>& sum, std::vector<char>& work, std::vector<char>& scratch) {
-  const int local = host.ranks(), hosts = cross.size(), index = host.index();
+  const int local = host.ranks(), hosts = cross.size();
   std::size_t total = 0;
   for (std::size_t c : counts) total += c;
   spin_for_network_round(host, total * element);
@@ -116,17 +188,7 @@ void two_level_reducescatter(ShmCollectives& host, SocketMesh& cross, const Swit
   if (hosts == 2) {
     return pipelined(host, cross, points.chunk_bytes / local, blocks, static_cast<char*>(recv), reduce, work, scratch);
   }
-  // Every host's blocks at this position, summed over this host, in host
-  // order: the cross mesh's reduce-scatter input.
-  std::vector<std::size_t> across(static_cast<std::size_t>(hosts));
-  for (int h = 0; h < hosts; ++h) across[h] = counts[h * local + index];
-  const std::vector<std::size_t> at = block_offsets(across, element);
-  sum.resize(at.back());
-  for (int h = 0; h < hosts; ++h) {
-    const std::size_t largest = *std::max_element(counts.begin() + h * local, counts.begin() + (h + 1) * local);
-    blocks.reduce_scatter(host, h, 0, largest, sum.data() + at[h], reduce);
-  }
-  direct_reducescatter(cross, sum.data(), recv, across, element, reduce, work, scratch);
+  pipelined_ring(host, cross, points.chunk_bytes / local, blocks, static_cast<char*>(recv), reduce, sum, work);
 }
 
 }  // namespace trainrun::detail

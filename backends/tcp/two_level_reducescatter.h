@@ -9,10 +9,12 @@
 //   split: the host's ranks reduce-scatter over shared memory, so that
 //     local rank i holds the host's sum of block h*L+i of every host h, and
 //     the ranks at position i reduce-scatter those across hosts (L flows).
-//     Between 2 hosts in chunks of points.chunk_bytes / L per rank as a
-//     pipeline: the other host's chunk k+1 is reduced in shared memory
-//     while chunk k is on the wire (SocketMesh::stream), and this host's
-//     own chunk k is summed while the other host's arrives.
+//     In chunks of points.chunk_bytes / L per rank as a pipeline: between
+//     2 hosts the other host's chunk k+1 is reduced in shared memory while
+//     chunk k is on the wire (SocketMesh::stream), and this host's own
+//     chunk k is summed while the other host's arrives; among more, round
+//     a ring whose H-1 steps for every chunk make one stream each way, this
+//     host's sums of chunk k+1 made while chunk k's steps are on the wire.
 // Each element is summed in local rank order, then host order. Not
 // thread-safe.
 #pragma once

@@ -76,14 +76,14 @@ TEST_CASE("--verbose says where each switch is") {
   std::string error;
   CHECK(describe(model_switch_points(2, 2)) ==
         "two-level with local rank 0 carrying the host's sum across below 128 KiB, two-level with each local rank "
-        "carrying 1/L across from 128 KiB (2 hosts: pipelined in 256 KiB chunks)");
+        "carrying 1/L across from 128 KiB (pipelined in 256 KiB chunks)");
   CHECK(describe(*switch_points(2, 2, "two-level=64K,split=8K", error)) ==
-        "TCP mesh below 64 KiB, two-level with each local rank carrying 1/L across from 64 KiB (2 hosts: pipelined "
+        "TCP mesh below 64 KiB, two-level with each local rank carrying 1/L across from 64 KiB (pipelined "
         "in 256 KiB chunks)");
   CHECK(describe(*switch_points(2, 2, "leader=1K,split=8K", error)) ==
         "two-level with every local rank carrying the host's sum across below 1 KiB, two-level with local rank 0 "
         "carrying the host's sum across below 8 KiB, two-level with each local rank carrying 1/L across from 8 KiB "
-        "(2 hosts: pipelined in 256 KiB chunks)");
+        "(pipelined in 256 KiB chunks)");
   CHECK(byte_size_text(1536) == "1536 B");
   CHECK(byte_size_text(3u << 30) == "3 GiB");
 }

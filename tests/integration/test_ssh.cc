@@ -210,7 +210,7 @@ TEST_CASE("conformance: 2 hosts x 2 ranks, allreduce at moved switch points (--s
                  "two-level allreduce (shared memory within each host, TCP mesh between hosts): TCP mesh "
                  "below 4 KiB, two-level with every local rank carrying the host's sum across below 16 KiB, "
                  "two-level with local rank 0 carrying the host's sum across below 64 KiB, two-level with each "
-                 "local rank carrying 1/L across from 64 KiB (2 hosts: pipelined in 64 KiB chunks); allgather and "
+                 "local rank carrying 1/L across from 64 KiB (pipelined in 64 KiB chunks); allgather and "
                  "reducescatter two-level when ranks are numbered host by host (reducescatter: local rank 0 carrying "
                  "the host's share across below 16 KiB)"));
   CHECK(nothing_left_anywhere(tag));
@@ -253,6 +253,26 @@ TEST_CASE("conformance: 3 hosts x 2 ranks, allreduce and reducescatter") {
   INFO(r.out, r.err);
   CHECK(r.exit_code == 0);
   CHECK(count(r.out, "of 6 (tcp): passed") == 6);
+  CHECK(nothing_left_anywhere(tag));
+}
+
+// The splits' pipelined rings among 3 hosts, in 16 KiB chunks so that the
+// conformance sizes run as many chunks: from 32 KiB every local rank's
+// allreduce blocks stream round the ring of its counterparts (16 KiB blocks
+// and up, contract/switch_points.h cross_ring_min; below, recursive
+// doubling), and from 16 KiB reducescatter's slices of every host's blocks,
+// the steps of one chunk after another's.
+TEST_CASE("conformance: 3 hosts x 2 ranks, allreduce and reducescatter split as pipelined rings (--switch-points)") {
+  std::string tag;
+  const ProcessResult r =
+      run_remote({"-x", "TRAINRUN_COLLECTIVE_TIMEOUT=120", "-H", "h1:2,h2:2,h3:2", "-np", "6", "--backend", "tcp",
+                  "--verbose", "--switch-points", "two-level=4K,leader=4K,split=16K,chunk=16K,reducescatter-split=16K",
+                  program_path("CONFORMANCE"), "--test-case=allreduce*,reducescatter*"},
+                 &tag);
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(count(r.out, "of 6 (tcp): passed") == 6);
+  CHECK(contains(r.err, "two-level with each local rank carrying 1/L across from 16 KiB (pipelined in 16 KiB chunks)"));
   CHECK(nothing_left_anywhere(tag));
 }
 
