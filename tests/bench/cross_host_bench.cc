@@ -274,24 +274,32 @@ int main(int argc, char** argv) {
     programs.push_back(p);
   }
   programs.insert(programs.begin(), "trainrun");  // the ratios need it, first
-  const std::unique_ptr<SshHosts> hosts = SshHosts::make_or_say_why();
+  // As many hosts as the largest layout needs.
+  int most_hosts = SshHosts::kHosts;
+  for (const std::string& layout : o.layouts) {
+    const int host_count = std::atoi(layout.c_str());
+    const auto x = layout.find('x');
+    if (host_count < 2 || host_count > SshHosts::kMaxHosts || x == std::string::npos ||
+        std::atoi(layout.c_str() + x + 1) < 1) {
+      std::cerr << "bad layout '" << layout << "' (HOSTSxRANKS, 2 to " << SshHosts::kMaxHosts << " hosts)\n";
+      return 2;
+    }
+    most_hosts = std::max(most_hosts, host_count);
+  }
+  const std::unique_ptr<SshHosts> hosts = SshHosts::make_or_say_why(most_hosts);
   if (!hosts) return 77;
   Bench bench(o, *hosts);
   std::vector<std::string> usable;
   for (const auto& p : programs) {
     if (bench.available(p)) usable.push_back(p);
   }
-  bench.shape(SshHosts::kHosts);
+  bench.shape(hosts->count());
   std::printf("# cross_host_bench: every host's link shaped to %s each way (tc tbf burst %s latency 10ms)\n",
               o.rate.c_str(), o.burst.c_str());
   int failures = 0;
   for (const std::string& layout : o.layouts) {
     const int host_count = std::atoi(layout.c_str());
     const int per_host = std::atoi(layout.c_str() + layout.find('x') + 1);
-    if (host_count < 2 || host_count > SshHosts::kHosts || per_host < 1) {
-      std::cerr << "bad layout '" << layout << "' (HOSTSxRANKS, 2 to " << SshHosts::kHosts << " hosts)\n";
-      return 2;
-    }
     const int n = host_count * per_host;
     for (const std::string& collective : o.collectives) {
       const double r = rate_gbs(o.rate);
