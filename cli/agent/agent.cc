@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/agent/agent_extension.h"
 #include "cli/agent/agent_protocol.h"
 #include "cli/agent/cpu_binding.h"
 #include "cli/agent/host_probe.h"
@@ -58,7 +59,7 @@ ExitRecord exit_record(int status, const rusage& usage) {
 
 class Agent {
  public:
-  Agent(int in_fd, int out_fd) : in_(in_fd), out_(out_fd) {}
+  Agent(int in_fd, int out_fd, AgentExtension* extension) : in_(in_fd), out_(out_fd), extension_(extension) {}
   int run();
 
  private:
@@ -84,9 +85,14 @@ class Agent {
   void launcher_lost() {
     launcher_gone_ = true;
     outbound_.clear();
+    if (extension_) extension_->launcher_gone();
   }
 
   const int in_, out_;
+  AgentExtension* extension_;
+  AgentExtension::Send send_up_ = [this](FrameType type, std::uint32_t rank, std::string_view payload) {
+    queue(type, rank, 0, payload);
+  };
   UniqueFd signal_fd_;
   sigset_t original_mask_{};
   FrameReader reader_;
@@ -291,7 +297,9 @@ void Agent::handle_frame(const Frame& frame) {
     case FrameType::Probe: return queue(FrameType::ProbeResult, 0, 0, probe_.answer(frame.payload));
     case FrameType::Reach: return queue(FrameType::ReachResult, 0, 0, probe_.reach(frame.payload));
     case FrameType::Stacks: return send_stacks(decode_stack_skips(frame.payload));
-    default: queue(FrameType::Fatal, 0, 0, "unexpected frame type " + std::to_string(static_cast<int>(frame.type)));
+    default:
+      if (extension_ && extension_->handle(frame, send_up_)) return;
+      queue(FrameType::Fatal, 0, 0, "unexpected frame type " + std::to_string(static_cast<int>(frame.type)));
   }
 }
 
@@ -318,6 +326,7 @@ void Agent::read_input() {
   } catch (const std::exception& e) {
     queue(FrameType::Fatal, 0, 0, e.what());
     launcher_gone_ = true;
+    if (extension_) extension_->launcher_gone();
     terminate(std::chrono::milliseconds(0));
   }
 }
@@ -327,6 +336,7 @@ void Agent::read_input() {
 void Agent::launcher_went_away() {
   launcher_gone_ = true;
   ping_window_.reset();
+  if (extension_) extension_->launcher_gone();
   if (running() || !descendants_of(::getpid()).empty()) {
     terminate(std::chrono::milliseconds(have_job_ ? job_.grace_ms : 0));
   }
@@ -441,7 +451,7 @@ int Agent::run() {
   while (true) {
     if (launcher_gone_ && !running()) {
       // The job on this host is over: nothing it started may remain.
-      if (descendants_of(::getpid()).empty()) break;
+      if (descendants_of(::getpid()).empty() && (!extension_ || extension_->done())) break;
       if (!kill_at_) terminate(std::chrono::milliseconds(have_job_ ? job_.grace_ms : 0));
     }
     std::vector<pollfd> fds;
@@ -460,6 +470,8 @@ int Agent::run() {
         }
       }
     }
+    const std::size_t first_extension_fd = fds.size();
+    if (extension_) extension_->add_fds(fds, outbound_.size() <= kOutboundLimit);
     for (auto& r : ranks_) {
       if (r.in_fd && (!r.stdin_pending.empty() || r.stdin_eof)) write_stdin(r);
     }
@@ -483,6 +495,9 @@ int Agent::run() {
         read_output(*rank, *fd, fd == &rank->out_fd ? 1 : 2);
       }
     }
+    for (std::size_t i = first_extension_fd; extension_ && i < fds.size(); ++i) {
+      if (fds[i].revents) extension_->on_ready(fds[i], send_up_);
+    }
     if (!outbound_.empty()) flush_outbound(false);
     if (ping_window_ && Clock::now() > ping_deadline_) launcher_went_away();
     if (kill_at_ && Clock::now() >= *kill_at_) {
@@ -503,8 +518,8 @@ int Agent::run() {
 
 }  // namespace
 
-int run_agent(int in_fd, int out_fd) {
-  Agent agent(in_fd, out_fd);
+int run_agent(int in_fd, int out_fd, AgentExtension* extension) {
+  Agent agent(in_fd, out_fd, extension);
   return agent.run();
 }
 

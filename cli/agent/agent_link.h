@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -30,6 +31,16 @@ class AgentLink {
   // per-node launch with a shared secret, cli/node): the job frames sent to
   // it leave the secret out, so it never crosses the network.
   virtual bool derives_secret() const { return false; }
+
+  // A host reached through another host's agent (a tree of agents,
+  // cli/tree): that agent's link and this host's place among its children.
+  // Its frames travel inside ToChild and FromChild frames of that link, and
+  // its read_fd and write_fd are -1.
+  struct Route {
+    const AgentLink* through = nullptr;
+    std::uint32_t child = 0;
+  };
+  virtual std::optional<Route> relayed() const { return std::nullopt; }
 };
 
 }  // namespace trainrun::cli

@@ -17,7 +17,7 @@ std::uint32_t get_u32(const char* p) {
 }
 
 bool known_type(std::uint8_t type) {
-  return (type >= 1 && type <= 12) || (type >= 20 && type <= 29) || (type >= 40 && type <= 46);
+  return (type >= 1 && type <= 14) || (type >= 20 && type <= 32) || (type >= 40 && type <= 46);
 }
 
 void put_string(std::string& out, std::string_view s) {
@@ -78,6 +78,12 @@ std::string encode_frame(const Frame& frame) {
   std::string out;
   append_frame(out, frame.type, frame.rank, frame.stream, frame.payload);
   return out;
+}
+
+std::size_t FrameReader::missing() const {
+  if (buffered() < kFrameHeaderBytes) return kFrameHeaderBytes - buffered();
+  const std::size_t whole = kFrameHeaderBytes + get_u32(buffer_.data() + consumed_ + 8);
+  return whole > buffered() ? whole - buffered() : 0;
 }
 
 std::optional<Frame> FrameReader::next() {

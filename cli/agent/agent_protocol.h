@@ -33,6 +33,11 @@ enum class FrameType : std::uint8_t {
                   // last Job frame (elastic jobs grow; cwd, grace and stdin are the job's)
   KillRank = 12,  // rank: SIGKILL to that rank and everything it started (an elastic
                   // job removes a hung worker; the others run on)
+  // a tree of agents (cli/tree): an agent that relays for the hosts below it
+  Relay = 13,    // payload: encoded RelayRequest (cli/tree/relay_protocol.h): start
+                 // the agents of these hosts and answer RelayReady
+  ToChild = 14,  // rank: the relay's child; payload: one whole frame for it, or
+                 // empty: EOF to it (it ends its job and exits)
   // agent -> launcher
   Hello = 20,        // payload: the agent's version
   Started = 21,      // rank, payload: pid (decimal)
@@ -45,6 +50,10 @@ enum class FrameType : std::uint8_t {
   StacksDone = 28,   // the answer to Stacks is complete; payload: a host-wide note or empty
   Pong = 29,         // the answer to Ping: the agent itself is alive (an SSH link counts it as
                      // hearing from the host while the ranks there are silent)
+  RelayReady = 30,   // the answer to Relay: encoded RelayReport (every host's checks)
+  FromChild = 31,    // rank: the relay's child; payload: one whole frame from it
+  ChildGone = 32,    // rank: the relay's child, whose agent ended; payload: why the
+                     // connection was lost, or empty when it ended after its EOF
   // a per-node launch: node 0's trainrun <-> each node's (cli/node/node_protocol.h)
   NodeChallenge = 40,  // node 0 -> node: node 0's nonce, which the node's join must sign
   NodeJoin = 41,       // node -> node 0: key=value lines: who joins, and its proof
@@ -80,6 +89,9 @@ class FrameReader {
   // malformed header (unknown type or oversized payload).
   std::optional<Frame> next();
   std::size_t buffered() const { return buffer_.size() - consumed_; }
+  // The bytes the next frame still needs (0: next() has it): a caller that
+  // reads no more than this never takes a byte past it.
+  std::size_t missing() const;
 
  private:
   std::string buffer_;

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <unordered_map>
 
 #include "cli/report/stack_dumps.h"
 #include "contract/decimal.h"
@@ -55,9 +56,14 @@ JobSpec told(const AgentLink& link, JobSpec job) {
 struct Supervisor::Peer {
   AgentLink* link;
   FrameReader reader;
-  std::string outbound;
+  std::string outbound;  // a relayed host's frames go to its relay's, wrapped
   bool eof = false;
   bool closed = false;  // we sent EOF (job over on our side)
+  // A tree of agents (cli/tree): the peer that relays for this one and this
+  // one's place among its children; the peers it relays for, by place.
+  std::optional<std::size_t> relay;
+  std::uint32_t child = 0;
+  std::vector<std::size_t> children;
 };
 
 BlockedJobSignals::BlockedJobSignals() {
@@ -104,9 +110,45 @@ Supervisor::Supervisor(SupervisorOptions options, JobState& state, OutputRouter&
 Supervisor::~Supervisor() = default;
 
 void Supervisor::send_all(FrameType type, const std::string& payload) {
-  for (Peer& peer : peers_) {
-    if (!peer.eof && !peer.closed) append_frame(peer.outbound, type, 0, 0, payload);
-  }
+  for (Peer& peer : peers_) send(peer, type, 0, payload);
+}
+
+void Supervisor::send(Peer& peer, FrameType type, std::uint32_t rank, std::string_view payload) {
+  if (peer.eof || peer.closed) return;
+  std::string frame;
+  append_frame(frame, type, rank, 0, payload);
+  deliver(peer, frame);
+}
+
+// `frames` (whole frames, or "" for EOF to a relayed peer) on their way:
+// a relayed peer's inside a ToChild frame to its relay, and so up the tree.
+void Supervisor::deliver(Peer& peer, std::string_view frames) {
+  if (!peer.relay) return peer.outbound.append(frames), void();
+  Peer& relay = peers_[*peer.relay];
+  if (relay.eof || relay.closed) return;
+  std::string wrapped;
+  append_frame(wrapped, FrameType::ToChild, peer.child, 0, frames);
+  deliver(relay, wrapped);
+}
+
+// Whole frames to `peer`, one ToChild frame each where it is relayed.
+void Supervisor::send_frames(Peer& peer, const std::string& frames) {
+  if (!peer.relay) return peer.outbound.append(frames), void();
+  FrameReader reader;
+  reader.feed(frames);
+  while (auto frame = reader.next()) deliver(peer, encode_frame(*frame));
+}
+
+void Supervisor::close_peer(Peer& peer) {
+  if (peer.closed) return;
+  if (peer.relay) deliver(peer, "");
+  else peer.link->close_write();
+  peer.closed = true;
+}
+
+// The outbound queue `peer`'s frames join: its own, or its tree's top's.
+const std::string& Supervisor::outbound_of(const Peer& peer) const {
+  return peer.relay ? outbound_of(peers_[*peer.relay]) : peer.outbound;
 }
 
 Supervisor::Peer* Supervisor::find_peer(const std::string& host) {
@@ -125,7 +167,7 @@ void Supervisor::add_agent(std::unique_ptr<AgentLink> agent, const JobSpec& job)
 // Between turns of the loop, never while it walks peers_.
 void Supervisor::take_new_agents() {
   for (auto& [link, frames] : new_agents_) {
-    peers_.push_back(Peer{link.get(), {}, std::move(frames), false, false});
+    peers_.push_back(Peer{link.get(), {}, std::move(frames), false, false, std::nullopt, 0, {}});
     agents_->push_back(std::move(link));
   }
   new_agents_.clear();
@@ -134,17 +176,16 @@ void Supervisor::take_new_agents() {
 bool Supervisor::add_ranks(const std::string& host, const JobSpec& more) {
   Peer* peer = find_peer(host);
   if (!peer) return false;
-  append_frame(peer->outbound, FrameType::AddRanks, 0, 0, encode_job(told(*peer->link, more)));
+  send(*peer, FrameType::AddRanks, 0, encode_job(told(*peer->link, more)));
   return true;
 }
 
 void Supervisor::stop_host(const std::string& host) {
-  if (Peer* peer = find_peer(host)) append_frame(peer->outbound, FrameType::Terminate, 0, 0, "");
+  if (Peer* peer = find_peer(host)) send(*peer, FrameType::Terminate, 0, "");
 }
 
 void Supervisor::kill_rank(const std::string& host, int rank) {
-  if (Peer* peer = find_peer(host))
-    append_frame(peer->outbound, FrameType::KillRank, static_cast<std::uint32_t>(rank), 0, "");
+  if (Peer* peer = find_peer(host)) send(*peer, FrameType::KillRank, static_cast<std::uint32_t>(rank), "");
 }
 
 void Supervisor::apply(JobState::Action action) {
@@ -192,6 +233,8 @@ void Supervisor::on_frame(Peer& peer, const Frame& frame) {
     case FrameType::Fatal:
       output_.note("trainrun: agent on " + peer.link->host() + ": " + frame.payload);
       return lose_host(peer, "the agent on " + peer.link->host() + " failed: " + frame.payload);
+    case FrameType::FromChild:
+    case FrameType::ChildGone: return relayed_frame(peer, frame);
     default: return;
   }
 }
@@ -199,32 +242,58 @@ void Supervisor::on_frame(Peer& peer, const Frame& frame) {
 void Supervisor::on_readable(Peer& peer) {
   char buffer[65536];
   const ssize_t n = ::read(peer.link->read_fd(), buffer, sizeof buffer);
-  if (n > 0) {
-    peer.reader.feed(std::string_view(buffer, static_cast<std::size_t>(n)));
-    try {
-      while (auto frame = peer.reader.next()) on_frame(peer, *frame);
-    } catch (const std::exception& e) {
-      output_.note("trainrun: garbled data from the agent on " + peer.link->host() + ": " + e.what());
-      peer.eof = true;
-    }
-    return;
-  }
+  if (n > 0) return on_bytes(peer, std::string_view(buffer, static_cast<std::size_t>(n)));
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  on_eof(peer, peer.link->failure());
+}
+
+void Supervisor::on_bytes(Peer& peer, std::string_view bytes) {
+  peer.reader.feed(bytes);
+  try {
+    while (auto frame = peer.reader.next()) {
+      on_frame(peer, *frame);
+      if (peer.eof) return;
+    }
+  } catch (const std::exception& e) {
+    on_eof(peer, "garbled data from the agent on " + peer.link->host() + ": " + e.what());
+  }
+}
+
+// A frame of a peer this one relays for, or the end of its connection.
+void Supervisor::relayed_frame(Peer& relay, const Frame& frame) {
+  if (frame.rank >= relay.children.size()) return;
+  Peer& child = peers_[relay.children[frame.rank]];
+  if (child.eof) return;
+  if (frame.type == FrameType::FromChild) return on_bytes(child, frame.payload);
+  on_eof(child, frame.payload.empty() ? std::nullopt : std::optional<std::string>(frame.payload));
+}
+
+// The agent's connection ended (`why`, when it was lost); so did those of
+// every host reached through it.
+void Supervisor::on_eof(Peer& peer, const std::optional<std::string>& why) {
+  if (peer.eof) return;
   peer.eof = true;
-  if (stacks_) stacks_->host_done(peer.link->host(), "its agent went away");
-  if (state_.running_on(peer.link->host()) == 0) return;
-  // The agent is gone while its ranks were running: the host is lost.
-  const auto why = peer.link->failure();
-  const std::string reason = why ? *why : "lost connection to " + peer.link->host();
-  lost_note_ = "trainrun: " + reason;
-  output_.note(lost_note_);
-  lose_host(peer, reason);
+  const std::string& host = peer.link->host();
+  if (stacks_) stacks_->host_done(host, "its agent went away");
+  if (state_.running_on(host) != 0) {
+    // The agent is gone while its ranks were running: the host is lost.
+    const std::string reason = why ? *why : "lost connection to " + host;
+    lost_note_ = "trainrun: " + reason;
+    output_.note(lost_note_);
+    lose_host(peer, reason);
+  }
+  const std::string first_note = lost_note_;  // what the job's summary repeats: this host's loss
+  for (const std::size_t c : peer.children) {
+    on_eof(peers_[c], "lost connection to " + peers_[c].link->host() + ": it was reached through " + host +
+                          ", whose agent is gone");
+  }
+  lost_note_ = first_note;
 }
 
 void Supervisor::lose_host(Peer& peer, const std::string& reason) {
   if (control_ && control_->absorb_host_lost(peer.link->host(), reason)) {
     state_.abandon(peer.link->host());
-    if (!peer.closed) peer.link->close_write(), peer.closed = true;  // the agent, if alive, ends its ranks
+    close_peer(peer);  // the agent, if alive, ends its ranks
     return;
   }
   state_.abandon(peer.link->host());
@@ -256,14 +325,14 @@ void Supervisor::on_signal() {
 }
 
 void Supervisor::forward_stdin() {
-  Peer* target = &peers_[stdin_peer_];
+  Peer& target = peers_[stdin_peer_];
+  const auto rank = static_cast<std::uint32_t>(options_.stdin_rank);
   char buffer[65536];
   const ssize_t n = ::read(0, buffer, sizeof buffer);
   if (n > 0) {
-    append_frame(target->outbound, FrameType::Stdin, static_cast<std::uint32_t>(options_.stdin_rank), 0,
-                 std::string_view(buffer, static_cast<std::size_t>(n)));
+    send(target, FrameType::Stdin, rank, std::string_view(buffer, static_cast<std::size_t>(n)));
   } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-    append_frame(target->outbound, FrameType::StdinEof, static_cast<std::uint32_t>(options_.stdin_rank), 0, "");
+    send(target, FrameType::StdinEof, rank, "");
     stdin_open_ = false;
   }
 }
@@ -298,9 +367,20 @@ void Supervisor::check_start_timeout() {
 void Supervisor::start_peers(std::vector<std::unique_ptr<AgentLink>>& agents, const std::vector<JobSpec>& jobs) {
   started_ = Clock::now();
   agents_ = &agents;
+  std::unordered_map<const AgentLink*, std::size_t> index;
   for (std::size_t i = 0; i < agents.size(); ++i) {
-    peers_.push_back(Peer{agents[i].get(), {}, {}, false, false});
-    append_job_frames(peers_.back().outbound, told(*agents[i], jobs[i]));
+    peers_.push_back(Peer{agents[i].get(), {}, {}, false, false, std::nullopt, 0, {}});
+    index[agents[i].get()] = i;
+    if (const std::optional<AgentLink::Route> route = agents[i]->relayed()) {
+      Peer& relay = peers_[index.at(route->through)];  // a relay comes before the hosts it relays for
+      peers_.back().relay = index.at(route->through);
+      peers_.back().child = route->child;
+      if (relay.children.size() <= route->child) relay.children.resize(route->child + 1);
+      relay.children[route->child] = i;
+    }
+    std::string frames;
+    append_job_frames(frames, told(*agents[i], jobs[i]));
+    send_frames(peers_.back(), frames);
   }
   stdin_open_ = false;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
@@ -320,11 +400,9 @@ void Supervisor::start_peers(std::vector<std::unique_ptr<AgentLink>>& agents, co
 // when every agent has said its last (EOF): the job is over.
 bool Supervisor::all_agents_done() {
   if (state_.all_exited() && (!control_ || control_->idle() || state_.tearing_down())) {
-    for (Peer& peer : peers_) {
-      if (!peer.closed && peer.outbound.empty()) {
-        peer.link->close_write();
-        peer.closed = true;
-      }
+    // Relayed peers first: their EOF goes out through their relay's queue.
+    for (auto peer = peers_.rbegin(); peer != peers_.rend(); ++peer) {
+      if (!peer->closed && outbound_of(*peer).empty()) close_peer(*peer);
     }
   }
   for (const Peer& peer : peers_) {
@@ -346,9 +424,7 @@ void Supervisor::check_deadlines(Clock::time_point now) {
     send_all(FrameType::Kill, "");
     kill_at_ = now + std::chrono::seconds(2);
     // Agents that do not answer even a Kill are cut off.
-    for (Peer& peer : peers_) {
-      if (!peer.closed) peer.link->close_write(), peer.closed = true;
-    }
+    for (auto peer = peers_.rbegin(); peer != peers_.rend(); ++peer) close_peer(*peer);
   }
 }
 
@@ -358,12 +434,13 @@ std::vector<pollfd> Supervisor::poll_set(bool backlogged) const {
   std::vector<pollfd> fds;
   fds.push_back({signal_fd_.get(), POLLIN, 0});
   for (const Peer& peer : peers_) {
+    if (peer.link->read_fd() < 0) continue;  // a relayed host: read through its relay
     if (!peer.eof && !backlogged) fds.push_back({peer.link->read_fd(), POLLIN, 0});
     if (!peer.outbound.empty() && !peer.closed && peer.link->write_fd() >= 0) {
       fds.push_back({peer.link->write_fd(), POLLOUT, 0});
     }
   }
-  if (stdin_open_ && peers_[stdin_peer_].outbound.size() < kPeerOutboundLimit) fds.push_back({0, POLLIN, 0});
+  if (stdin_open_ && outbound_of(peers_[stdin_peer_]).size() < kPeerOutboundLimit) fds.push_back({0, POLLIN, 0});
   for (int stream : {1, 2}) {
     if (output_.wants_write(stream)) fds.push_back({output_.fd(stream), POLLOUT, 0});
   }

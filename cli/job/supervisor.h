@@ -138,11 +138,20 @@ class Supervisor {
   using Clock = std::chrono::steady_clock;
 
   void send_all(FrameType type, const std::string& payload);
+  // To one peer, through the relays above it (a tree of agents).
+  void send(Peer& peer, FrameType type, std::uint32_t rank, std::string_view payload);
+  void send_frames(Peer& peer, const std::string& frames);
+  void deliver(Peer& peer, std::string_view frames);
+  void close_peer(Peer& peer);
+  const std::string& outbound_of(const Peer& peer) const;
   Peer* find_peer(const std::string& host);
   void take_new_agents();
   void lose_host(Peer& peer, const std::string& reason);
   void on_frame(Peer& peer, const Frame& frame);
   void on_readable(Peer& peer);
+  void on_bytes(Peer& peer, std::string_view bytes);
+  void relayed_frame(Peer& relay, const Frame& frame);
+  void on_eof(Peer& peer, const std::optional<std::string>& why);
   void on_signal();
   void forward_stdin();
   void check_start_timeout();

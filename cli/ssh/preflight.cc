@@ -182,7 +182,7 @@ std::string ssh_host_name(const HostSlots& host, const RemoteOptions& options) {
 }
 
 RemoteAgents start_remote_agents(const std::vector<HostSlots>& hosts, const RemoteOptions& options,
-                                 const ProbeRequest& request, bool verbose) {
+                                 const ProbeRequest& request, bool verbose, bool watch_signals) {
   // Shared with the threads, which a stop signal leaves running while
   // trainrun exits at once (see cli/mode/local_ssh_launch_mode.cc).
   struct Shared {
@@ -207,7 +207,7 @@ RemoteAgents start_remote_agents(const std::vector<HostSlots>& hosts, const Remo
     });
   }
   RemoteAgents result;
-  result.signal = wait_for(shared->finished, hosts.size());
+  if (watch_signals) result.signal = wait_for(shared->finished, hosts.size());
   for (auto& t : threads) {
     if (result.signal) t.detach();
     else t.join();

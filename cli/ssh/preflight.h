@@ -42,7 +42,10 @@ struct RemoteAgents {
 
 // Checks `hosts` in parallel (bounded by --ssh-connect-timeout each) and
 // starts their agents. `verbose` prints each host's result as it is known.
+// `watch_signals`: a stop signal cuts the checks short (the launcher's main
+// thread); false on another thread, which must not take the signals of the
+// process it runs in (a relay agent, cli/tree).
 RemoteAgents start_remote_agents(const std::vector<HostSlots>& hosts, const RemoteOptions& options,
-                                 const ProbeRequest& request, bool verbose);
+                                 const ProbeRequest& request, bool verbose, bool watch_signals = true);
 
 }  // namespace trainrun::cli

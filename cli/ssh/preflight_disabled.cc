@@ -17,7 +17,8 @@ SshDestination ssh_destination(const HostSlots& host, const RemoteOptions&) {
 
 std::string ssh_host_name(const HostSlots& host, const RemoteOptions&) { return host.host; }
 
-RemoteAgents start_remote_agents(const std::vector<HostSlots>& hosts, const RemoteOptions&, const ProbeRequest&, bool) {
+RemoteAgents start_remote_agents(const std::vector<HostSlots>& hosts, const RemoteOptions&, const ProbeRequest&, bool,
+                                 bool) {
   RemoteAgents result;
   for (const HostSlots& host : hosts) result.rows.push_back({display_name(host), "connect", kNoSsh, false});
   return result;

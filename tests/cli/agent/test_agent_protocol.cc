@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "cli/agent/agent_protocol.h"
@@ -27,6 +28,46 @@ TEST_CASE("frames round-trip, split at any byte") {
     CHECK(frames[2].type == FrameType::Hello);
     CHECK(reader.buffered() == 0);
   }
+}
+
+TEST_CASE("missing() says how far a reader may read without taking a byte of the next frame") {
+  // A tree of agents reads a relay's answer this way, then hands the link on.
+  std::string wire;
+  append_frame(wire, FrameType::RelayReady, 0, 0, "report");
+  append_frame(wire, FrameType::Pong, 0, 0, "");
+  FrameReader reader;
+  std::size_t taken = 0;
+  while (reader.missing() > 0) {
+    const std::size_t step = std::min<std::size_t>(5, reader.missing());
+    reader.feed(wire.substr(taken, step));
+    taken += step;
+  }
+  CHECK(taken == kFrameHeaderBytes + 6);
+  const std::optional<Frame> frame = reader.next();
+  REQUIRE(frame);
+  CHECK(frame->type == FrameType::RelayReady);
+  CHECK(frame->payload == "report");
+  CHECK(reader.missing() == kFrameHeaderBytes);
+}
+
+TEST_CASE("a frame carries another whole, for a relay's child") {
+  std::string inner;
+  append_frame(inner, FrameType::Output, 5, 1, "from h4\n");
+  std::string wire;
+  append_frame(wire, FrameType::FromChild, 1, 0, inner);
+  FrameReader outer;
+  outer.feed(wire);
+  const std::optional<Frame> carrier = outer.next();
+  REQUIRE(carrier);
+  CHECK(carrier->type == FrameType::FromChild);
+  CHECK(carrier->rank == 1);
+  FrameReader unwrap;
+  unwrap.feed(carrier->payload);
+  const std::optional<Frame> frame = unwrap.next();
+  REQUIRE(frame);
+  CHECK(frame->type == FrameType::Output);
+  CHECK(frame->rank == 5);
+  CHECK(frame->payload == "from h4\n");
 }
 
 TEST_CASE("malformed headers are errors, never guesses") {
