@@ -182,7 +182,10 @@ std::optional<int> before_start(const Options& options, const PlannedJob& planne
   const JobPlan& plan = planned.plan;
   const RemotePlan& remote = planned.remote;
   std::vector<bool> is_remote;
-  for (std::size_t i = 0; i < plan.hosts.size(); ++i) is_remote.push_back(mode.reach(planned, i) == AgentReach::kSsh);
+  for (std::size_t i = 0; i < plan.hosts.size(); ++i) {
+    const AgentReach reach = mode.reach(planned, i);
+    is_remote.push_back(reach == AgentReach::kSsh || reach == AgentReach::kRelayed);
+  }
   report.planned(plan, is_remote);
   report.set_launcher(mode.name(planned));
   // Remote hosts look for the program themselves, in the pre-flight.

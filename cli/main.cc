@@ -10,6 +10,7 @@
 
 #include "backends/registry.h"
 #include "cli/agent/agent.h"
+#include "cli/tree/agent_relay.h"
 #include "cli/agent/cpu_binding.h"
 #include "cli/doctor.h"
 #include "cli/job/job_state.h"
@@ -92,7 +93,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   // `trainrun agent`: started by a launcher, speaks frames on stdin/stdout.
-  if (argc == 2 && std::strcmp(argv[1], "agent") == 0) return run_agent(0, 1);
+  // It relays for the hosts below it when the launcher starts a tree of agents.
+  if (argc == 2 && std::strcmp(argv[1], "agent") == 0) {
+    AgentRelay relay;
+    return run_agent(0, 1, &relay);
+  }
   // `trainrun doctor -H ...`: the multi-host checks alone (cli/doctor.h).
   if (argc >= 2 && std::strcmp(argv[1], "doctor") == 0) {
     ParseResult parsed = parse_options(argc - 1, argv + 1);

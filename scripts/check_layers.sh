@@ -31,16 +31,17 @@
 #
 # Inside cli, folders bottom to top; each may include its own and lower ones:
 #
-#   process < plan < output < report < agent < ssh < job < mode < srun < elastic < node < mpirun < cli/*.cc
+#   process < plan < output < report < agent < ssh < tree < job < mode < srun < elastic < node < mpirun < cli/*.cc
 #
-# (mode: the launch-mode interface, which srun, node and mpirun implement; node: one trainrun per node. cli/*.cc:
+# (tree: a tree of agents for large multi-host jobs; mode: the launch-mode interface, which srun, node and
+# mpirun implement; node: one trainrun per node. cli/*.cc:
 # main.cc, launch.cc, doctor.cc: the commands, which use every folder, and
 # choose_launch_mode.cc, which knows every mode.)
 set -uo pipefail
 cd "${1:-$(dirname "$0")/..}" || exit 2
 
 library_layers=(vocabulary os contract rendezvous backends lib integrations cli)
-cli_layers=(process plan output report agent ssh job mode srun elastic node mpirun top)
+cli_layers=(process plan output report agent ssh tree job mode srun elastic node mpirun top)
 
 # Each helper sets REPLY rather than printing, so that the loop below forks
 # nothing per #include line (the check reads ~2,000 of them).

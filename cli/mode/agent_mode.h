@@ -28,9 +28,10 @@ namespace trainrun::cli {
 // How the launcher reaches a host's agent: what that costs trainrun in open
 // files (checked before the start) and whether the report calls it remote.
 enum class AgentReach {
-  kChild,  // forked here on pipes: it inherits trainrun's open-files limit
-  kSsh,    // an SSH session, its pump's socketpair and wake pipe: a remote host
-  kOther,  // started by another program on its host (an srun step)
+  kChild,    // forked here on pipes: it inherits trainrun's open-files limit
+  kSsh,      // an SSH session, its pump's socketpair and wake pipe: a remote host
+  kRelayed,  // started by another remote host's agent (cli/tree): a remote host that costs trainrun no files
+  kOther,    // started by another program on its host (an srun step)
 };
 
 // Where rank 0's host can listen for torch's env:// store (MASTER_ADDR and

@@ -11,12 +11,14 @@
 #include "cli/process/wait_status.h"
 #include "cli/ssh/check_table.h"
 #include "cli/ssh/preflight.h"
+#include "cli/tree/agent_tree.h"
 
 namespace trainrun::cli {
 namespace {
 
-// One run's agents: the pre-flight's SSH links for remote hosts, a local
-// agent for this one.
+// One run's agents: the pre-flight's SSH links for remote hosts (relayed
+// links for those a tree of agents starts further down), a local agent
+// for this one.
 class LocalSshAgents final : public JobAgents {
  public:
   LocalSshAgents(const Options& options, const PlannedJob& planned) : options_(options), planned_(planned) {}
@@ -61,8 +63,8 @@ class LocalSshAgents final : public JobAgents {
 std::optional<int> LocalSshAgents::check_remote_hosts(ReportRecorder& report) {
   const RemotePlan& remote = planned_.remote;
   if (!remote.any_remote()) return std::nullopt;
-  remote_ = start_remote_agents(remote.remote_hosts(), options_.remote, remote.probe(job_directory(options_)),
-                                options_.verbose);
+  remote_ = start_agent_tree(remote.remote_hosts(), options_.remote, remote.probe(job_directory(options_)),
+                             remote.tree_radix(), options_.verbose, true);
   if (remote_.signal) {
     const std::string line =
         "trainrun: received " + signal_name(remote_.signal) + " during the pre-flight checks; nothing was started";
@@ -85,7 +87,8 @@ std::string LocalSshLaunchMode::name(const PlannedJob& planned) const {
 }
 
 AgentReach LocalSshLaunchMode::reach(const PlannedJob& planned, std::size_t host) const {
-  return planned.remote.is_remote(host) ? AgentReach::kSsh : AgentReach::kChild;
+  if (!planned.remote.is_remote(host)) return AgentReach::kChild;
+  return planned.remote.is_relayed(host) ? AgentReach::kRelayed : AgentReach::kSsh;
 }
 
 std::vector<std::string> LocalSshLaunchMode::agent_choices(const PlannedJob& planned) const {

@@ -76,6 +76,11 @@ void add_remote_options(CLI::App& app, RemoteOptions& r) {
   app.add_option("--network-interface", r.network_interface, "Interface the job uses, the same name on every host")
       ->excludes(network)
       ->group(group);
+  app.add_option("--tree-radix", r.tree_radix,
+                 "Start agents as a tree: trainrun reaches K hosts, each of them the next K (default: a tree of 64 "
+                 "above 128 hosts)")
+      ->check(CLI::Range(1, 65536))
+      ->group(group);
 }
 
 // Where ranks go and which CPUs they may use (cli/plan/rank_plan.h, cli/agent/cpu_binding.h).
@@ -387,10 +392,12 @@ ParseResult finish(const CLI::App& app, ParseResult result) {
   const std::string elastic_refuses = o.map_by == "node" ? "--map-by node"
                                       : o.oversubscribe  ? "--oversubscribe"
                                                          : o.npernode_option;
-  if (o.elastic() && !elastic_refuses.empty()) {
-    return usage_error(result, "trainrun: error: " + elastic_refuses +
-                                   " cannot be used in an elastic job (--min-np, --max-np, --host-discovery-script): "
-                                   "elastic jobs fill each host's slots in order");
+  if (o.elastic() && (!elastic_refuses.empty() || o.remote.tree_radix > 0)) {
+    const bool tree = elastic_refuses.empty();
+    return usage_error(result, "trainrun: error: " + (tree ? std::string("--tree-radix") : elastic_refuses) +
+                                   " cannot be used in an elastic job (--min-np, --max-np, --host-discovery-script): " +
+                                   (tree ? "an elastic job reaches every host itself"
+                                         : "elastic jobs fill each host's slots in order"));
   }
   for (const char* option : {"--elastic-hang-timeout", "--elastic-timeout"}) {
     if (!o.elastic() && app.count(option)) {

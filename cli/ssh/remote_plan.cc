@@ -29,6 +29,7 @@ RemotePlan::RemotePlan(const JobPlan& plan, const Options& options) : options_(o
   for (std::size_t i = 0; i < plan.hosts.size(); ++i) {
     const HostSlots& host = plan.hosts[i];
     remote_.push_back(!local[i]);
+    remote_index_.push_back(remote_hosts_.size());
     if (!remote_.back()) continue;
     remote_hosts_.push_back(host);
     std::string address = host.joined_from;
@@ -46,6 +47,7 @@ RemotePlan::RemotePlan(const JobPlan& plan, const Options& options) : options_(o
       }
     }
   }
+  tree_radix_ = options.elastic() ? remote_hosts_.size() + 1 : tree_radix_for(r, remote_hosts_.size());
   if (!r.ssh_identity_file.empty() && ::access(r.ssh_identity_file.c_str(), R_OK) != 0) {
     throw Error(Error::Code::InvalidArgument, "-i " + r.ssh_identity_file + ": " + std::strerror(errno));
   }
@@ -104,6 +106,11 @@ std::vector<std::string> RemotePlan::choices() const {
     for (const std::string& destination : destinations_) {
       lines.push_back(destination + ", runs " + display_quote(path) + " agent");
     }
+  }
+  if (tree_radix_ < remote_hosts_.size()) {
+    lines.push_back("agents start as a tree of radix " + std::to_string(tree_radix_) + ": trainrun reaches the first " +
+                    std::to_string(tree_radix_) + " remote hosts, they start the other " +
+                    std::to_string(remote_hosts_.size() - tree_radix_) + " (--tree-radix)");
   }
   return lines;
 }

@@ -28,6 +28,13 @@ class RemotePlan {
   bool is_remote(std::size_t host_index) const { return remote_[host_index]; }
   std::size_t host_count() const { return remote_.size(); }  // local and remote
   const std::vector<HostSlots>& remote_hosts() const { return remote_hosts_; }
+  // A tree of agents (cli/tree): its radix (>= remote_hosts().size(): none;
+  // an elastic job reaches every host itself), and whether the host's agent
+  // is started by another host's rather than by trainrun.
+  std::size_t tree_radix() const { return tree_radix_; }
+  bool is_relayed(std::size_t host_index) const {
+    return remote_[host_index] && remote_index_[host_index] >= tree_radix_;
+  }
   const std::string& bind_address() const { return bind_address_; }
   // TRAINRUN_NETWORK or TRAINRUN_IFACE for every rank, when chosen.
   const EnvList& rank_env() const { return rank_env_; }
@@ -37,7 +44,9 @@ class RemotePlan {
   std::vector<std::string> choices() const;
 
  private:
-  std::vector<bool> remote_;  // per host of the plan
+  std::vector<bool> remote_;               // per host of the plan
+  std::vector<std::size_t> remote_index_;  // per host of the plan: its place in remote_hosts_
+  std::size_t tree_radix_ = 1;
   std::vector<HostSlots> remote_hosts_;
   std::vector<std::string> destinations_;  // per remote host, "h1: ssh root@10.0.0.1:22"
   std::string bind_address_, bind_reason_, rank_rule_, master_rule_;

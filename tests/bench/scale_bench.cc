@@ -6,8 +6,10 @@
 //     (build/tests/bench/noop beside mpi_noop, when both are built next to
 //     TRAINRUN), the two launchers alternating, medians;
 //   - each launcher's threads, open descriptors and resident memory while
-//     every host runs its rank (/bin/sleep), read from /proc.
-//   scale_bench TRAINRUN [--rounds R] [--hosts 8,16,32]
+//     every host runs its rank (/bin/sleep), read from /proc;
+//   - with --tree-radix K, trainrun again with its agents started as a tree
+//     of that radix (the launcher reaches K hosts, they reach the rest).
+//   scale_bench TRAINRUN [--rounds R] [--hosts 8,16,32] [--tree-radix K]
 // Root only (it makes network namespaces); exits 77 with the reason
 // otherwise. The machine's other load falls on both launchers alike.
 #include <unistd.h>
@@ -17,6 +19,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -41,21 +44,28 @@ struct Load {
   long rss_kib = -1;
 };
 
+using ArgvFor = std::function<std::vector<std::string>(const SshHosts&, const std::string& trainrun,
+                                                       std::vector<std::string> program)>;
+
 struct Launcher {
   std::string name;
   // The launcher's argv for one rank of `program` on each host.
-  std::vector<std::string> (*argv)(const SshHosts&, const std::string& trainrun, std::vector<std::string> program);
+  ArgvFor argv;
   std::string noop;  // its init + barrier + exit program; empty: not measured
   std::vector<double> seconds, noop_seconds;
   Load load;
 };
 
-std::vector<std::string> trainrun_argv(const SshHosts& hosts, const std::string& trainrun,
-                                       std::vector<std::string> program) {
-  std::string list;
-  for (int h = 1; h <= hosts.count(); ++h) list += (h > 1 ? ",h" : "h") + std::to_string(h) + ":1";
-  program.insert(program.begin(), {trainrun, "-H", list});
-  return program;
+// trainrun over the hosts; `tree_radix` > 0: its agents started as a tree.
+ArgvFor trainrun_argv(int tree_radix) {
+  return [tree_radix](const SshHosts& hosts, const std::string& trainrun, std::vector<std::string> program) {
+    std::string list;
+    for (int h = 1; h <= hosts.count(); ++h) list += (h > 1 ? ",h" : "h") + std::to_string(h) + ":1";
+    std::vector<std::string> argv{trainrun, "-H", list};
+    if (tree_radix > 0) argv.insert(argv.end(), {"--tree-radix", std::to_string(tree_radix)});
+    argv.insert(argv.end(), program.begin(), program.end());
+    return argv;
+  };
 }
 
 // mpirun over the same hosts (SshHosts::mpirun_argv, as cross_host_bench).
@@ -95,11 +105,15 @@ double timed(const SshHosts& hosts, const Launcher& l, const std::string& trainr
   return r.seconds;
 }
 
-bool measure(int count, int rounds, const std::string& trainrun, const std::string& noop, const std::string& mpi_noop) {
+bool measure(int count, int rounds, const std::string& trainrun, const std::string& noop, const std::string& mpi_noop,
+             int tree_radix) {
   const std::unique_ptr<SshHosts> hosts = SshHosts::make_or_say_why(count);
   if (!hosts) return false;
-  std::vector<Launcher> launchers = {{"trainrun", trainrun_argv, noop, {}, {}, {}},
+  std::vector<Launcher> launchers = {{"trainrun", trainrun_argv(0), noop, {}, {}, {}},
                                      {"mpirun", mpirun_argv, mpi_noop, {}, {}, {}}};
+  if (tree_radix > 0) {
+    launchers.push_back({"tree " + std::to_string(tree_radix), trainrun_argv(tree_radix), noop, {}, {}, {}});
+  }
   const bool noops = !noop.empty() && !mpi_noop.empty();
   for (int round = -1; round < rounds; ++round) {  // a warm-up round each (page cache, ARP)
     for (Launcher& l : launchers) {
@@ -111,13 +125,13 @@ bool measure(int count, int rounds, const std::string& trainrun, const std::stri
     }
   }
   for (Launcher& l : launchers) l.load = load_while_running(*hosts, l, trainrun);
-  const Launcher &ours = launchers[0], &theirs = launchers[1];
+  const Launcher& theirs = launchers[1];
   for (const Launcher& l : launchers) {
     std::printf("%6d %-9s %10.3f %12.3f %8d %12d %9.1f", count, l.name.c_str(), median(l.seconds),
                 noops ? median(l.noop_seconds) : 0.0, l.load.threads, l.load.descriptors, l.load.rss_kib / 1024.0);
-    if (&l == &ours) {
-      std::printf("   %.2fx", median(ours.seconds) / median(theirs.seconds));
-      if (noops) std::printf(" %.2fx", median(ours.noop_seconds) / median(theirs.noop_seconds));
+    if (&l != &theirs) {
+      std::printf("   %.2fx", median(l.seconds) / median(theirs.seconds));
+      if (noops) std::printf(" %.2fx", median(l.noop_seconds) / median(theirs.noop_seconds));
     }
     std::printf("\n");
   }
@@ -145,16 +159,17 @@ std::vector<int> parse_counts(const std::string& text) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::cerr << "usage: scale_bench TRAINRUN [--rounds R] [--hosts 8,16,32]\n";
+    std::cerr << "usage: scale_bench TRAINRUN [--rounds R] [--hosts 8,16,32] [--tree-radix K]\n";
     return 2;
   }
   const std::string trainrun = argv[1];
-  int rounds = 5;
+  int rounds = 5, tree_radix = 0;
   std::vector<int> counts = {8, 16, 32};
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string option = argv[i];
     if (option == "--rounds") rounds = std::max(1, std::atoi(argv[i + 1]));
     else if (option == "--hosts") counts = parse_counts(argv[i + 1]);
+    else if (option == "--tree-radix") tree_radix = std::max(1, std::atoi(argv[i + 1]));
     else {
       std::cerr << "scale_bench: error: unknown option '" << option << "'\n";
       return 2;
@@ -169,7 +184,7 @@ int main(int argc, char** argv) {
   std::printf("%6s %-9s %10s %12s %8s %12s %9s   %s\n", "hosts", "launcher", "true (s)", "init+bar (s)", "threads",
               "descriptors", "RSS (MB)", "trainrun/mpirun (true, init)");
   for (int count : counts) {
-    if (!measure(count, rounds, trainrun, noop, mpi_noop)) return 77;
+    if (!measure(count, rounds, trainrun, noop, mpi_noop, tree_radix)) return 77;
   }
   return 0;
 }

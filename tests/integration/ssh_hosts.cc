@@ -329,6 +329,15 @@ void SshHosts::make_keys_and_homes() {
             "\n  UserKnownHostsFile ~/.ssh/known_hosts_new\n"
             "Host *\n  User root\n  BatchMode yes\n  LogLevel ERROR\n";
   write_file(ssh_dir + "/config", config, 0600);
+  // The hosts reach each other over SSH with the same key, as a cluster's
+  // nodes do (a shared home): a tree of agents (--tree-radix) needs it.
+  const std::string hosts_ssh = dir_ + "/hosts-home/.ssh";
+  ::mkdir(hosts_ssh.c_str(), 0700);
+  write_file(hosts_ssh + "/id_ed25519", read_file(ssh_dir + "/id_ed25519"), 0600);
+  write_file(hosts_ssh + "/known_hosts", known);
+  std::string hosts_config;
+  for (int h = 1; h <= count_; ++h) hosts_config += "Host h" + std::to_string(h) + "\n  HostName " + address(h) + "\n";
+  write_file(hosts_ssh + "/config", hosts_config + "Host *\n  User root\n  BatchMode yes\n  LogLevel ERROR\n", 0600);
   // The hosts know each other by name, as a cluster's do (torchrun's rendezvous resolves them).
   std::string names = read_file("/etc/hosts");
   for (int h = 1; h <= count_; ++h) names += address(h) + " h" + std::to_string(h) + "\n";
@@ -480,9 +489,11 @@ void SshHosts::heal(int a) { run_quiet({tool("ip"), "netns", "exec", netns_name(
 
 void SshHosts::unplug(int host) { run_or_throw({tool("ip"), "link", "set", veth(host), "down"}); }
 
-std::vector<pid_t> SshHosts::processes_on_hosts(const std::string& comm_filter) const {
+std::vector<pid_t> SshHosts::processes_on_hosts(const std::string& comm_filter, int only_host) const {
   std::set<std::string> ids;
-  for (int h = 1; h <= count_; ++h) ids.insert(netns_id_of_name(netns_name(subnet_, h)));
+  for (int h = 1; h <= count_; ++h) {
+    if (only_host == 0 || h == only_host) ids.insert(netns_id_of_name(netns_name(subnet_, h)));
+  }
   std::vector<pid_t> found;
   for (pid_t pid : pids_in(ids)) {
     if (std::find(sshd_.begin(), sshd_.end(), pid) != sshd_.end()) continue;

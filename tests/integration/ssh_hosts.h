@@ -1,8 +1,10 @@
 // SshHosts: four real hosts for the multi-host tests and the SSH launch
 // benchmark. Each is a network namespace on a bridge (10.77.N.1..4; the
 // launcher side is 10.77.N.254 on the bridge in the root namespace) with
-// its own hostname (UTS namespace, `hostname` says h1..h4), its own empty
-// home and a real OpenSSH sshd with its own host key. The test's client
+// its own hostname (UTS namespace, `hostname` says h1..h4), the hosts' own
+// home (shared by them, as a cluster's: only an SSH key, known_hosts and a
+// config naming h1..hN, so hosts reach each other as a tree of agents
+// needs) and a real OpenSSH sshd with its own host key. The test's client
 // key is authorized everywhere; the client side gets a home of its own
 // (~/.ssh/config naming h1..h4 and a few broken hosts, known_hosts files,
 // the key) that client_argv() mounts over the real home in a private mount
@@ -94,8 +96,9 @@ class SshHosts {
   void restore(int host);
 
   // Processes in the hosts' namespaces other than the sshd listeners:
-  // sessions, agents, ranks. `comm_filter` keeps only that command name.
-  std::vector<pid_t> processes_on_hosts(const std::string& comm_filter = "") const;
+  // sessions, agents, ranks. `comm_filter` keeps only that command name;
+  // `only_host` (1..count()), only that host's.
+  std::vector<pid_t> processes_on_hosts(const std::string& comm_filter = "", int only_host = 0) const;
   // True once processes_on_hosts(comm_filter) is empty, polling up to `within`.
   bool nothing_on_hosts(std::chrono::milliseconds within, const std::string& comm_filter = "") const;
 

@@ -436,6 +436,10 @@ TEST_CASE("mpirun's ranks per host: -npernode, -N, --pernode, --map-by ppr:N:nod
       {{"--min-np", "1", "-np", "2", "-npernode", "2"},
        "-npernode 2 cannot be used in an elastic job (--min-np, --max-np, --host-discovery-script): elastic jobs fill "
        "each host's slots in order"},
+      {{"--min-np", "1", "-np", "2", "--tree-radix", "8"},
+       "--tree-radix cannot be used in an elastic job (--min-np, --max-np, --host-discovery-script): an elastic job "
+       "reaches every host itself"},
+      {{"--tree-radix", "0", "-np", "2"}, "--tree-radix: Value 0 not in range 1 to 65536 (see trainrun --help)"},
   };
   for (auto [args, message] : errors) {
     args.push_back("true");

@@ -69,13 +69,14 @@ struct FaultResult {
 // rank is ready, `fault` happens to a host; then trainrun's result.
 // `report`: the --report file, if any.
 FaultResult fault_mid_job(const std::string& hosts_option, const std::function<void()>& fault, std::string* tag,
-                          const std::string& report = "") {
+                          const std::string& report = "", const std::vector<std::string>& more = {}) {
   ProcessOptions options;
   options.env.push_back(unique_tag());
   *tag = options.env.back();
   std::vector<std::string> args{"-H",           hosts_option, "--grace",     "1",
                                 rank_program(), "init",       "print:ready", "sleep:60000"};
   if (!report.empty()) args.insert(args.begin(), {"--report", report});
+  args.insert(args.begin(), more.begin(), more.end());
   Child job(launcher(args, *tag), options);
   const int last_rank = static_cast<int>(std::count(hosts_option.begin(), hosts_option.end(), ','));
   REQUIRE(job.wait_for_output("rank " + std::to_string(last_rank) + ": ready", seconds(30)));
@@ -119,11 +120,13 @@ struct LauncherLoad {
 
 // The launcher's threads and descriptors while a job of one sleeping rank
 // on each of `hosts_option` runs.
-LauncherLoad launcher_load(const std::string& hosts_option) {
+LauncherLoad launcher_load(const std::string& hosts_option, const std::vector<std::string>& more = {}) {
   ProcessOptions options;
   options.env.push_back(unique_tag());
-  Child job(launcher({"-H", hosts_option, rank_program(), "init", "print:ready", "sleep:60000"}, options.env.back()),
-            options);
+  std::vector<std::string> args{"-H", hosts_option};
+  args.insert(args.end(), more.begin(), more.end());
+  args.insert(args.end(), {rank_program(), "init", "print:ready", "sleep:60000"});
+  Child job(launcher(args, options.env.back()), options);
   const int last_rank = static_cast<int>(std::count(hosts_option.begin(), hosts_option.end(), ','));
   LauncherLoad load;
   if (job.wait_for_output("rank " + std::to_string(last_rank) + ": ready", seconds(30))) {
@@ -435,6 +438,69 @@ TEST_CASE("more hosts cost the launcher no thread and three descriptors each") {
   REQUIRE(four.threads > 0);
   CHECK(four.threads == one.threads);
   CHECK(four.descriptors - one.descriptors <= 3 * (3 + 1));
+}
+
+TEST_CASE("conformance: 8 ranks on 4 hosts started as a tree of agents (--tree-radix 1: h1 > h2 > h3 > h4)") {
+  // A chain: every frame to h4 crosses three relays, every byte from it too.
+  std::string tag;
+  const ProcessResult r = run_remote({"-x", "TRAINRUN_COLLECTIVE_TIMEOUT=120", "-H", "h1:2,h2:2,h3:2,h4:2", "-np", "8",
+                                      "--tree-radix", "1", "--backend", "tcp", program_path("CONFORMANCE")},
+                                     &tag);
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(count(r.out, "of 8 (tcp): passed") == 8);
+  CHECK(nothing_left_anywhere(tag));
+}
+
+TEST_CASE("a tree of agents: output, exit codes and the pre-flight through relays; the launcher holds its radix") {
+  std::string tag;
+  const ProcessResult ok = run_remote({"-H", "h1:1,h2:1,h3:1,h4:1", "--tree-radix", "2", "--verbose", rank_program(),
+                                       "init", "print:hello", "allreduce", "exit:3:5"},
+                                      &tag);
+  INFO(ok.out, ok.err);
+  CHECK(ok.exit_code == 5);
+  CHECK(count(ok.out, ": hello\n") == 4);
+  CHECK(contains(ok.err, "trainrun: job failed: rank 3 (host h4, pid "));
+  CHECK(contains(ok.err,
+                 "agents start as a tree of radix 2: trainrun reaches the first 2 remote hosts, they start "
+                 "the other 2 (--tree-radix)"));
+  CHECK(nothing_left_anywhere(tag));
+  // A host below a relay that fails its checks is named in the one table; nothing starts.
+  const ProcessResult bad = run_remote({"-H", "h1:1,h2:1,h3:1,unknown:1", "--tree-radix", "2", rank_program()}, &tag);
+  INFO(bad.out, bad.err);
+  CHECK(bad.exit_code == 125);
+  CHECK(contains(bad.err, "pre-flight checks failed on 1 of 4 host(s) (unknown); nothing was started"));
+  CHECK(row_says(bad.err, "unknown", "connect", "cannot resolve the host name unknown"));
+  CHECK(nothing_left_anywhere(tag));
+  // The launcher reaches 1 host however many there are below it.
+  const LauncherLoad flat = launcher_load("h1:1,h2:1,h3:1,h4:1");
+  const LauncherLoad tree = launcher_load("h1:1,h2:1,h3:1,h4:1", {"--tree-radix", "1"});
+  INFO("flat: ", flat.threads, " threads, ", flat.descriptors, " descriptors; tree: ", tree.threads, " threads, ",
+       tree.descriptors, " descriptors");
+  REQUIRE(tree.descriptors > 0);
+  CHECK(tree.threads <= flat.threads);
+  CHECK(flat.descriptors - tree.descriptors >= 3 * 3);  // 3 hosts' SSH session, socketpair end, wake pipe fewer
+}
+
+TEST_CASE("kill -9 of an interior agent: its host and the hosts below it are named, exit 125, nothing left") {
+  // --tree-radix 2: trainrun reaches h1 and h2; h1 starts h3, h2 starts h4.
+  std::string tag;
+  const FaultResult f = fault_mid_job("h1:1,h2:1,h3:1,h4:1",
+                                      [] {
+                                        const std::vector<pid_t> agents = hosts().processes_on_hosts("trainrun", 1);
+                                        REQUIRE(agents.size() == 1);
+                                        ::kill(agents.front(), SIGKILL);
+                                      },
+                                      &tag, "", {"--tree-radix", "2"});
+  const ProcessResult& r = f.result;
+  INFO(r.out, r.err);
+  CHECK(f.seconds_after_fault < 15);
+  CHECK(r.exit_code == 125);
+  // Once each: when it happens, not again as the job's summary.
+  CHECK(count(r.err, "trainrun: the agent on h1 ended without an exit status (killed by a signal?)\n") == 1);
+  CHECK(count(r.err, "trainrun: lost connection to h3: it was reached through h1, whose agent is gone\n") == 1);
+  CHECK_FALSE(contains(r.err, "lost connection to h4"));
+  CHECK(nothing_left_anywhere(tag, seconds(10)));
 }
 
 TEST_CASE("a remote rank exits 7: trainrun exits 7, names it, and nothing is left on any host") {
