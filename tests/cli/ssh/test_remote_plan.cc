@@ -107,3 +107,47 @@ TEST_CASE("the multi-host options parse, and --network excludes --network-interf
   const char* bad_port[] = {"trainrun", "-p", "70000", "./p"};
   CHECK(parse_options(static_cast<int>(std::size(bad_port)), bad_port).exit_code == 2);
 }
+
+namespace {
+
+// `count` remote hosts (TEST-NET-3 addresses, 203.0.113.0/24), one slot each.
+JobPlan remote_plan(int count) {
+  JobPlan plan;
+  for (int i = 1; i <= count; ++i) plan.hosts.push_back({"203.0.113." + std::to_string(i), 1, ""});
+  plan.ranks = plan_ranks(plan.hosts, count);
+  return plan;
+}
+
+}  // namespace
+
+TEST_CASE("a tree of agents above 128 remote hosts, or at --tree-radix; never in an elastic job") {
+  Options options = with_program();
+  try {
+    const RemotePlan flat(remote_plan(128), options);
+    REQUIRE(flat.remote_hosts().size() == 128);  // none of them is this machine
+    CHECK(flat.tree_radix() > 128);
+    CHECK_FALSE(flat.is_relayed(127));
+  } catch (const trainrun::Error& e) {
+    if (e.code() == trainrun::Error::Code::Unsupported) return;  // built without libssh: no remote hosts
+    throw;
+  }
+  const RemotePlan automatic(remote_plan(129), options);
+  CHECK(automatic.tree_radix() == 64);
+  CHECK_FALSE(automatic.is_relayed(63));
+  CHECK(automatic.is_relayed(64));
+  options.remote.tree_radix = 2;
+  const RemotePlan chosen(remote_plan(4), options);
+  CHECK(chosen.tree_radix() == 2);
+  CHECK(chosen.is_relayed(2));
+  bool says_so = false;
+  for (const std::string& line : chosen.choices()) {
+    says_so = says_so || line ==
+                             "agents start as a tree of radix 2: trainrun reaches the first 2 remote hosts, they "
+                             "start the other 2 (--tree-radix)";
+  }
+  CHECK(says_so);
+  options.remote.tree_radix = 0;
+  options.min_np = 1;  // elastic: every host reached by trainrun itself
+  const RemotePlan elastic(remote_plan(129), options);
+  CHECK_FALSE(elastic.is_relayed(128));
+}
