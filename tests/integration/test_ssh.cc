@@ -556,14 +556,18 @@ TEST_CASE("the JSON report of a remote job: its hosts, each rank on its host, th
   CHECK(k["ranks"][1]["state"] == "not_started");
 }
 
-TEST_CASE("kill -9 of trainrun: nothing is left on any host within grace + 3 s") {
+namespace {
+
+// kill -9 of trainrun once every rank and what it started runs: nothing is
+// left on any host within grace + 3 s.
+void kill_launcher_mid_job(const std::vector<std::string>& more) {
   ProcessOptions options;
   options.env.push_back(unique_tag());
   const std::string tag = options.env.back();
-  Child job(
-      launcher({"-H", "h1:2,h2:2,h3:2", "--grace", "1", rank_program(), "spawn-tree", "print:ready", "sleep:60000"},
-               tag),
-      options);
+  std::vector<std::string> args{"-H", "h1:2,h2:2,h3:2", "--grace", "1"};
+  args.insert(args.end(), more.begin(), more.end());
+  args.insert(args.end(), {rank_program(), "spawn-tree", "print:ready", "sleep:60000"});
+  Child job(launcher(args, tag), options);
   REQUIRE(job.wait_for_output("rank 5: ready", seconds(30)));
   // Up to 20 s: the grandchildren start late on a loaded machine (CI, sanitizers).
   for (int i = 0; i < 1000 && processes_with_env(tag).size() < 6 * 4; ++i) ::usleep(20'000);
@@ -571,6 +575,36 @@ TEST_CASE("kill -9 of trainrun: nothing is left on any host within grace + 3 s")
   job.signal(SIGKILL);
   job.wait();
   CHECK(nothing_left_anywhere(tag, seconds(1 + 3)));
+}
+
+}  // namespace
+
+TEST_CASE("kill -9 of trainrun: nothing is left on any host within grace + 3 s") { kill_launcher_mid_job({}); }
+
+TEST_CASE("a tree of agents: kill -9 of trainrun leaves nothing; Ctrl-C and stacks reach every relayed rank") {
+  // --tree-radix 1: h1 > h2 > h3, each relay ends the hosts below it.
+  kill_launcher_mid_job({"--tree-radix", "1"});
+  std::string tag;
+  const ProcessResult stacks = run_remote({"-H", "h1:1,h2:1,h3:1,h4:1", "--tree-radix", "1", "--timeout", "4",
+                                           "--grace", "1", rank_program(), "init", "print:ready", "sleep:60000"},
+                                          &tag);
+  INFO(stacks.out, stacks.err);
+  CHECK(stacks.exit_code == 124);
+  CHECK(contains(stacks.err, "ranks 0-3 (h1, h2, h3, h4):\n"));
+  CHECK(nothing_left_anywhere(tag));
+  ProcessOptions options;
+  options.env.push_back(unique_tag());
+  Child job(launcher({"-H", "h1:1,h2:1,h3:1,h4:1", "--tree-radix", "1", "--grace", "1", rank_program(), "init",
+                      "print:ready", "sleep:60000"},
+                     options.env.back()),
+            options);
+  REQUIRE(job.wait_for_output("rank 3: ready", seconds(30)));
+  job.signal(SIGINT);
+  const ProcessResult stopped = job.wait();
+  INFO(stopped.out, stopped.err);
+  CHECK(stopped.exit_code == 130);
+  CHECK(contains(stopped.err, "trainrun: stopped by SIGINT; all ranks were terminated"));
+  CHECK(nothing_left_anywhere(options.env.back()));
 }
 
 TEST_CASE("Ctrl-C reaches every remote rank; the secret is on no command line and in no log") {
