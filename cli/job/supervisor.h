@@ -19,6 +19,7 @@
 
 #include "cli/agent/agent_link.h"
 #include "cli/agent/agent_protocol.h"
+#include "cli/job/job_signals.h"
 #include "cli/job/job_state.h"
 #include "cli/output/output_router.h"
 #include "cli/job/rank_events.h"
@@ -75,30 +76,6 @@ class EventSource {
   // among the ranks' output.
   virtual void on_ready(const pollfd& ready, const std::function<void(const std::string&)>& note) = 0;
 };
-
-// Blocks the signals the supervisor takes synchronously (and ignores
-// SIGPIPE) for as long as it lives; its destructor restores the previous
-// mask, on every way out of the launcher. Create it first, before threads or
-// children exist: they inherit the mask. Throws Error(Io) when sigprocmask
-// fails, rather than run a job whose Ctrl-C would never be read. One per
-// launcher run, on the main thread.
-class BlockedJobSignals {
- public:
-  BlockedJobSignals();
-  ~BlockedJobSignals();
-  BlockedJobSignals(const BlockedJobSignals&) = delete;
-  BlockedJobSignals& operator=(const BlockedJobSignals&) = delete;
-
- private:
-  sigset_t previous_{};
-};
-
-// The signals of `which` that reached this process and wait, blocked and
-// unread, taken so that they are never delivered when the mask returns;
-// each named once, in signal order.
-std::vector<int> take_pending_signals(std::initializer_list<int> which);
-// Every job signal (BlockedJobSignals' set) that waits unread, dropped: the job is over.
-void discard_pending_job_signals();
 
 class Supervisor {
  public:
