@@ -17,7 +17,8 @@
 namespace trainrun::detail {
 namespace {
 
-// Names only: cheap, unlike built_backends(), which probes NCCL.
+// Names only: cheap, unlike built_backends() (backend_versions.h), which
+// probes NCCL.
 std::vector<std::string> built_names() {
   std::vector<std::string> names{"tcp"};
 #if TRAINRUN_HAVE_MPI
@@ -65,17 +66,6 @@ std::unique_ptr<CudaSupport> make_cuda_support() {
 }
 
 }  // namespace
-
-std::vector<BackendInfo> built_backends() {
-  std::vector<BackendInfo> out{{"tcp", tcp_version()}};
-#if TRAINRUN_HAVE_NCCL
-  out.push_back({"nccl", describe_nccl()});
-#endif
-#if TRAINRUN_HAVE_MPI
-  out.push_back({"mpi", mpi_version()});
-#endif
-  return out;
-}
 
 std::string choose_backend(const World& world) {
   if (!world.backend.empty()) return world.backend;

@@ -8,7 +8,7 @@
 #include <iostream>
 #include <set>
 
-#include "backends/registry.h"
+#include "backends/backend_versions.h"
 #include "cli/agent/agent.h"
 #include "cli/tree/agent_relay.h"
 #include "cli/agent/cpu_binding.h"

@@ -3,7 +3,6 @@
 #include <mpi.h>
 
 #include <algorithm>
-#include <cstring>
 #include <climits>
 #include <functional>
 #include <string>
@@ -240,17 +239,6 @@ class MpiBackend final : public Backend {
 
 std::unique_ptr<Backend> make_mpi_backend(const BackendContext& context) {
   return std::make_unique<MpiBackend>(context.world);
-}
-
-std::string mpi_version() {
-  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
-  int length = 0;
-  if (MPI_Get_library_version(text, &length) != MPI_SUCCESS) return "MPI (unknown version)";
-  // Open MPI counts the terminating NUL in `length`; it must not reach output.
-  std::string version(text, ::strnlen(text, static_cast<std::size_t>(length)));
-  version.erase(std::min(version.find('\n'), version.size()));
-  version.erase(version.find_last_not_of(" \t") + 1);
-  return version;
 }
 
 }  // namespace trainrun::detail

@@ -14,7 +14,5 @@
 namespace trainrun::detail {
 
 std::unique_ptr<Backend> make_mpi_backend(const BackendContext& context);
-// The first line of MPI_Get_library_version (callable before MPI_Init).
-std::string mpi_version();
 
 }  // namespace trainrun::detail

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "backends/backend_versions.h"
 #include "backends/registry.h"
 #include "contract/world.h"
 #include "trainrun/error.h"

@@ -8,7 +8,10 @@
 //   - each launcher's threads, open descriptors and resident memory while
 //     every host runs its rank (/bin/sleep), read from /proc;
 //   - with --tree-radix K, trainrun again with its agents started as a tree
-//     of that radix (the launcher reaches K hosts, they reach the rest).
+//     of that radix (the launcher reaches K hosts, they reach the rest);
+//   - "ssh": OpenSSH's ssh to every host at once, each running /bin/true
+//     there: the floor any SSH launcher pays (a session and a shell a host,
+//     no agent, no rank), beside both launchers.
 //   scale_bench TRAINRUN [--rounds R] [--hosts 8,16,32] [--tree-radix K]
 // Root only (it makes network namespaces); exits 77 with the reason
 // otherwise. The machine's other load falls on both launchers alike.
@@ -54,6 +57,7 @@ struct Launcher {
   std::string noop;  // its init + barrier + exit program; empty: not measured
   std::vector<double> seconds, noop_seconds;
   Load load;
+  bool floor = false;  // the ssh floor: no rank, so no noop and no load to read
 };
 
 // trainrun over the hosts; `tree_radix` > 0: its agents started as a tree.
@@ -74,6 +78,16 @@ std::vector<std::string> mpirun_argv(const SshHosts& hosts, const std::string&, 
   for (int h = 1; h <= hosts.count(); ++h) list += (h > 1 ? "," : "") + hosts.address(h) + ":1";
   std::vector<std::string> argv = hosts.mpirun_argv(hosts.count(), list);
   argv.insert(argv.end(), program.begin(), program.end());
+  return argv;
+}
+
+// The floor: `ssh HOST program` to every host at once, failing if any does.
+std::vector<std::string> ssh_argv(const SshHosts& hosts, const std::string&, std::vector<std::string> program) {
+  std::vector<std::string> argv{"/bin/sh", "-c",
+                                "p=$1; shift; for h; do ssh -n \"$h\" \"$p\" & pids=\"$pids $!\"; done; "
+                                "for j in $pids; do wait $j || exit 1; done",
+                                "sh", program.at(0)};
+  for (int h = 1; h <= hosts.count(); ++h) argv.push_back(hosts.address(h));
   return argv;
 }
 
@@ -114,24 +128,32 @@ bool measure(int count, int rounds, const std::string& trainrun, const std::stri
   if (tree_radix > 0) {
     launchers.push_back({"tree " + std::to_string(tree_radix), trainrun_argv(tree_radix), noop, {}, {}, {}});
   }
+  launchers.push_back({"ssh", ssh_argv, "", {}, {}, {}, true});
   const bool noops = !noop.empty() && !mpi_noop.empty();
   for (int round = -1; round < rounds; ++round) {  // a warm-up round each (page cache, ARP)
     for (Launcher& l : launchers) {
       const double seconds = timed(*hosts, l, trainrun, "/bin/true");
-      const double noop_seconds = noops ? timed(*hosts, l, trainrun, l.noop) : 0;
+      const double noop_seconds = noops && !l.floor ? timed(*hosts, l, trainrun, l.noop) : 0;
       if (round < 0) continue;
       l.seconds.push_back(seconds);
       l.noop_seconds.push_back(noop_seconds);
     }
   }
-  for (Launcher& l : launchers) l.load = load_while_running(*hosts, l, trainrun);
+  for (Launcher& l : launchers) {
+    if (!l.floor) l.load = load_while_running(*hosts, l, trainrun);
+  }
   const Launcher& theirs = launchers[1];
   for (const Launcher& l : launchers) {
-    std::printf("%6d %-9s %10.3f %12.3f %8d %12d %9.1f", count, l.name.c_str(), median(l.seconds),
-                noops ? median(l.noop_seconds) : 0.0, l.load.threads, l.load.descriptors, l.load.rss_kib / 1024.0);
+    std::printf("%6d %-9s %10.3f", count, l.name.c_str(), median(l.seconds));
+    if (l.floor) {
+      std::printf(" %12s %8s %12s %9s", "-", "-", "-", "-");
+    } else {
+      std::printf(" %12.3f %8d %12d %9.1f", noops ? median(l.noop_seconds) : 0.0, l.load.threads, l.load.descriptors,
+                  l.load.rss_kib / 1024.0);
+    }
     if (&l != &theirs) {
       std::printf("   %.2fx", median(l.seconds) / median(theirs.seconds));
-      if (noops) std::printf(" %.2fx", median(l.noop_seconds) / median(theirs.noop_seconds));
+      if (noops && !l.floor) std::printf(" %.2fx", median(l.noop_seconds) / median(theirs.noop_seconds));
     }
     std::printf("\n");
   }

@@ -357,4 +357,31 @@ TEST_CASE("--help lists every option group; --version and --check-build answer")
   CHECK(build.exit_code == 0);
   CHECK(contains(build.out, "tcp"));
   CHECK(build.out.find('\0') == std::string::npos);  // Open MPI's version string once carried its NUL
+  if (contains(build.out, "\nmpi\t")) CHECK(contains(build.out, "MPI v"));  // from the library, opened to ask
+}
+
+// Every host starts an agent (the same binary) for every job: what it loads
+// is start-up time, and it needs nothing of MPI (only --check-build asks MPI
+// for its version, opening the library then).
+TEST_CASE("the launcher and its agent map no MPI library") {
+  ProcessOptions options;
+  options.env.push_back(unique_tag());
+  const std::string tag = options.env.back();
+  Child job({trainrun_bin(), "-np", "1", rank_program(), "print:ready", "sleep:60000"}, options);
+  REQUIRE(job.wait_for_output("rank 0: ready", seconds(20)));
+  char own[4096] = {};
+  REQUIRE(::realpath(trainrun_bin().c_str(), own));
+  int launchers = 0;
+  for (pid_t pid : processes_with_env(tag)) {
+    char exe[4096] = {};
+    if (::readlink(("/proc/" + std::to_string(pid) + "/exe").c_str(), exe, sizeof exe - 1) <= 0) continue;
+    if (std::string(exe) != own) continue;  // the rank
+    ++launchers;
+    CAPTURE(pid);
+    CHECK_FALSE(contains(read_file("/proc/" + std::to_string(pid) + "/maps"), "libmpi"));
+  }
+  CHECK(launchers == 2);  // trainrun and its agent
+  job.signal(SIGTERM);
+  job.wait();
+  CHECK(nothing_left(tag, seconds(5)));
 }

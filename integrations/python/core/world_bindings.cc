@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "backends/registry.h"
+#include "backends/backend_versions.h"
 #include "integrations/python/core/bindings.h"
 #include "integrations/python/core/process_set_table.h"
 #include "trainrun/communicator.h"
