@@ -28,32 +28,12 @@ void reduce_in_order(char* out, const char* const* operands, int n, std::size_t 
   }
 }
 
-// reduce_in_order where `out` may be any one of the operands (an allreduce
-// in place): where it is one but the first, which reduce_in_order's later
-// passes would read after the first pass wrote it, each block is reduced
-// into a buffer in the cache and copied out.
-void reduce_in_place_in_order(char* out, std::vector<const char*> operands, std::size_t bytes, std::size_t element,
-                              ReduceFn reduce) {
-  const int n = static_cast<int>(operands.size());
-  if (std::find(operands.begin() + std::min(n, 2), operands.end(), out) == operands.end()) {
-    return reduce_in_order(out, operands.data(), n, bytes, element, reduce);  // the second may alias: elementwise
-  }
-  constexpr std::size_t kBlock = 16 * 1024;
-  alignas(64) char staged[kBlock];
-  std::vector<const char*> at(operands.size());
-  for (std::size_t done = 0; done < bytes; done += kBlock) {
-    const std::size_t length = std::min(kBlock, bytes - done);
-    for (int k = 0; k < n; ++k) at[k] = operands[k] + done;
-    reduce_in_order(staged, at.data(), n, length, element, reduce);
-    std::memcpy(out + done, staged, length);
-  }
-}
-
 // The block at operands (one per rank) reduced in rank order, a 16 KiB
-// piece at a time in the cache, and each piece streamed into every one of
-// `results` (one per rank, none aliasing another rank's operand).
+// piece at a time in the cache, and each piece copied into every one of
+// `results` (one per rank, none aliasing another rank's operand), with
+// streaming stores when `streaming`.
 void reduce_into_every_recv(std::vector<const char*> operands, const std::vector<char*>& results, std::size_t bytes,
-                            std::size_t element, ReduceFn reduce) {
+                            std::size_t element, ReduceFn reduce, bool streaming) {
   const int n = static_cast<int>(operands.size());
   constexpr std::size_t kPiece = 16 * 1024;  // a multiple of every element size
   alignas(64) char staged[kPiece];
@@ -62,7 +42,7 @@ void reduce_into_every_recv(std::vector<const char*> operands, const std::vector
     reduce_in_order(staged, operands.data(), n, piece, element, reduce);
     for (int k = 0; k < n; ++k) {
       operands[k] += piece;
-      copy_bytes(results[k] + done, staged, piece, true);
+      copy_bytes(results[k] + done, staged, piece, streaming);
     }
   }
 }
@@ -169,9 +149,9 @@ std::size_t recv_offset(std::uint64_t value) {
 
 }  // namespace
 
-bool ShmCollectives::allreduce_in_heaps(const void* send, void* recv, std::size_t bytes, std::size_t element,
+bool ShmCollectives::allreduce_in_heaps(std::uint64_t mine, void* recv, std::size_t bytes, std::size_t element,
                                         ReduceFn reduce) {
-  round(in_heap_value(*heaps_, send, recv, bytes));
+  round(mine);
   std::vector<std::uint64_t> where(static_cast<std::size_t>(ranks_));
   for (int k = 0; k < ranks_; ++k) {
     where[k] = rounds_.value(k);
@@ -181,31 +161,20 @@ bool ShmCollectives::allreduce_in_heaps(const void* send, void* recv, std::size_
   const std::size_t elements = bytes / element;
   const auto begin = [&](int k) { return elements * static_cast<std::size_t>(k) / ranks_ * element; };
   // This rank's block from every rank's send buffer, in rank order (each
-  // element computed once, alike everywhere); only this rank reads or
-  // writes that block anywhere, so send may be recv.
+  // element computed once, alike everywhere), a piece at a time in the
+  // cache and from there into every rank's recv; only this rank touches
+  // that block anywhere, so send may be recv. Reducing into its own recv
+  // and then reading the others' blocks from theirs cost a round and a
+  // read of every block where another CPU last wrote it: 2.2-2.9x slower
+  // at 2 ranks from 64 KiB to 8 MiB, 1.4-2.2x at 4 (docs/benchmarks.md).
   std::vector<const char*> operands(static_cast<std::size_t>(ranks_));
-  for (int k = 0; k < ranks_; ++k) operands[k] = heaps_->base(k) + send_offset(where[k]) + begin(index_);
-  const std::size_t length = begin(index_ + 1) - begin(index_);
-  if (bytes >= streaming_min_) {
-    // Results past the shared cache: each piece of the block goes from the
-    // cache straight into every rank's recv, past the caches; a round less
-    // and no second read (at 2 ranks, 64-256 MiB: 1.05-1.30x the path below).
-    std::vector<char*> results(static_cast<std::size_t>(ranks_));
-    for (int k = 0; k < ranks_; ++k) {
-      results[k] = (k == index_ ? static_cast<char*>(recv) : heaps_->base(k) + recv_offset(where[k])) + begin(index_);
-    }
-    reduce_into_every_recv(operands, results, length, element, reduce);
-  } else {
-    // The results stay in the cache: each rank reduces into its own recv,
-    // then copies the other blocks from the ranks that reduced them.
-    reduce_in_place_in_order(static_cast<char*>(recv) + begin(index_), operands, length, element, reduce);
-    round();  // every block is reduced
-    for (int k = 0; k < ranks_; ++k) {
-      if (k == index_) continue;
-      copy_from_peers(static_cast<char*>(recv) + begin(k), heaps_->base(k) + recv_offset(where[k]) + begin(k),
-                      begin(k + 1) - begin(k));
-    }
+  std::vector<char*> results(static_cast<std::size_t>(ranks_));
+  for (int k = 0; k < ranks_; ++k) {
+    operands[k] = heaps_->base(k) + send_offset(where[k]) + begin(index_);
+    results[k] = (k == index_ ? static_cast<char*>(recv) : heaps_->base(k) + recv_offset(where[k])) + begin(index_);
   }
+  reduce_into_every_recv(operands, results, begin(index_ + 1) - begin(index_), element, reduce,
+                         bytes >= streaming_min_);
   round();  // every block is everywhere: the buffers are the callers' again
   return true;
 }
@@ -215,7 +184,22 @@ void ShmCollectives::allreduce(const void* send, void* recv, std::size_t count, 
   const std::size_t bytes = count * element;
   if (bytes == 0) return;
   if (bytes <= kSmallBytes) return allreduce_small(send, recv, bytes, element, reduce);
-  if (heaps_ && bytes >= kInHeapMinBytes && allreduce_in_heaps(send, recv, bytes, element, reduce)) return;
+  if (!heaps_ || bytes < kInHeapMinBytes) return void(allreduce_copied(send, recv, bytes, element, reduce, false));
+  // The first round says which path runs: a rank whose buffers lie in its
+  // heap posts where; one whose do not has already copied its first chunk
+  // in, so where no rank's do (the usual case outside the heap) the choice
+  // costs no round. Where some do and some do not, both start the copy
+  // path over after that round.
+  const std::uint64_t mine = in_heap_value(*heaps_, send, recv, bytes);
+  if (mine ? allreduce_in_heaps(mine, recv, bytes, element, reduce)
+           : allreduce_copied(send, recv, bytes, element, reduce, true)) {
+    return;
+  }
+  allreduce_copied(send, recv, bytes, element, reduce, false);
+}
+
+bool ShmCollectives::allreduce_copied(const void* send, void* recv, std::size_t bytes, std::size_t element,
+                                      ReduceFn reduce, bool heaps_may_post) {
   const char* in = static_cast<const char*>(send);
   char* out = static_cast<char*>(recv);
   const std::size_t chunk = ShmLayout::kSlotBytes / element * element;
@@ -234,12 +218,18 @@ void ShmCollectives::allreduce(const void* send, void* recv, std::size_t count, 
     copy(slot(p, index_), in + offset, lo);
     copy(slot(p, index_) + hi, in + offset + hi, length - hi);
     round();
+    if (j == 0 && heaps_may_post) {
+      for (int k = 0; k < ranks_; ++k) {
+        if (rounds_.value(k) & kInHeap) return false;  // that rank took no chunk in: start over together
+      }
+    }
     if (j > 0)
       copy_from_peers(out + offset - chunk, slot(1 - p, ranks_), std::min(chunk, bytes - (offset - chunk)), streaming);
     if (hi == lo) continue;
     for (int k = 0; k < ranks_; ++k) operands[k] = (k == index_ ? in + offset : slot(p, k)) + lo;
     reduce_in_order(slot(p, ranks_) + lo, operands.data(), ranks_, hi - lo, element, reduce);
   }
+  return true;
 }
 
 void ShmCollectives::reducescatter(const void* send, const std::vector<std::size_t>& offsets, void* recv,

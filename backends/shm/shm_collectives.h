@@ -14,10 +14,10 @@
 // An allreduce of at least kInHeapMinBytes whose buffers every rank took
 // from its heap (backends/shm/shm_heap.h: the peers map each other's) runs
 // in place instead: each rank reduces its block straight out of every
-// rank's send buffer into its own recv, then copies the other blocks from
-// the ranks that reduced them; past the shared cache it streams its block
-// into every rank's recv instead (docs/design.md §5.3). No byte passes
-// through the segment. The ranks agree in that call's first round.
+// rank's send buffer and writes it into every rank's recv, past the caches
+// when the results would not fit in the shared one (docs/design.md §5.3).
+// No byte passes through the segment. The ranks agree in that call's first
+// round, which costs ranks whose buffers are their own no extra round.
 // Ranks here are indices in the group (0..ranks-1). The first round of
 // each collective carries the calling core call's descriptor: a rank in
 // another call, or with another dtype, count, reduce op or root, makes it
@@ -42,7 +42,7 @@ namespace trainrun::detail {
 class ShmCollectives {
  public:
   static constexpr std::size_t kSmallBytes = 32 * 1024;
-  static constexpr std::size_t kInHeapMinBytes = 1024 * 1024;
+  static constexpr std::size_t kInHeapMinBytes = 64 * 1024;
 
   ShmCollectives(ShmSegment segment, int index, int ranks, ShmRounds::Options options);
 
@@ -84,8 +84,15 @@ class ShmCollectives {
   char* slot(int parity, int r) const { return segment_.base() + layout_.slot_offset(parity, r); }
   void allreduce_small(const void* send, void* recv, std::size_t bytes, std::size_t element, ReduceFn reduce);
   // The in-place allreduce when every rank's buffers lie in its heap (the
-  // round that says so is the call's first); false: the copy path runs.
-  bool allreduce_in_heaps(const void* send, void* recv, std::size_t bytes, std::size_t element, ReduceFn reduce);
+  // round that posts `mine`, where this rank's lie, is the call's first);
+  // false: some rank's do not, and the copy path runs after that round.
+  bool allreduce_in_heaps(std::uint64_t mine, void* recv, std::size_t bytes, std::size_t element, ReduceFn reduce);
+  // The allreduce through the segment. With `heaps_may_post` (its first
+  // round is the call's first, and peers may post their heaps in it) it
+  // returns false after that round if one did: every rank then runs it
+  // again from the start (without).
+  bool allreduce_copied(const void* send, void* recv, std::size_t bytes, std::size_t element, ReduceFn reduce,
+                        bool heaps_may_post);
   // Bytes of one peer's sub-slot when a slot is split among the ranks.
   std::size_t piece_bytes() const;
   // Copies piece `round` of the block for every peer b (blocks at

@@ -17,7 +17,7 @@ namespace trainrun::c10d {
 
 class HeapScope {
  public:
-  static constexpr std::size_t kMinBytes = 1024 * 1024;  // ShmCollectives::kInHeapMinBytes
+  static constexpr std::size_t kMinBytes = 64 * 1024;  // ShmCollectives::kInHeapMinBytes
 
   // A null heap: a scope that changes nothing. Installs the allocator the
   // first time (torch's CPU allocator stays the one behind it).

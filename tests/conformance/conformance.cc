@@ -192,7 +192,7 @@ TEST_CASE("allreduce: every dtype, op and count, in place and not") {
 }
 
 // Buffers from Communicator::allocate_memory: on one host with shared
-// memory the allreduce reads them in place from 1 MiB
+// memory the allreduce reads them in place from 64 KiB
 // (backends/shm/shm_collectives.h); elsewhere they are ordinary memory.
 class AllocatedMemory final : public trainrun::test::DeviceMemory {
  public:
@@ -218,13 +218,16 @@ TEST_CASE("allreduce of memory from allocate_memory: every dtype and op, about t
                     : std::vector<ReduceOp>{ReduceOp::Sum};
   AllocatedMemory allocated;
   for (DataType type : types) {
-    const std::size_t at = (1u << 20) / trainrun::size_of(type);
+    const std::size_t at = (64u << 10) / trainrun::size_of(type);
     for (ReduceOp op : ops) {
-      // In place and not; the last, with rank 0's buffers its own: the
-      // ranks agree to copy.
+      // Either side of the switch, in place and not; past a MiB (many of
+      // the 16 KiB pieces each rank reduces); the last two with rank 0's
+      // buffers its own, so the ranks that posted theirs start the copy
+      // path over with it.
       for (const auto& [count, in_place, mine] :
            {std::tuple{at - 1, false, false}, std::tuple{at + 1, true, false}, std::tuple{3 * at + 7, false, false},
-            std::tuple{at + 1, true, true}}) {
+            std::tuple{17 * at + 3, true, false}, std::tuple{at + 1, true, true},
+            std::tuple{17 * at + 3, false, true}}) {
         trainrun::test::DeviceMemory* memory = mine && r == 0 ? nullptr : &allocated;
         TypedBuffer send(type, count, memory), recv(type, count, memory);
         for (std::size_t i = 0; i < count; ++i) send.set(i, contribution(op, type, r, i));

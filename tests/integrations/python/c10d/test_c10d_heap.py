@@ -1,5 +1,5 @@
 """DDP's gradient buckets in trainrun's shared-memory heap: on a group of
-backend "trainrun" whose ranks share a host, a bucket of 1 MiB or more lies
+backend "trainrun" whose ranks share a host, a bucket of 64 KiB or more lies
 in the memfd every rank maps ("trainrun-heap"), so the allreduce reads it in
 place; DDP still reaches the parameters of training without communication.
 Buckets of gloo's DDP, small buckets and tensors made outside DDP stay
@@ -59,8 +59,8 @@ def test_ddp_buckets_lie_in_the_heap_from_the_first_step_and_after_the_rebuild()
     for step in batches():  # step 1 on the first buckets, then on DDP's rebuilt ones
         seen.clear()
         train(ddp, [step])
-        large = [b for b in seen if b.numel() * b.element_size() >= 1 << 20]
-        small = [b for b in seen if b.numel() * b.element_size() < 1 << 20]
+        large = [b for b in seen if b.numel() * b.element_size() >= 64 << 10]
+        small = [b for b in seen if b.numel() * b.element_size() < 64 << 10]
         assert large and all(in_heap(b) for b in large), [(b.numel(), mapping_of(b.data_ptr())) for b in large]
         assert not any(in_heap(b) for b in small)
 
