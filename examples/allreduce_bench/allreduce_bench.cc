@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
       cuda_memory::copy(recv, host_recv.data(), host_recv.size());
     }
     // --device allocated: the library's host memory, which the host's ranks
-    // map (an allreduce from 1 MiB reads it in place).
+    // map (an allreduce from 64 KiB reads it in place).
     const auto give_back = [&comm](void* p) { comm.free_memory(p); };
     std::unique_ptr<void, std::function<void(void*)>> allocated_send(nullptr, give_back),
         allocated_recv(nullptr, give_back);
@@ -134,6 +134,9 @@ int main(int argc, char** argv) {
       // --in-place: recv is both (zeros, which stay zero under every op's timing).
       if (config.in_place) send = recv;
       hooks.run = [&](std::size_t count) { comm.allreduce(send, recv, count, type, op); };
+      // --rewrite: the pattern again (the sum of one call stays finite).
+      if (config.rewrite)
+        hooks.prepare = [&](std::size_t count) { std::memcpy(send, host_send.data(), count * element); };
     }
     hooks.barrier = [&] { comm.barrier(); };
     hooks.max_across_ranks = [&](double v) {
@@ -143,6 +146,7 @@ int main(int argc, char** argv) {
     };
     const std::string title = "trainrun " + config.collective + " (" + comm.backend_name() + ", " + config.device +
                               " buffers" + (config.in_place ? ", in place" : "") +
+                              (config.rewrite ? ", rewritten" : "") +
                               (set ? ", a process set of " + std::to_string(world.size()) + " ranks" : "") + ")";
     bench::run(config, hooks, title.c_str());
     device_send.reset();

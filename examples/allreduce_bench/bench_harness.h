@@ -32,6 +32,7 @@ struct Config {
   std::string collective = "allreduce";  // allreduce | allgather | broadcast | alltoall | reducescatter
   std::string process_set = "all";  // all | half: the first half of the ranks, as a process set (allreduce_bench only)
   bool in_place = false;            // allreduce with send == recv, as DDP's buckets are (allreduce_bench only)
+  bool rewrite = false;             // the send buffer written before every iteration, untimed (allreduce_bench only)
 };
 
 // Parses --min-bytes/--max-bytes (with K/M/G suffixes), --factor, --iters,
@@ -110,7 +111,8 @@ struct Hooks {
   std::function<void(std::size_t count)> run;      // one collective of `count` elements
   std::function<double(double)> max_across_ranks;  // for the reported time
   std::function<void()> barrier;
-  double bus_factor = 1.0;  // busbw = algbw * bus_factor
+  std::function<void(std::size_t count)> prepare;  // when set: before every iteration, untimed
+  double bus_factor = 1.0;                         // busbw = algbw * bus_factor
 };
 
 inline int pick_iters(const Config& c, std::size_t bytes) {
@@ -134,18 +136,22 @@ inline int run(const Config& c, const Hooks& h, const char* title) {
     const std::size_t count = std::max<std::size_t>(bytes / h.element_size, 1);
     const std::size_t real_bytes = count * h.element_size;
     const int iters = pick_iters(c, real_bytes);
-    for (int i = 0; i < c.warmup; ++i) h.run(count);
+    for (int i = 0; i < c.warmup; ++i) {
+      if (h.prepare) h.prepare(count);
+      h.run(count);
+    }
     h.barrier();
     std::vector<double> samples(static_cast<std::size_t>(iters));
-    const auto start = std::chrono::steady_clock::now();
-    auto last = start;
+    double total = 0;
     for (int i = 0; i < iters; ++i) {
+      if (h.prepare) h.prepare(count);
+      const auto before = std::chrono::steady_clock::now();
       h.run(count);
-      const auto now = std::chrono::steady_clock::now();
-      samples[static_cast<std::size_t>(i)] = std::chrono::duration<double, std::micro>(now - last).count();
-      last = now;
+      const double took = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - before).count();
+      samples[static_cast<std::size_t>(i)] = took;
+      total += took;
     }
-    const double mean = std::chrono::duration<double, std::micro>(last - start).count() / iters;
+    const double mean = total / iters;
     std::nth_element(samples.begin(), samples.begin() + iters / 2, samples.end());
     const double p50 = h.max_across_ranks(samples[static_cast<std::size_t>(iters / 2)]);
     const double time_us = h.max_across_ranks(mean);

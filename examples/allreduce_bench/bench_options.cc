@@ -76,10 +76,19 @@ std::optional<Config> parse_options(int argc, char** argv, int& exit_code) {
       ->check(CLI::IsMember({"all", "half"}))
       ->capture_default_str();
   app.add_flag("--in-place", c.in_place, "allreduce: send and recv are one buffer, as DDP's buckets are");
+  app.add_flag("--rewrite", c.rewrite,
+               "allreduce: each rank writes its send buffer before every iteration, untimed, as backward writes "
+               "DDP's buckets (no line stays cached where the call before left it)");
   app.add_flag("--csv", c.csv, "One CSV line per size");
   if (!examples::parse_cli(app, argc, argv, exit_code)) return std::nullopt;
-  if (c.in_place && c.collective != "allreduce") {
-    std::fprintf(stderr, "allreduce_bench: error: --in-place is for --collective allreduce\n");
+  if ((c.in_place || c.rewrite) && c.collective != "allreduce") {
+    std::fprintf(stderr, "allreduce_bench: error: --%s is for --collective allreduce\n",
+                 c.in_place ? "in-place" : "rewrite");
+    exit_code = 2;
+    return std::nullopt;
+  }
+  if (c.rewrite && c.device == "cuda") {
+    std::fprintf(stderr, "allreduce_bench: error: --rewrite is for host and allocated buffers\n");
     exit_code = 2;
     return std::nullopt;
   }

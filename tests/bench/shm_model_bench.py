@@ -11,7 +11,7 @@ the end. Prints one table: busbw of each side, the zero-copy model
 and each side's fraction of it, so the figures mean the same on any machine:
 
   shm_model_bench.py --build build [--baseline-build ../old/build [--baseline-device allocated]]
-                     [--np 2 4] [--rounds 3] [--in-place]
+                     [--np 2 4] [--rounds 3] [--in-place] [--rewrite]
                      [--min-bytes 64K] [--max-bytes 256M]
 
 The zero-copy model: an allreduce of S bytes among n ranks must at least
@@ -56,6 +56,9 @@ def main():
     ap.add_argument("--baseline-device", default="host", choices=["host", "allocated"],
                     help="where the baseline's buffers live (allocated: an A/B of the in-place path itself)")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rewrite", action="store_true",
+                    help="each rank writes its send buffer before every allreduce, untimed, as backward writes "
+                         "DDP's buckets (allreduce_bench --rewrite)")
     ap.add_argument("--in-place", action="store_true", help="allreduce with send == recv on every side, as DDP does")
     ap.add_argument("--min-bytes", default="64K")
     ap.add_argument("--max-bytes", default="256M")
@@ -80,6 +83,8 @@ def main():
                     command += ["--device", device]
                 if args.in_place:
                     command += ["--in-place"]
+                if args.rewrite:
+                    command += ["--rewrite"]
                 for size, row in run_csv(command).items():
                     busbw.setdefault((n, size, side), []).append(float(row["busbw_gbs"]))
     after = memory_rates(args.build)
