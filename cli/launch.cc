@@ -136,8 +136,9 @@ report::StackDumps::Options stack_dump_options(const Options& options) {
 }
 
 // The launcher holds 3 descriptors per remote host (its SSH session and
-// the pump's socketpair; the few pump threads' wake pipes are shared) and
-// one rendezvous connection per rank;
+// the pump's socketpair; the few pump threads' wake pipes are shared) and,
+// while the ranks init, one rendezvous connection per rank (all at once:
+// each waits for its peers' addresses; a formed rank lets go of its own);
 // the local agent, which inherits the limit, 2 pipes per local rank
 // (measured: -np 8 starts with 24 and fails with 20, -np 32 with 72 and
 // 64). A limit below that would fail mid-start with "Too many open files":

@@ -134,6 +134,10 @@ Communicator& init() {
     if (store) record_start(*store, *world, name);
     const int scope = world->elastic ? world->generation : g_generation;
     auto backend = detail::create_backend(name, detail::BackendContext{*world, store, scope, std::move(forming_check)});
+    // Ranks that have formed need the rendezvous again only now and then (a
+    // process set, a wait warning): the launcher, or the tree of agents'
+    // root, holds no connection per rank for the rest of the job.
+    if (store) store->release_connection();
     const detail::World made = *world;
     install(std::move(world), std::move(backend));
     detail::Backend& made_backend = detail::CommunicatorAccess::backend(*g_communicator);

@@ -39,6 +39,7 @@ class HttpStore : public Store {
                                      std::uint64_t count, std::chrono::milliseconds timeout) override;
   std::int64_t add(std::string_view scope, std::string_view key, std::int64_t delta) override;
   bool healthy();  // GET /v1/health answered 200
+  void release_connection() override { disconnect(); }
 
   // One signed request; exposed for tests and diagnostics. Retries once on a
   // fresh connection when a kept-alive one turns out to be dead, unless the

@@ -30,6 +30,10 @@ class Store {
     return values;
   }
   virtual std::int64_t add(std::string_view scope, std::string_view key, std::int64_t delta) = 0;
+  // The caller expects no request for a while (a rank's init is done): a
+  // store that keeps a connection open closes it, and the next request
+  // opens one. The server then holds no descriptor for an idle rank.
+  virtual void release_connection() {}
 };
 
 }  // namespace trainrun::rendezvous

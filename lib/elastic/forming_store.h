@@ -25,6 +25,7 @@ class FormingStore : public rendezvous::Store {
   std::vector<std::string> get_range(std::string_view scope, std::string_view prefix, std::uint64_t first,
                                      std::uint64_t count, std::chrono::milliseconds timeout) override;
   std::int64_t add(std::string_view scope, std::string_view key, std::int64_t delta) override;
+  void release_connection() override { inner_->release_connection(); }
   // Throws Error(MembershipChanged) when the next generation is published
   // (for the backend's waits outside the store: BackendContext::forming_check).
   void fail_if_superseded();
